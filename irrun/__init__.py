@@ -1,0 +1,23 @@
+"""irrun: run and check OpenVINO IR models with NumPy.
+
+>>> import irrun
+>>> m = irrun.load("models/demo.xml")
+>>> [o.name for o in m.outputs]
+['pooled', 'indices']
+"""
+
+from .errors import Diagnostic, IrrunError, LayerRef, Location
+from .model import Model, TensorSpec, load, validate
+
+__version__ = "0.1.0"
+__all__ = [
+    "Diagnostic",
+    "IrrunError",
+    "LayerRef",
+    "Location",
+    "Model",
+    "TensorSpec",
+    "__version__",
+    "load",
+    "validate",
+]

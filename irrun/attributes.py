@@ -1,0 +1,164 @@
+"""Declaring and parsing ``<data>`` attributes the way OpenVINO's IR reader does.
+
+An op declares each attribute once with :class:`Attr`: its IR spelling, kind,
+default and allowed values.  :func:`parse_attributes` turns a layer's ``<data>``
+strings into Python values, raising :class:`AttrError` for values OpenVINO
+would reject and returning a warning where OpenVINO silently falls back to a
+default (an unparsable boolean keeps the default, as OpenVINO does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import element_types
+from .dims import parse_partial_shape
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+KINDS = ("ints", "int", "bool", "enum", "element_type", "partial_shape", "str")
+
+
+class AttrError(ValueError):
+    """A ``<data>`` attribute is missing or has a value OpenVINO would not accept."""
+
+    def __init__(self, attr: str, message: str) -> None:
+        self.attr = attr
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Attr:
+    """One attribute of an op, as spelled in the IR.
+
+    ``name`` is the Python name kernels receive (``exclude-pad`` becomes
+    ``exclude_pad``); ``choices`` lists the lower-case values of an enum.
+    """
+
+    ir_name: str
+    kind: str
+    default: Any = REQUIRED
+    choices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise TypeError(f"unknown attribute kind {self.kind!r}")
+
+    @property
+    def name(self) -> str:
+        return self.ir_name.replace("-", "_")
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    def describe(self) -> str:
+        """What a valid value looks like, for error messages."""
+        if self.kind == "enum":
+            return "one of " + ", ".join(self.choices)
+        return {
+            "ints": "a comma-separated list of integers",
+            "int": "an integer",
+            "bool": "true, false, 1 or 0",
+            "element_type": "an element type such as f32 or i64",
+            "partial_shape": "a shape such as 1,3,?,224",
+            "str": "a string",
+        }[self.kind]
+
+    def parse(self, text: str) -> Any:
+        """Parse ``text``; raises ValueError when OpenVINO would reject it."""
+        if self.kind == "ints":
+            return parse_int_list(text)
+        if self.kind == "int":
+            return int(text.strip())
+        if self.kind == "bool":
+            return parse_bool(text)
+        if self.kind == "enum":
+            # OpenVINO matches enum names without regard to case but does not trim them.
+            value = text.lower()
+            if value not in self.choices:
+                raise ValueError(f"'{text}' is not {self.describe()}")
+            return value
+        if self.kind == "element_type":
+            return element_types.from_attribute(text)
+        if self.kind == "partial_shape":
+            return parse_partial_shape(text)
+        return text
+
+
+def parse_int_list(text: str) -> tuple[int, ...]:
+    """Parse ``"2, 2"``: commas separate, spaces are allowed, a trailing comma too.
+
+    >>> parse_int_list(" 2 , 3,"), parse_int_list("")
+    ((2, 3), ())
+    """
+    fields = text.split(",")
+    if fields and not fields[-1].strip() and len(fields) > 1:
+        fields = fields[:-1]
+    if len(fields) == 1 and not fields[0].strip():
+        return ()
+    out = []
+    for f in fields:
+        f = f.strip()
+        if not f:
+            raise ValueError(f"'{text}' has an empty field")
+        out.append(int(f))
+    return tuple(out)
+
+
+def parse_bool(text: str) -> bool:
+    t = text.lower()
+    if t in ("true", "1"):
+        return True
+    if t in ("false", "0"):
+        return False
+    raise ValueError(f"'{text}' is not true, false, 1 or 0")
+
+
+@dataclass(frozen=True)
+class ParsedAttributes:
+    values: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+
+
+def parse_attributes(attrs: tuple[Attr, ...], data: Mapping[str, str]) -> ParsedAttributes:
+    """Parse a layer's ``<data>`` against an op's declared attributes.
+
+    Unknown attributes are ignored, as OpenVINO ignores them, but reported as warnings.
+    """
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    for attr in attrs:
+        text = data.get(attr.ir_name)
+        if text is None:
+            if attr.required:
+                raise AttrError(attr.ir_name, f"attribute '{attr.ir_name}' is required")
+            values[attr.name] = attr.default
+            continue
+        try:
+            values[attr.name] = attr.parse(text)
+        except ValueError as exc:
+            if attr.kind == "bool" and not attr.required:
+                # OpenVINO ignores a boolean it cannot read and keeps the default.
+                values[attr.name] = attr.default
+                warnings.append(
+                    f"attribute '{attr.ir_name}'=\"{text}\" is not true/false/1/0; "
+                    f"OpenVINO ignores it and uses {str(attr.default).lower()}"
+                )
+                continue
+            raise AttrError(
+                attr.ir_name, f"attribute '{attr.ir_name}'=\"{text}\": expected {attr.describe()}"
+            ) from exc
+    known = {a.ir_name for a in attrs}
+    for key in data:
+        if key not in known:
+            warnings.append(f"unknown attribute '{key}' is ignored")
+    return ParsedAttributes(values, tuple(warnings))

@@ -1,0 +1,119 @@
+"""Parameter, Result, Const and Convert: the graph's edges to the outside world."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..attributes import Attr
+from ..registry import OpDef, TensorInfo, register
+
+
+def _parameter_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    return [TensorInfo(a.shape, a.element_type)]
+
+
+def _no_kernel(a: SimpleNamespace, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    raise RuntimeError("Parameter values are fed by the executor")
+
+
+def _result_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    return []  # a Result has no output port: the tensor it receives is the model's output
+
+
+def _result(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    return ()
+
+
+def _const_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    # The executor decodes the weights into ``a.value`` before anything asks.
+    return [TensorInfo(tuple(a.shape), a.element_type, getattr(a, "value", None))]
+
+
+def _const(a: SimpleNamespace) -> tuple[np.ndarray, ...]:
+    return (a.value,)
+
+
+def _check_const(a: SimpleNamespace) -> None:
+    if any(d < 0 for d in a.shape):
+        raise ValueError(f"shape {list(a.shape)} has a negative dimension")
+    if a.offset < 0 or a.size < 0:
+        raise ValueError(f"offset {a.offset} and size {a.size} must not be negative")
+
+
+def _convert_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    return [TensorInfo(inputs[0].shape, a.destination_type)]
+
+
+def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Convert as OpenVINO's CPU plugin does.
+
+    Floats become integers by truncation toward zero; NaN, infinities and values
+    outside int32 become int32's minimum (x86's "integer indefinite") before being
+    wrapped into narrower types.  Integers wrap.  Booleans are ``x != 0`` (NaN is false).
+
+    >>> convert(np.array([2.7, -2.7, 300.0, np.nan], np.float32), np.dtype(np.uint8)).tolist()
+    [2, 254, 44, 0]
+    """
+    if dtype == np.bool_:
+        with np.errstate(invalid="ignore"):
+            return (x != 0) & ~np.isnan(x) if x.dtype.kind == "f" else x != 0
+    if x.dtype.kind == "f" and dtype.kind in "iu":
+        with np.errstate(invalid="ignore", over="ignore"):
+            t = np.trunc(x.astype(np.float64))
+            wide = 64 if dtype.itemsize == 8 else 32
+            info = np.iinfo(np.int64 if wide == 64 else np.int32)
+            bad = ~np.isfinite(t) | (t < info.min) | (t > info.max)
+            ints = np.where(bad, info.min, np.where(bad, 0, t)).astype(np.int64)
+        return ints.astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(dtype)
+
+
+def _convert(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    return (convert(x, a.destination_type.dtype),)
+
+
+register(
+    OpDef(
+        type="Parameter",
+        version=1,
+        since_opset=1,
+        attrs=(Attr("shape", "partial_shape", ()), Attr("element_type", "element_type")),
+        infer=_parameter_infer,
+        kernel=_no_kernel,
+        inputs=(0, 0),
+    )
+)
+register(
+    OpDef(type="Result", version=1, since_opset=1, attrs=(), infer=_result_infer, kernel=_result)
+)
+register(
+    OpDef(
+        type="Const",
+        version=1,
+        since_opset=1,
+        attrs=(
+            Attr("element_type", "element_type"),
+            Attr("shape", "ints", ()),
+            Attr("offset", "int"),
+            Attr("size", "int"),
+        ),
+        infer=_const_infer,
+        kernel=_const,
+        inputs=(0, 0),
+        check=_check_const,
+    )
+)
+register(
+    OpDef(
+        type="Convert",
+        version=1,
+        since_opset=1,
+        attrs=(Attr("destination_type", "element_type"),),
+        infer=_convert_infer,
+        kernel=_convert,
+    )
+)

@@ -1,0 +1,147 @@
+"""Shape propagation: infer every tensor's shape and type, and check the declared ports.
+
+Shapes flow from the Parameters (or from given input shapes) through each op's
+shape rule.  Every declared ``<dim>`` is compared with what was inferred; all
+problems are collected.  Small constant subgraphs (a Const and a Convert
+feeding an adaptive pool's ``output_shape``) are folded so shapes stay known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .binding import Node
+from .dims import Shape, dims_agree, format_shape
+from .errors import Diagnostic
+from .graph import LayerGraph
+from .registry import ShapeError, TensorInfo
+
+# Constant inputs up to this many elements are folded through ops during propagation.
+FOLD_LIMIT = 4096
+
+Infos = dict[tuple[str, int], TensorInfo]  # (layer id, output port id) -> info
+
+
+def input_infos(lg: LayerGraph, node: Node, infos: Infos) -> list[TensorInfo] | None:
+    """Infos of a layer's inputs in port order, or None if any is unknown."""
+    out = []
+    for port in node.layer.inputs:
+        src = lg.sources.get((node.layer.id, port.id))
+        info = infos.get((src.layer, src.port)) if src else None
+        if info is None:
+            return None
+        out.append(info)
+    return out
+
+
+def describe_attrs(node: Node) -> str:
+    assert node.op is not None and node.attrs is not None
+    parts = []
+    for name in node.op.shape_attrs:
+        if not hasattr(node.attrs, name):
+            continue
+        value = getattr(node.attrs, name)
+        if isinstance(value, tuple):
+            value = "[" + ",".join(str(v) for v in value) + "]"
+        elif isinstance(value, bool):
+            value = str(value).lower()
+        parts.append(f"{name}={value}")
+    return ", ".join(parts)
+
+
+def propagate(
+    lg: LayerGraph, nodes: Mapping[str, Node], shapes: Mapping[str, TensorInfo] | None = None
+) -> tuple[Infos, list[Diagnostic]]:
+    """Infer all tensors. ``shapes`` overrides Parameters' infos by layer id."""
+    infos: Infos = {}
+    problems: list[Diagnostic] = []
+    loc = lg.doc.location
+    for lid in lg.order:
+        node = nodes[lid]
+        if not node.ok:
+            continue
+        assert node.op is not None and node.attrs is not None
+        inputs = input_infos(lg, node, infos)
+        if inputs is None:
+            continue
+        if node.op.type == "Parameter" and shapes and lid in shapes:
+            outputs = [shapes[lid]]
+        else:
+            try:
+                outputs = node.op.infer(node.attrs, inputs)
+            except ShapeError as exc:
+                detail = describe_attrs(node)
+                shown = ", ".join(format_shape(i.shape) for i in inputs)
+                problems.append(
+                    Diagnostic(
+                        "error", "shape-error",
+                        f"{exc} (input {shown}" + (f"; {detail})" if detail else ")"),
+                        loc(node.layer.line), node.ref,
+                    )  # fmt: skip
+                )
+                continue
+            outputs = _fold(node, inputs, outputs)
+        if len(outputs) != len(node.layer.outputs):
+            problems.append(
+                Diagnostic(
+                    "error", "output-count",
+                    f"has {len(node.layer.outputs)} output ports, {node.op.label} produces "
+                    f"{len(outputs)}", loc(node.layer.line), node.ref,
+                )  # fmt: skip
+            )
+        for port, info in zip(node.layer.outputs, outputs, strict=False):
+            infos[(lid, port.id)] = info
+            problems.extend(_check_port(lg, node, port, info, inputs))
+        for port, info in zip(node.layer.inputs, inputs, strict=True):
+            problems.extend(_check_port(lg, node, port, info, None))
+    return infos, problems
+
+
+def _fold(node: Node, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> list[TensorInfo]:
+    if not inputs or any(i.value is None or i.value.size > FOLD_LIMIT for i in inputs):
+        return outputs
+    assert node.op is not None
+    try:
+        values = node.op.kernel(node.attrs, *(i.value for i in inputs))
+    except Exception:  # a kernel that cannot fold leaves the shapes as inferred
+        return outputs
+    return [
+        TensorInfo(o.shape, o.element_type, np.asarray(v))
+        for o, v in zip(outputs, values, strict=True)
+    ]
+
+
+def _check_port(
+    lg: LayerGraph, node: Node, port, info: TensorInfo, inputs: list[TensorInfo] | None
+) -> list[Diagnostic]:
+    """Compare a port's declared dims and precision with the inferred tensor."""
+    found: list[Diagnostic] = []
+    where = lg.doc.location(port.line)
+    if info.shape is not None and not _shape_agrees(port.dims, info.shape):
+        declared, inferred = format_shape(port.dims), format_shape(info.shape)
+        detail = describe_attrs(node) if inputs is not None else ""
+        found.append(
+            Diagnostic(
+                "error", "shape-mismatch",
+                f"declared {declared}, inferred {inferred}" + (f" ({detail})" if detail else ""),
+                where, node.ref, port.id, expected=inferred, actual=declared,
+            )  # fmt: skip
+        )
+    et = info.element_type
+    if port.precision is not None and et is not None and port.precision.name != et.name:
+        found.append(
+            Diagnostic(
+                "warning", "type-mismatch",
+                f"precision {port.precision.name}, but the tensor is {et.name}",
+                where, node.ref, port.id, expected=et.name, actual=port.precision.name,
+            )  # fmt: skip
+        )
+    return found
+
+
+def _shape_agrees(declared: Shape, inferred: Shape) -> bool:
+    return len(declared) == len(inferred) and all(
+        dims_agree(d, i) for d, i in zip(declared, inferred, strict=True)
+    )

@@ -1,0 +1,63 @@
+"""The ``.bin`` weights file: found beside the ``.xml``, memory-mapped, never read whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import element_types
+from .element_types import ElementType
+
+
+class Weights:
+    """A lazily memory-mapped weights file.
+
+    ``path`` may not exist: a model without Const layers needs no ``.bin``,
+    so the error is raised only when a constant is actually read.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._map: np.ndarray | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size if self.exists else 0
+
+    def _bytes(self) -> np.ndarray:
+        if self._map is None:
+            if self.size == 0:
+                self._map = np.zeros(0, np.uint8)
+            else:
+                self._map = np.memmap(self.path, dtype=np.uint8, mode="r")
+        return self._map
+
+    def read(self, offset: int, size: int, et: ElementType, shape: tuple[int, ...]) -> np.ndarray:
+        """Decode one constant. Raises ValueError naming what does not fit."""
+        if not self.exists:
+            raise ValueError(f"weights file {self.path} does not exist")
+        count = int(np.prod(shape, dtype=np.int64))
+        need = element_types.byte_size(et, count)
+        if offset < 0 or size < 0:
+            raise ValueError(f"offset {offset} and size {size} must not be negative")
+        if size < need:
+            raise ValueError(
+                f"size {size} bytes is too small for shape {list(shape)} of {et} "
+                f"(needs {need} bytes)"
+            )
+        if offset + size > self.size:
+            raise ValueError(
+                f"offset {offset} + size {size} = {offset + size} is past the end of "
+                f"{self.path.name} ({self.size} bytes)"
+            )
+        raw = self._bytes()[offset : offset + need]
+        return element_types.decode(raw, et, count).reshape(shape)
+
+    def __getstate__(self) -> dict:
+        # Pickling reopens the map rather than copying the weights.
+        return {"path": self.path, "_map": None}

@@ -1,0 +1,246 @@
+"""Sliding-window geometry shared by every pooling op.
+
+This module is the one place that knows how big a pooled output is
+(:func:`output_size`), how ``auto_pad`` turns into pads (:func:`resolve_pads`),
+and where each window's taps fall.  Shape rules and kernels both call it, so
+the shape irrun checks is the shape irrun computes.
+
+Conventions (OpenVINO's): on each spatial axis the window for output ``o``
+has taps at ``o*stride - pad_begin + j*dilation`` for ``j in range(kernel)``;
+a tap outside ``[0, size)`` is padding.  ``pad_end`` only affects the size.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+from .dims import DYNAMIC, Dim, Shape, map_bounds
+from .registry import ShapeError
+
+ROUNDING_TYPES = ("floor", "ceil", "ceil_torch")
+AUTO_PADS = ("explicit", "same_upper", "same_lower", "valid")
+
+
+def dilated(kernel: int, dilation: int) -> int:
+    return dilation * (kernel - 1) + 1
+
+
+def resolve_pads(
+    size: int, kernel: int, stride: int, dilation: int, auto_pad: str, pad_begin: int, pad_end: int
+) -> tuple[int, int]:
+    """The pads OpenVINO uses on one axis: XML pads for ``explicit``, else computed.
+
+    ``same_*`` pads make ``ceil(size/stride)`` windows fit; the odd pad goes at the
+    end for ``same_upper`` and at the beginning for ``same_lower``.
+
+    >>> resolve_pads(9, 2, 2, 1, "same_upper", 5, 5), resolve_pads(9, 2, 2, 1, "same_lower", 0, 0)
+    ((0, 1), (1, 0))
+    """
+    if auto_pad == "valid":
+        return 0, 0
+    if auto_pad in ("same_upper", "same_lower"):
+        total = max(0, (-(-size // stride) - 1) * stride + dilated(kernel, dilation) - size)
+        small, large = total // 2, total - total // 2
+        return (small, large) if auto_pad == "same_upper" else (large, small)
+    return pad_begin, pad_end
+
+
+def output_size(
+    size: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int, rounding: str
+) -> int:
+    """Number of windows on one axis. The only copy of the pooling size formula.
+
+    ``ceil`` may add a window that starts past the input; ``ceil_torch`` drops a
+    last window that would start in the end padding.
+
+    >>> [output_size(3, 2, 2, 1, 1, 1, r) for r in ROUNDING_TYPES]
+    [2, 3, 2]
+    """
+    span = size + pad_begin + pad_end - dilated(kernel, dilation)
+    if span < 0:
+        raise ShapeError(
+            f"kernel after dilation ({dilated(kernel, dilation)}) is larger than the padded "
+            f"input ({size + pad_begin + pad_end})"
+        )
+    if rounding == "floor":
+        return span // stride + 1
+    steps = -(-span // stride)
+    if rounding == "ceil":
+        return steps + 1
+    return steps + 1 if steps * stride <= size + pad_begin - 1 else steps
+
+
+def check_pool_attributes(a: SimpleNamespace, allow_ceil_torch: bool) -> None:
+    """Attribute checks that need no input shape. Raises ValueError."""
+    n = len(a.kernel)
+    if n == 0:
+        raise ValueError("kernel must not be empty")
+    if a.auto_pad not in AUTO_PADS:
+        raise ValueError(f"auto_pad '{a.auto_pad}' is not one of {', '.join(AUTO_PADS)}")
+    lists = {"strides": a.strides, "pads_begin": a.pads_begin, "pads_end": a.pads_end}
+    if hasattr(a, "dilations"):
+        lists["dilations"] = a.dilations
+    for name, values in lists.items():
+        if len(values) != n:
+            raise ValueError(
+                f"{name} has {len(values)} values {list(values)} but kernel has {n} {list(a.kernel)}"
+            )
+    for name, values in (("kernel", a.kernel), ("strides", a.strides), *(
+        [("dilations", a.dilations)] if hasattr(a, "dilations") else []
+    )):
+        if any(v <= 0 for v in values):
+            raise ValueError(f"{name} must be positive, got {list(values)}")
+    for name in ("pads_begin", "pads_end"):
+        if any(v < 0 for v in lists[name]):
+            raise ValueError(f"{name} must not be negative, got {list(lists[name])}")
+    if a.rounding_type == "ceil_torch" and not allow_ceil_torch:
+        raise ValueError("rounding_type ceil_torch needs MaxPool-14, AvgPool-14 or AvgPool-16")
+
+
+def with_default_pads(a: SimpleNamespace) -> SimpleNamespace:
+    """Empty pad lists mean zeros, as OpenVINO defaults them."""
+    n = len(a.kernel)
+    return SimpleNamespace(
+        **{**vars(a), "pads_begin": tuple(a.pads_begin) or (0,) * n,
+           "pads_end": tuple(a.pads_end) or (0,) * n}
+    )  # fmt: skip
+
+
+def pool_dilations(a: SimpleNamespace) -> tuple[int, ...]:
+    """Dilations, or ones for ops without them (and for an IR that omits them)."""
+    d = getattr(a, "dilations", ())
+    return tuple(d) if d else (1,) * len(a.kernel)
+
+
+def pooled_shape(shape: Shape | None, a: SimpleNamespace, exclude_pad: bool | None = None) -> Shape:
+    """Output shape of a sliding-window pool, intervals included.
+
+    ``exclude_pad`` (AvgPool only) adds OpenVINO's rule that with excluded padding
+    a window may never lie entirely in the padding.
+    """
+    n = len(a.kernel)
+    dil = pool_dilations(a)
+    if shape is None:
+        return (DYNAMIC,) * (n + 2)
+    if len(shape) not in (3, 4, 5):
+        raise ShapeError(f"expected a 3D, 4D or 5D input, got rank {len(shape)}")
+    if len(shape) - 2 != n:
+        raise ShapeError(
+            f"kernel {list(a.kernel)} has {n} values but the input has {len(shape) - 2} "
+            f"spatial dims"
+        )
+    for axis, what in ((0, "batch"), (1, "channel")):
+        if shape[axis] == 0:
+            raise ShapeError(f"{what} size is zero")
+    out: list[Dim] = [shape[0], shape[1]]
+    for i, size in enumerate(shape[2:]):
+        k, s, d = a.kernel[i], a.strides[i], dil[i]
+        if isinstance(size, int):
+            pb, pe = resolve_pads(size, k, s, d, a.auto_pad, a.pads_begin[i], a.pads_end[i])
+            if dilated(k, d) > size + pb + pe:
+                raise ShapeError(
+                    f"kernel after dilation has size {dilated(k, d)}, larger than the input "
+                    f"after padding ({size} + {pb} + {pe} = {size + pb + pe}) at spatial axis {i}"
+                )
+            if exclude_pad and not (dilated(k, d) > pb and dilated(k, d) > pe):
+                raise ShapeError(
+                    f"kernel after dilation ({dilated(k, d)}) lies entirely in the padding "
+                    f"(pads {pb}/{pe}) at spatial axis {i}, which exclude-pad forbids"
+                )
+            out.append(output_size(size, k, s, d, pb, pe, a.rounding_type))
+        elif a.auto_pad in ("same_upper", "same_lower"):
+            out.append(DYNAMIC)
+        else:
+            pb, pe = resolve_pads(0, k, s, d, a.auto_pad, a.pads_begin[i], a.pads_end[i])
+            smallest = max(dilated(k, d) - pb - pe, 0)
+
+            def size_of(h: int, k=k, s=s, d=d, pb=pb, pe=pe) -> int:
+                return output_size(max(h, smallest), k, s, d, pb, pe, a.rounding_type)
+
+            out.append(map_bounds(size, size_of))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Resolved geometry of a pool over a concrete input, one entry per spatial axis."""
+
+    sizes: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    out: tuple[int, ...]
+
+    @classmethod
+    def of(cls, spatial: Sequence[int], a: SimpleNamespace) -> Windows:
+        dil = pool_dilations(a)
+        begins, ends, outs = [], [], []
+        for i, size in enumerate(spatial):
+            k, s, d = a.kernel[i], a.strides[i], dil[i]
+            pb, pe = resolve_pads(size, k, s, d, a.auto_pad, a.pads_begin[i], a.pads_end[i])
+            begins.append(pb)
+            ends.append(pe)
+            outs.append(output_size(size, k, s, d, pb, pe, a.rounding_type))
+        return cls(
+            tuple(spatial), tuple(a.kernel), tuple(a.strides), dil,
+            tuple(begins), tuple(ends), tuple(outs),
+        )  # fmt: skip
+
+    def taps(self) -> Iterator[tuple[int, ...]]:
+        """Kernel offsets in row-major (D, H, W) order: the order OpenVINO scans them."""
+        return itertools.product(*(range(k) for k in self.kernel))
+
+    def starts(self, axis: int) -> np.ndarray:
+        """Input coordinate of each window's first tap on ``axis`` (may be negative)."""
+        return np.arange(self.out[axis]) * self.strides[axis] - self.pads_begin[axis]
+
+    def padded(self, x: np.ndarray, fill: float | int) -> np.ndarray:
+        """``x`` surrounded by ``fill`` so that every tap of every window is inside."""
+        widths = [(0, 0)] * (x.ndim - len(self.sizes))
+        for i, size in enumerate(self.sizes):
+            reach = (self.out[i] - 1) * self.strides[i] + (self.kernel[i] - 1) * self.dilations[
+                i
+            ] + 1
+            widths.append((self.pads_begin[i], max(0, reach - self.pads_begin[i] - size)))
+        if all(w == (0, 0) for w in widths):
+            return x
+        return np.pad(x, widths, mode="constant", constant_values=fill)
+
+    def tap_view(self, padded: np.ndarray, tap: Sequence[int]) -> np.ndarray:
+        """The strided view of ``padded`` that tap ``tap`` reads for every window."""
+        lead = (slice(None),) * (padded.ndim - len(tap))
+        return padded[
+            lead
+            + tuple(
+                slice(j * d, j * d + (o - 1) * s + 1, s)
+                for j, d, o, s in zip(tap, self.dilations, self.out, self.strides, strict=True)
+            )
+        ]
+
+    def valid_taps(self, axis: int) -> np.ndarray:
+        """How many taps of each window on ``axis`` fall inside the input."""
+        starts = self.starts(axis)[:, None]
+        pos = starts + np.arange(self.kernel[axis])[None, :] * self.dilations[axis]
+        return ((pos >= 0) & (pos < self.sizes[axis])).sum(axis=1)
+
+    def start_index(self) -> np.ndarray:
+        """Flat input index of each window's first tap, over the spatial output grid."""
+        flat_strides = np.cumprod((1, *self.sizes[:0:-1]))[::-1]
+        index = np.zeros(self.out, np.int64)
+        for axis, fs in enumerate(flat_strides):
+            shape = [1] * len(self.out)
+            shape[axis] = self.out[axis]
+            index = index + (self.starts(axis) * int(fs)).reshape(shape)
+        return index
+
+    def tap_offset(self, tap: Sequence[int]) -> int:
+        """Flat index distance from a window's first tap to tap ``tap``."""
+        flat_strides = np.cumprod((1, *self.sizes[:0:-1]))[::-1]
+        return int(sum(j * d * int(fs) for j, d, fs in zip(tap, self.dilations, flat_strides, strict=True)))
