@@ -90,7 +90,7 @@ def supported_ops() -> list[OpDef]:
 
 
 def describe_versions(type_name: str) -> str:
-    """``MaxPool-1 (opset1..7), MaxPool-8 (opset8..13), MaxPool-14 (opset14..16)``."""
+    """``MaxPool-v1 (opset1..7), MaxPool-v8 (opset8..13), MaxPool-v14 (opset14..16)``."""
     versions = _REGISTRY.get(type_name.lower(), [])
     parts = []
     for i, op in enumerate(versions):
@@ -107,7 +107,7 @@ def resolve(type_name: str, version: str) -> OpDef:
     """The op a layer ``type=... version="opsetN"`` denotes.
 
     >>> resolve("MaxPool", "opset11").label, resolve("avgpool", "opset15").label
-    ('MaxPool-8', 'AvgPool-14')
+    ('MaxPool-v8', 'AvgPool-v14')
     """
     n = opset_number(version)
     if n is None or not 1 <= n <= LATEST_OPSET:

@@ -95,7 +95,9 @@ def _taps(sizes: Sequence[int], outs: Sequence[int], pad_index: bool):
 
 
 def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
-    """>>> adaptive_avg_pool(np.arange(1, 9, dtype=np.float32).reshape(1, 1, 8), (3,)).tolist()
+    """Average over adaptive windows, summed in row-major order and divided once.
+
+    >>> adaptive_avg_pool(np.arange(1, 9, dtype=np.float32).reshape(1, 1, 8), (3,)).tolist()
     [[[2.0, 4.5, 7.0]]]
     """
     sizes = x.shape[2:]
