@@ -1,0 +1,113 @@
+"""The executor: plan once, run in order, drop intermediates early, compute only what is asked."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as op1
+import openvino.opset8 as op8
+import pytest
+
+import irrun
+from irrun.dims import format_shape
+
+
+def _chain(tmp_path, n_layers: int, shape=(1, 16, 128, 128)):
+    """A chain of identity max pools (kernel 1), every tensor named t0..tN."""
+    p = op1.parameter(list(shape), ov.Type.f32, name="x")
+    p.output(0).get_tensor().set_names({"x"})
+    node = p
+    for i in range(n_layers):
+        node = op1.max_pool(node, [1, 1], [0, 0], [0, 0], [1, 1], name=f"pool{i}")
+        node.output(0).get_tensor().set_names({f"t{i}"})
+    path = tmp_path / "chain.xml"
+    ov.save_model(ov.Model([node], [p], "chain"), path)
+    return path
+
+
+def test_intermediates_are_released(tmp_path):
+    n = 12
+    model = irrun.load(_chain(tmp_path, n))
+    x = np.random.default_rng(0).standard_normal((1, 16, 128, 128)).astype(np.float32)
+    tensor = x.nbytes
+    tracemalloc.start()
+    try:
+        out = model.run({"x": x})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(out[f"t{n - 1}"], x)
+    # Holding every intermediate would take n tensors; released early it is a few.
+    assert peak < 4 * tensor, peak / tensor
+
+
+def test_schedule_frees_each_intermediate_after_its_last_reader(tmp_path):
+    model = irrun.load(_chain(tmp_path, 5))
+    plan = model._plan
+    wanted = (plan.slots[(plan.lg.order[-2], 1)],)  # the last pool's output, read by Result
+    schedule = plan._schedule(wanted)
+    freed = [slot for _, frees in schedule for slot in frees]
+    assert len(freed) == len(set(freed))
+    assert wanted[0] not in freed
+    for pos, (_step, frees) in enumerate(schedule):
+        for slot in frees:
+            readers = [i for i, (s, _) in enumerate(schedule) if slot in s.inputs]
+            assert not readers or max(readers) == pos
+
+
+def test_run_computes_only_what_is_asked(tmp_path, monkeypatch):
+    model = irrun.load(_chain(tmp_path, 6))
+    calls = []
+    for step in model._plan.steps:
+        kernel = step.kernel
+
+        def spy(a, *xs, _k=kernel, _name=step.node.layer.name):
+            calls.append(_name)
+            return _k(a, *xs)
+
+        object.__setattr__(step, "kernel", spy)
+    model._plan._schedule.cache_clear()
+    x = np.ones((1, 16, 128, 128), np.float32)
+    out = model.run({"x": x}, outputs=["t2"])
+    assert list(out) == ["t2"]
+    assert calls == ["pool0", "pool1", "pool2"]
+
+
+def test_intermediate_tensor_and_layer_names_can_be_requested(tmp_path):
+    p = op1.parameter([1, 1, 4, 4], ov.Type.f32, name="x")
+    mp = op8.max_pool(p, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], name="first")
+    mp.output(0).get_tensor().set_names({"first_values"})
+    ap = op1.avg_pool(mp.output(0), [1, 1], [0, 0], [0, 0], [2, 2], exclude_pad=True, name="avg")
+    ap.output(0).get_tensor().set_names({"y"})
+    path = tmp_path / "two.xml"
+    ov.save_model(ov.Model([ap], [p]), path)
+    model = irrun.load(path)
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    out = model.run({"x": x}, outputs=["first_values", "y", "avg"])
+    np.testing.assert_array_equal(out["first_values"][0, 0], [[5, 7], [13, 15]])
+    np.testing.assert_array_equal(out["y"][0, 0], [[10]])
+    np.testing.assert_array_equal(out["avg"], out["y"])
+    with pytest.raises(irrun.IrrunError, match="no output, tensor or layer named 'nope'"):
+        model.run({"x": x}, outputs=["nope"])
+
+
+def test_dynamic_input_runs_at_any_fitting_shape(tmp_path):
+    p = op1.parameter(ov.PartialShape([1, 2, -1, ov.Dimension(4, 9)]), ov.Type.f32, name="x")
+    p.output(0).get_tensor().set_names({"x"})
+    mp = op8.max_pool(p, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], auto_pad="same_upper",
+                      name="pool")  # fmt: skip
+    mp.output(0).get_tensor().set_names({"y"})
+    path = tmp_path / "dyn.xml"
+    ov.save_model(ov.Model([mp.output(0)], [p]), path)
+    model = irrun.load(path)
+    assert format_shape(model.inputs[0].shape) == "[1,2,?,4..9]"
+    x = np.arange(2 * 5 * 7, dtype=np.float32).reshape(1, 2, 5, 7)
+    y = model.run({"x": x})["y"]
+    # same_upper, kernel 2, stride 2: ceil(5/2) x ceil(7/2) windows, the extra pad at the end.
+    assert y.shape == (1, 2, 3, 4)
+    assert y[0, 0, 0, 0] == x[0, 0, 1, 1]
+    assert y[0, 0, 2, 3] == x[0, 0, 4, 6]
+    with pytest.raises(irrun.IrrunError, match=r"expected \[1,2,\?,4\.\.9\]"):
+        model.run({"x": np.zeros((1, 2, 5, 10), np.float32)})
