@@ -6,13 +6,15 @@ file never needs any of them, so a document type declaration is refused.
 
 from __future__ import annotations
 
+import contextlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lxml import etree
 
-from . import element_types
+from . import element_types, registry
 from .dims import Dim, parse_dim
 from .element_types import ElementType
 from .errors import IrrunError, LayerRef, Location
@@ -44,6 +46,11 @@ class Layer:
     rt_info: dict[str, Any] = field(default_factory=dict)
 
     def ref(self, version: int | None = None) -> LayerRef:
+        if version is None:
+            # Name the op version wherever the layer's type resolves, so that every
+            # message about a layer reads the same, not only those issued after binding.
+            with contextlib.suppress(registry.LookupFailure):
+                version = registry.resolve(self.type, self.version).version
         return LayerRef(self.id, self.name, self.type, version)
 
     def port(self, port_id: int) -> Port | None:
@@ -95,22 +102,102 @@ def read_ir(path: str | Path) -> IRDocument:
         data = path.read_bytes()
     except FileNotFoundError:
         raise IrrunError("no such file", loc) from None
+    except IsADirectoryError:
+        raise IrrunError("is a directory, expected an IR .xml file", loc) from None
     except OSError as exc:
         raise IrrunError(f"cannot read: {exc.strerror or exc}", loc) from None
     if not data.strip():
         raise IrrunError("the file is empty, expected an OpenVINO IR <net> document", loc)
+    if _looks_binary(data):
+        hint = " (the weights file? pass the .xml)" if path.suffix.lower() == ".bin" else ""
+        raise IrrunError(f"binary data, not an IR .xml file{hint}", loc)
+    doctype_line = _doctype_line(data)
+    if doctype_line:
+        # Refused before libxml2 sees it: libxml2 expands entities in attribute values
+        # even with resolve_entities=False, so a billion-laughs <net name="&lol9;"> would
+        # be expanded up to its amplification limit.
+        raise IrrunError(
+            "document type declarations (<!DOCTYPE>, entities) are not allowed in IR files",
+            Location(str(path), doctype_line),
+        )
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as exc:
-        line = exc.lineno or 0
-        msg = exc.msg if hasattr(exc, "msg") else str(exc)
-        raise IrrunError(f"malformed XML: {msg}", Location(str(path), line)) from None
+        line, column = exc.position if exc.position else (exc.lineno or 0, 0)
+        # lxml appends ", line L, column C" to libxml2's message; the location says it already.
+        msg = _LXML_POSITION.sub("", exc.msg if hasattr(exc, "msg") else str(exc))
+        col = f" (column {column})" if column else ""
+        raise IrrunError(f"malformed XML: {msg}{col}", Location(str(path), line)) from None
     tree = root.getroottree()
     if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
         raise IrrunError(
-            "document type declarations (DTD, entities) are not allowed in IR files", loc
+            "document type declarations (<!DOCTYPE>, entities) are not allowed in IR files", loc
         )
     return _read_net(root, path)
+
+
+_LXML_POSITION = re.compile(r", line \d+, column \d+$")
+
+# Byte-order marks and the first bytes of '<?' in the wide encodings libxml2 detects.
+_WIDE_ENCODINGS = (
+    (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\x00<", "utf-32-be"), (b"<\x00\x00\x00", "utf-32-le"),
+    (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"),
+    (b"\x00<", "utf-16-be"), (b"<\x00", "utf-16-le"),
+)  # fmt: skip
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    return next((enc for bom, enc in _WIDE_ENCODINGS if data.startswith(bom)), None)
+
+
+def _looks_binary(data: bytes) -> bool:
+    """NUL bytes near the start mean a binary file, unless the text is UTF-16 or UTF-32."""
+    return _wide_encoding(data) is None and b"\x00" in data[:4096]
+
+
+def _doctype_line(data: bytes) -> int:
+    """The line of a ``<!DOCTYPE`` in the prolog, or 0 when there is none.
+
+    Only an XML declaration, processing instructions, comments and white space may
+    precede it, so a linear scan over them finds it without parsing anything.
+
+    >>> _doctype_line(b'<?xml version="1.0"?>\\n<!-- c -->\\n<!DOCTYPE x []><x/>')
+    3
+    >>> _doctype_line(b'<net version="11"><!-- <!DOCTYPE --></net>')
+    0
+    """
+    enc = _wide_encoding(data)
+    if data.startswith(b"\xef\xbb\xbf"):  # UTF-8's byte-order mark
+        data = data[3:]
+    # The prolog is short: decode a head of the file first, all of it only if needed.
+    for head in (data[:65536], data):
+        # Latin-1 keeps every byte, and the ASCII markers looked for are the same in UTF-8.
+        line = _scan_prolog(head.decode(enc or "latin-1", errors="replace"))
+        if line >= 0 or len(head) == len(data):
+            return max(line, 0)
+    return 0
+
+
+def _scan_prolog(text: str) -> int:
+    """``<!DOCTYPE``'s line, 0 if the prolog has none, -1 if ``text`` ends inside it."""
+    pos = 1 if text.startswith("\ufeff") else 0
+    while pos < len(text):
+        if text[pos].isspace():
+            pos += 1
+        elif text.startswith("<?", pos) or text.startswith("<!--", pos):
+            close = "?>" if text[pos + 1] == "?" else "-->"
+            end = text.find(close, pos + 2)
+            if end < 0:
+                return -1
+            pos = end + len(close)
+        elif text.startswith("<!DOCTYPE", pos):
+            return text.count("\n", 0, pos) + 1
+        elif text.startswith("<!DOCTYPE"[: len(text) - pos], pos):
+            return -1
+        else:
+            return 0
+    return -1
 
 
 def _need(el: etree._Element, attr: str, path: Path, what: str) -> str:
