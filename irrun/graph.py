@@ -53,8 +53,8 @@ def build_graph(doc: IRDocument) -> LayerGraph:
                     "error", "duplicate-layer-id",
                     f"layer id {layer.id} is used again (first at line {first.line})",
                     loc(layer.line), layer.ref(),
-                )  # fmt: skip
-            )
+                )
+            )  # fmt: skip
             continue
         layers[layer.id] = layer
         graph.add_node(layer.id)
@@ -63,34 +63,40 @@ def build_graph(doc: IRDocument) -> LayerGraph:
     for edge in doc.edges:
         where = loc(edge.line)
         src, dst = layers.get(edge.from_layer), layers.get(edge.to_layer)
-        missing = [lid for lid, lay in ((edge.from_layer, src), (edge.to_layer, dst)) if lay is None]
+        ends = ((edge.from_layer, src), (edge.to_layer, dst))
+        missing = [lid for lid, lay in ends if lay is None]
         if missing:
             problems.append(
-                Diagnostic("error", "bad-edge", f"edge refers to missing layer {missing[0]}", where)
-            )
+                Diagnostic("error", "bad-edge",
+                           f"edge from layer {edge.from_layer} port {edge.from_port} to layer "
+                           f"{edge.to_layer} port {edge.to_port}: there is no layer with id "
+                           f"{missing[0]}", where)
+            )  # fmt: skip
             continue
         assert src is not None and dst is not None
         if not any(p.id == edge.from_port for p in src.outputs):
             problems.append(
                 Diagnostic("error", "bad-edge",
-                           f"edge leaves output port {edge.from_port}, which layer "
-                           f"{src.id} '{src.name}' does not have", where, src.ref())  # fmt: skip
-            )
+                           f"edge to layer {dst.id} port {edge.to_port} leaves output port "
+                           f"{edge.from_port}, but the layer has {_ports(src.outputs, 'output')}",
+                           where, src.ref())
+            )  # fmt: skip
             continue
         if not any(p.id == edge.to_port for p in dst.inputs):
             problems.append(
                 Diagnostic("error", "bad-edge",
-                           f"edge enters input port {edge.to_port}, which layer "
-                           f"{dst.id} '{dst.name}' does not have", where, dst.ref())  # fmt: skip
-            )
+                           f"edge from layer {src.id} port {edge.from_port} enters input port "
+                           f"{edge.to_port}, but the layer has {_ports(dst.inputs, 'input')}",
+                           where, dst.ref())
+            )  # fmt: skip
             continue
         key = (dst.id, edge.to_port)
         if key in sources:
             problems.append(
                 Diagnostic("error", "port-fed-twice",
                            f"input port {edge.to_port} is fed by two edges", where, dst.ref(),
-                           edge.to_port)  # fmt: skip
-            )
+                           edge.to_port)
+            )  # fmt: skip
             continue
         sources[key] = Source(src.id, edge.from_port)
         graph.add_edge(src.id, dst.id, from_port=edge.from_port, to_port=edge.to_port)
@@ -100,8 +106,8 @@ def build_graph(doc: IRDocument) -> LayerGraph:
             if (layer.id, port.id) not in sources:
                 problems.append(
                     Diagnostic("error", "port-not-fed", f"input port {port.id} has no edge",
-                               loc(port.line), layer.ref(), port.id)  # fmt: skip
-                )
+                               loc(port.line), layer.ref(), port.id)
+                )  # fmt: skip
 
     position = {lid: i for i, lid in enumerate(layers)}
     try:
@@ -109,9 +115,17 @@ def build_graph(doc: IRDocument) -> LayerGraph:
     except nx.NetworkXUnfeasible:
         cycle = nx.find_cycle(graph)
         ids = [u for u, *_ in cycle]
-        names = ", ".join(f"{i} '{layers[i].name}'" for i in ids)
+        path = " -> ".join(f"{i} '{layers[i].name}'" for i in [*ids, ids[0]])
         first = layers[ids[0]]
         raise IrrunError(
-            f"the graph has a cycle through layers {names}", Location(str(doc.path), first.line)
+            f"the graph has a cycle: layers {path}", Location(str(doc.path), first.line)
         ) from None
     return LayerGraph(doc, graph, layers, order, sources, problems)
+
+
+def _ports(ports: list, kind: str) -> str:
+    """``output ports 1, 2`` / ``no input ports``, for edge messages."""
+    if not ports:
+        return f"no {kind} ports"
+    ids = ", ".join(str(p.id) for p in ports)
+    return f"{kind} port{'s' * (len(ports) != 1)} {ids}"
