@@ -37,8 +37,12 @@ class TensorSpec:
         )
 
 
+_FATAL_SHAPE_PROBLEMS = ("shape-error", "output-count")
+
+
 def _weights_path(xml: Path, weights: str | Path | None) -> Path:
-    return Path(weights) if weights is not None else xml.with_suffix(".bin")
+    # Not with_suffix: it raises for a path with no name ("."), which read_ir reports better.
+    return Path(weights) if weights is not None else xml.parent / f"{xml.stem}.bin"
 
 
 class Model:
@@ -70,6 +74,12 @@ class Model:
             more = f" (and {len(errors) - 1} more: run 'irrun validate')" if len(errors) > 1 else ""
             raise IrrunError(first.message + more, first.location, first.layer, first.port)
         self._infos, shape_problems = propagate(self._graph, self._nodes)
+        # A layer whose shape rule fails cannot run on any input the model accepts (OpenVINO
+        # refuses it at read_model); a declared <dim> that disagrees is only informational.
+        fatal = [p for p in shape_problems if p.code in _FATAL_SHAPE_PROBLEMS]
+        if fatal:
+            first = fatal[0]
+            raise IrrunError(first.message, first.location, first.layer, first.port)
         self._diagnostics = problems + shape_problems
         self._plan = Plan(self._graph, self._nodes)
         self._index_names()
@@ -108,6 +118,13 @@ class Model:
                 self._output_slots[name] = self._plan.slots[(src.layer, src.port)]
         self._tensor_slots = tensor_slots
 
+    def input_spec(self, name: str) -> TensorSpec | None:
+        """The input ``name`` denotes (its Parameter's name or any tensor name), or None."""
+        lid = self._input_ids.get(name)
+        if lid is None:
+            return None
+        return next(s for s in self.inputs if self._input_ids[s.name] == lid)
+
     def validate(self) -> list[Diagnostic]:
         """Every problem found in the model, errors and warnings, in file order."""
         return sorted(self._diagnostics, key=lambda d: d.location.line if d.location else 0)
@@ -139,7 +156,8 @@ class Model:
             return self._tensor_slots[name]
         known = ", ".join(self._output_slots)
         raise IrrunError(
-            f"no output, tensor or layer named '{name}' (outputs: {known})", Location(str(self.path))
+            f"no output, tensor or layer named '{name}' (outputs: {known})",
+            Location(str(self.path)),
         )
 
     def _check_feeds(self, feeds: Mapping[str, Any] | np.ndarray) -> dict[str, np.ndarray]:
