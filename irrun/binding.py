@@ -58,8 +58,8 @@ def _bind_layer(layer: Layer, lg: LayerGraph, weights: Weights) -> tuple[Node, l
         want = op.inputs[0] if op.inputs[0] == op.inputs[1] else f"{op.inputs[0]} to {op.inputs[1]}"
         problems.append(
             Diagnostic("error", "input-count", f"has {n_in} input ports, expected {want}",
-                       loc(layer.line), ref)  # fmt: skip
-        )
+                       loc(layer.line), ref)
+        )  # fmt: skip
 
     try:
         parsed = parse_attributes(op.attrs, layer.data)

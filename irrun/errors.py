@@ -48,7 +48,8 @@ def _prefix(location: Location | None, layer: LayerRef | None, port: int | None)
 class IrrunError(Exception):
     """A problem with a model or its inputs, reported as one line.
 
-    >>> str(IrrunError("kernel is required", Location("m.xml", 7), LayerRef("3", "pool", "MaxPool", 8)))
+    >>> pool = LayerRef("3", "pool", "MaxPool", 8)
+    >>> str(IrrunError("kernel is required", Location("m.xml", 7), pool))
     "m.xml:7: layer 3 'pool' (MaxPool-v8): kernel is required"
     """
 
