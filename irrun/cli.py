@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
         "-o", "--output", metavar="OUT.npz",
         help="save the outputs here, keyed by output name (default: print a summary table)",
     )  # fmt: skip
-    run.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    run.add_argument(
+        "--seed", type=_seed, default=0, help="seed for random inputs (default 0)"
+    )
 
     sub.add_parser(
         "validate", parents=[common], help="check an IR file and report every problem"
@@ -56,13 +58,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _seed(text: str) -> int:
+    # NumPy refuses negative seeds; refused here, it is a usage error (exit 2), not a crash.
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+_seed.__name__ = "seed"  # argparse names the type in "invalid seed value: '-1'"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
-        args_list.insert(0, "run")
-    elif args_list and args_list[0].startswith("-") and args_list[0] not in (
-        "-h", "--help", "--version"
-    ):  # fmt: skip
+    if args_list and args_list[0] not in (*COMMANDS, "-h", "--help", "--version"):
         args_list.insert(0, "run")
     args = _parser().parse_args(args_list)
     try:
@@ -112,6 +121,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.output:
+        # Checked before the model runs, so a long run does not end in a failed write.
+        check_output_path(Path(args.output))
     model = load(args.model, args.weights)
     feeds = read_inputs(model, args.input) if args.input else model.random_inputs(args.seed)
     outputs = model.run(feeds)
@@ -123,25 +135,50 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
-    """Load ``--input`` values: ``NAME=x.npy``, ``x.npy`` (one input) or ``all.npz``."""
-    names = {spec.name for spec in model.inputs} | {n for s in model.inputs for n in s.names}
+    """Load ``--input`` values: ``NAME=x.npy``, ``x.npy`` (one input) or ``all.npz``.
+
+    Every name is checked here, against the Parameter's name and tensor names, so that
+    an error can say which argument or file brought it.
+    """
     feeds: dict[str, np.ndarray] = {}
+    given_by: dict[str, str] = {}  # input name -> the --input that gave it
+
+    def put(name: str, array: np.ndarray, source: str, npz: str | None = None) -> None:
+        spec = model.input_spec(name)
+        if spec is None:
+            valid = ", ".join(s.name for s in model.inputs)
+            if npz is not None:
+                raise IrrunError(
+                    f"array '{name}' is not an input of {model.path.name} (inputs: {valid})",
+                    Location(npz),
+                )
+            raise IrrunError(f"--input {source}: no input named '{name}' (inputs: {valid})")
+        if spec.name in given_by:
+            raise UsageError(
+                f"input '{spec.name}' is given twice: by --input {given_by[spec.name]} "
+                f"and by --input {source}"
+            )
+        given_by[spec.name] = source
+        feeds[spec.name] = array
+
     for spec in specs:
         name, path = None, spec
         if "=" in spec:
             head, tail = spec.split("=", 1)
-            if head in names or not Path(spec).exists():
+            if model.input_spec(head) is not None or not Path(spec).exists():
                 name, path = head, tail
         loaded = _load_array_file(Path(path))
         if isinstance(loaded, dict):
             if name is not None:
                 if name not in loaded:
                     raise IrrunError(
-                        f"{path} has no array '{name}' (it has {', '.join(loaded) or 'none'})"
+                        f"no array '{name}' in it (it has {', '.join(loaded) or 'none'})",
+                        Location(path),
                     )
-                feeds[name] = loaded[name]
+                put(name, loaded[name], spec)
             else:
-                feeds.update(loaded)
+                for key, array in loaded.items():
+                    put(key, array, spec, npz=path)
             continue
         if name is None:
             if len(model.inputs) != 1:
@@ -150,14 +187,28 @@ def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
                     f"({', '.join(s.name for s in model.inputs)}); write NAME={path}"
                 )
             name = model.inputs[0].name
-        feeds[name] = loaded
+        put(name, loaded, spec)
     return feeds
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a member, or an empty archive
 
 
 def _load_array_file(path: Path) -> np.ndarray | dict[str, np.ndarray]:
     where = Location(str(path))
+    if path.is_dir():
+        raise IrrunError("is a directory, expected a .npy or .npz file", where)
     if not path.is_file():
         raise IrrunError("no such input file", where)
+    try:
+        with path.open("rb") as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise IrrunError(f"cannot read: {exc.strerror or exc}", where) from None
+    # np.load falls back to unpickling what it does not recognise, and then blames pickling.
+    if not magic.startswith(_NPY_MAGIC) and not magic.startswith(_ZIP_MAGIC):
+        raise IrrunError("not a .npy or .npz file (no NumPy or zip header)", where)
     try:
         loaded = np.load(path, allow_pickle=False)
         if isinstance(loaded, np.lib.npyio.NpzFile):
@@ -168,18 +219,33 @@ def _load_array_file(path: Path) -> np.ndarray | dict[str, np.ndarray]:
         raise IrrunError(f"cannot read as .npy or .npz: {exc}", where) from None
 
 
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write ``arrays`` to ``path`` atomically: a temporary file renamed into place."""
+def check_output_path(path: Path) -> None:
+    """Refuse an output path that cannot be written, before any work is done."""
+    where = Location(str(path))
+    if path.is_dir() or not path.name:
+        raise IrrunError("is a directory, expected a file name such as out.npz", where)
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
-        raise IrrunError("the output's directory does not exist", Location(str(path)))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        raise IrrunError("the output's directory does not exist", where)
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``path`` atomically: a temporary file renamed into place."""
+    check_output_path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise IrrunError(f"cannot write: {exc.strerror or exc}", Location(str(path))) from None
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            where = Location(str(path))
+            raise IrrunError(f"cannot write: {exc.strerror or exc}", where) from None
         raise
 
 
@@ -188,7 +254,8 @@ def summary_table(outputs: dict[str, np.ndarray]) -> str:
     for name, arr in outputs.items():
         if arr.size and arr.dtype.kind in "fiub":
             with np.errstate(all="ignore"):
-                stats = [f"{arr.min():.6g}", f"{arr.max():.6g}", f"{arr.astype(np.float64).mean():.6g}"]
+                mean = arr.astype(np.float64).mean()
+                stats = [f"{arr.min():.6g}", f"{arr.max():.6g}", f"{mean:.6g}"]
         else:
             stats = ["-", "-", "-"]
         rows.append((name, str(list(arr.shape)), str(arr.dtype), *stats))
