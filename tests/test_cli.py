@@ -1,0 +1,405 @@
+"""The command line end to end: run, inputs, outputs, seeds, validate, exit codes, ``python -m``."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irrun
+from irrun.cli import main
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(list(args))
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as f:
+        return dict(f)
+
+
+def copy_model(name: str, directory: Path, as_name: str | None = None) -> Path:
+    target = directory / f"{as_name or name}.xml"
+    shutil.copy(MODELS / f"{name}.xml", target)
+    shutil.copy(MODELS / f"{name}.bin", target.with_suffix(".bin"))
+    return target
+
+
+def _dims(*dims: int) -> str:
+    return "".join(f"<dim>{d}</dim>" for d in dims)
+
+
+def _pool(lid: int, name: str, kernel: int, size: int, names: str | None) -> str:
+    out = size // kernel
+    named = f' names="{names}"' if names is not None else ""
+    return f"""
+        <layer id="{lid}" name="{name}" type="MaxPool" version="opset1">
+            <data strides="{kernel}, {kernel}" pads_begin="0, 0" pads_end="0, 0"
+                  kernel="{kernel}, {kernel}" rounding_type="floor" auto_pad="explicit" />
+            <input><port id="0" precision="FP32">{_dims(1, 1, size, size)}</port></input>
+            <output><port id="1" precision="FP32"{named}>{_dims(1, 1, out, out)}</port></output>
+        </layer>"""
+
+
+def _parameter(lid: int, name: str, names: str | None, size: int = 4) -> str:
+    named = f' names="{names}"' if names is not None else ""
+    return f"""
+        <layer id="{lid}" name="{name}" type="Parameter" version="opset1">
+            <data shape="1,1,{size},{size}" element_type="f32" />
+            <output><port id="0" precision="FP32"{named}>{_dims(1, 1, size, size)}</port></output>
+        </layer>"""
+
+
+def _result(lid: int, name: str, size: int) -> str:
+    return f"""
+        <layer id="{lid}" name="{name}" type="Result" version="opset1">
+            <input><port id="0" precision="FP32">{_dims(1, 1, size, size)}</port></input>
+        </layer>"""
+
+
+def _net(name: str, layers: list[str], edges: list[tuple[int, int, int, int]]) -> str:
+    edge_xml = "".join(
+        f'\n        <edge from-layer="{a}" from-port="{b}" to-layer="{c}" to-port="{d}" />'
+        for a, b, c, d in edges
+    )
+    return (
+        f'<?xml version="1.0"?>\n<net name="{name}" version="11">\n    <layers>'
+        + "".join(layers)
+        + f"\n    </layers>\n    <edges>{edge_xml}\n    </edges>\n</net>\n"
+    )
+
+
+# One input with two tensor names; a pool whose port is named, feeding one Result, and an
+# identity pool whose port has no names, feeding another: its output is keyed by the Result.
+NAMES_IR = _net(
+    "names",
+    [
+        _parameter(0, "param_layer", "x,x_alias"),
+        _pool(1, "pool", 2, 4, "pooled,pooled_alias"),
+        _result(2, "named_result", 2),
+        _pool(3, "identity", 1, 4, None),
+        _result(4, "unnamed_result", 4),
+    ],
+    [(0, 0, 1, 0), (1, 1, 2, 0), (0, 0, 3, 0), (3, 1, 4, 0)],
+)
+
+# Two inputs: "a" (layer and tensor name alike) and tensor "b" of layer "b_layer".
+TWO_INPUTS_IR = _net(
+    "two",
+    [
+        _parameter(0, "a", "a"),
+        _parameter(1, "b_layer", "b"),
+        _pool(2, "pool_a", 2, 4, "out_a"),
+        _pool(3, "pool_b", 2, 4, None),
+        _result(4, "result_a", 2),
+        _result(5, "result_b", 2),
+    ],
+    [(0, 0, 2, 0), (1, 0, 3, 0), (2, 1, 4, 0), (3, 1, 5, 0)],
+)
+
+X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+X_POOLED = np.array([[[[5, 7], [13, 15]]]], np.float32)
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch) -> Path:
+    """A directory holding the hand-written models and demo, as the current directory."""
+    (tmp_path / "names.xml").write_text(NAMES_IR)
+    (tmp_path / "two.xml").write_text(TWO_INPUTS_IR)
+    copy_model("demo", tmp_path)
+    np.save(tmp_path / "x.npy", X)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# --- running ------------------------------------------------------------------------------
+
+
+def test_run_prints_a_table_of_the_outputs(work, capsys):
+    rc, out, err = run_cli(capsys, "demo.xml")
+    assert (rc, err) == (0, "")
+    model = irrun.load("demo.xml")
+    outputs = model.run(model.random_inputs(0))
+    header, *rows = [line.split() for line in out.splitlines()]
+    assert header == ["output", "shape", "dtype", "min", "max", "mean"]
+    assert len(rows) == len(outputs) == 2
+    for row, (name, arr) in zip(rows, outputs.items(), strict=True):
+        stats = [f"{arr.min():.6g}", f"{arr.max():.6g}", f"{arr.astype(np.float64).mean():.6g}"]
+        assert row == [name, *str(list(arr.shape)).split(), str(arr.dtype), *stats]
+    assert [r[0] for r in rows] == ["pooled", "indices"]
+
+
+def test_run_subcommand_is_the_same_as_the_shorthand(work, capsys):
+    assert run_cli(capsys, "run", "demo.xml", "--seed", "4") == run_cli(
+        capsys, "demo.xml", "--seed", "4"
+    )
+
+
+def test_bundled_inputs_reproduce_the_expected_outputs(tmp_path, capsys):
+    model = copy_model("maxpool_example1", tmp_path)
+    inputs = MODELS / "maxpool_example1.inputs.npz"
+    out_npz = str(tmp_path / "o.npz")
+    rc, out, err = run_cli(capsys, str(model), "--input", str(inputs), "-o", out_npz)
+    assert (rc, out, err) == (0, "", "")
+    got, want = load_npz(tmp_path / "o.npz"), load_npz(MODELS / "maxpool_example1.expected.npz")
+    assert list(got) == ["values", "indices"]
+    for key in want:
+        assert got[key].dtype == want[key].dtype
+        np.testing.assert_array_equal(got[key], want[key])
+    # The write went through a temporary file that is gone now.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "maxpool_example1.bin", "maxpool_example1.xml", "o.npz",
+    ]  # fmt: skip
+
+
+def test_output_keys_are_the_first_tensor_name_else_the_result_name(work, capsys):
+    assert run_cli(capsys, "names.xml", "-i", "x.npy", "-o", "o.npz")[0] == 0
+    out = load_npz(work / "o.npz")
+    assert list(out) == ["pooled", "unnamed_result"]
+    np.testing.assert_array_equal(out["pooled"], X_POOLED)
+    np.testing.assert_array_equal(out["unnamed_result"], X)
+    rc, table, _ = run_cli(capsys, "names.xml")
+    assert rc == 0
+    assert [line.split()[0] for line in table.splitlines()[1:]] == ["pooled", "unnamed_result"]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["x.npy", "x=x.npy", "x_alias=x.npy", "param_layer=x.npy", "inputs.npz", "x_alias=inputs.npz"],
+)
+def test_an_input_can_be_named_by_layer_or_any_tensor_name(spec, work, capsys):
+    np.savez(work / "inputs.npz", x_alias=X)
+    assert run_cli(capsys, "names.xml", "--input", spec, "-o", "o.npz")[0] == 0
+    np.testing.assert_array_equal(load_npz(work / "o.npz")["pooled"], X_POOLED)
+
+
+def test_a_path_with_an_equals_sign_is_a_path(work, capsys):
+    np.save(work / "k=v.npy", X)
+    assert run_cli(capsys, "names.xml", "--input", "k=v.npy", "-o", "o.npz")[0] == 0
+    np.testing.assert_array_equal(load_npz(work / "o.npz")["unnamed_result"], X)
+
+
+def test_several_inputs(work, capsys):
+    np.save(work / "b.npy", X + 100)
+    rc, _, _ = run_cli(capsys, "two.xml", "-i", "a=x.npy", "-i", "b=b.npy", "-o", "o.npz")
+    assert rc == 0
+    out = load_npz(work / "o.npz")
+    assert list(out) == ["out_a", "result_b"]
+    np.testing.assert_array_equal(out["out_a"], X_POOLED)
+    np.testing.assert_array_equal(out["result_b"], X_POOLED + 100)
+    # By layer name, and all at once from an .npz keyed by input name.
+    rc, _, _ = run_cli(capsys, "two.xml", "-i", "a=x.npy", "-i", "b_layer=b.npy", "-o", "p.npz")
+    assert rc == 0
+    np.savez(work / "both.npz", a=X, b=X + 100)
+    assert run_cli(capsys, "two.xml", "-i", "both.npz", "-o", "q.npz")[0] == 0
+    for other in ("p.npz", "q.npz"):
+        for key, value in load_npz(work / other).items():
+            np.testing.assert_array_equal(value, out[key])
+
+
+def test_several_inputs_need_names(work, capsys):
+    rc, out, err = run_cli(capsys, "two.xml", "-i", "x.npy")
+    assert (rc, out) == (2, "")
+    assert err == (
+        "irrun: error: --input x.npy: the model has 2 inputs (a, b); write NAME=x.npy\n"
+    )
+    rc, out, err = run_cli(capsys, "two.xml", "-i", "a=x.npy")
+    assert (rc, out) == (1, "")
+    assert err == "irrun: error: two.xml: no value given for input 'b'\n"
+
+
+def test_same_seed_same_outputs_different_seed_different(work, capsys):
+    def outputs(*seed: str) -> dict[str, np.ndarray]:
+        assert run_cli(capsys, "demo.xml", *seed, "-o", "o.npz")[0] == 0
+        return load_npz(work / "o.npz")
+
+    default, again = outputs(), outputs()
+    zero, other = outputs("--seed", "0"), outputs("--seed", "1")
+    for key in default:
+        np.testing.assert_array_equal(default[key], zero[key])
+        np.testing.assert_array_equal(default[key], again[key])
+    assert not np.array_equal(default["pooled"], other["pooled"])
+    # And the inputs are what the Python API's random_inputs(seed) gives.
+    model = irrun.load("demo.xml")
+    np.testing.assert_array_equal(model.run(model.random_inputs(1))["pooled"], other["pooled"])
+
+
+def test_weights_option_overrides_the_bin_beside_the_xml(work, capsys):
+    (work / "lonely.xml").write_text((MODELS / "demo.xml").read_text())
+    rc, _, err = run_cli(capsys, "lonely.xml")
+    assert rc == 1 and "weights file lonely.bin does not exist" in err
+    rc, out, _ = run_cli(capsys, "lonely.xml", "--weights", "demo.bin")
+    assert rc == 0
+    assert out == run_cli(capsys, "demo.xml")[1]
+
+
+def test_a_model_without_constants_needs_no_bin(work, capsys):
+    assert not (work / "names.bin").exists()
+    assert run_cli(capsys, "names.xml")[0] == 0
+
+
+# --- validate -----------------------------------------------------------------------------
+
+STEM_DETAIL = (
+    "kernel=[3,3], strides=[2,2], dilations=[1,1], pads_begin=[1,1], pads_end=[1,1], "
+    "auto_pad=explicit, rounding_type=floor"
+)
+
+
+def _edit(path: Path, old: str, new: str, *after: str) -> int:
+    """Replace the first ``old`` after the ``after`` needles, each found after the one
+    before; return the line of the last needle (of ``old`` itself if there is none)."""
+    text = path.read_text()
+    anchor = 0
+    for needle in after:
+        anchor = text.index(needle, anchor)
+    pos = text.index(old, anchor)
+    path.write_text(text[:pos] + new + text[pos + len(old) :])
+    return text.count("\n", 0, anchor if after else pos) + 1
+
+
+def test_validate_a_valid_model(work, capsys):
+    assert run_cli(capsys, "validate", "demo.xml") == (0, "demo.xml: valid\n", "")
+    for name in ("names.xml", "two.xml"):
+        assert run_cli(capsys, "validate", name) == (0, f"{name}: valid\n", "")
+
+
+def test_validate_reports_an_edited_dim(work, capsys):
+    # The third <dim> of stem_pool's output port 1: 8 -> 9.  The line is the port's.
+    line = _edit(work / "demo.xml", "<dim>8</dim>", "<dim>9</dim>", 'name="stem_pool"',
+                 '<port id="1"')  # fmt: skip
+    rc, out, err = run_cli(capsys, "validate", "demo.xml")
+    assert (rc, err) == (1, "")
+    assert out.splitlines() == [
+        f"demo.xml:{line}: layer 1 'stem_pool' (MaxPool-v8) port 1: declared [1,3,9,8], "
+        f"inferred [1,3,8,8] ({STEM_DETAIL})",
+        "demo.xml: 1 error, 0 warnings",
+    ]
+    # Declared dims are informational (OpenVINO re-infers them): the model still runs.
+    assert run_cli(capsys, "demo.xml")[0] == 0
+
+
+def test_validate_reports_every_problem_in_file_order(work, capsys):
+    model = copy_model("maxpool_example1", work, "m")
+    first = _edit(model, "<dim>4</dim>", "<dim>5</dim>", 'name="maxpool_example1"', '<port id="1"')
+    second = _edit(model, "<dim>4</dim>", "<dim>7</dim>", 'name="Result_4"', '<port id="0"')
+    rc, out, _ = run_cli(capsys, "validate", "m.xml")
+    assert rc == 1
+    detail = (
+        "kernel=[2,2], strides=[1,1], dilations=[1,1], pads_begin=[1,1], pads_end=[1,1], "
+        "auto_pad=explicit, rounding_type=floor"
+    )
+    assert out.splitlines() == [
+        f"m.xml:{first}: layer 1 'maxpool_example1' (MaxPool-v8) port 1: declared [1,1,5,4], "
+        f"inferred [1,1,4,4] ({detail})",
+        f"m.xml:{second}: layer 3 'Result_4' (Result-v1) port 0: declared [1,1,7,4], "
+        "inferred [1,1,4,4]",
+        "m.xml: 2 errors, 0 warnings",
+    ]
+
+
+def test_validate_warnings_do_not_fail(work, capsys):
+    line = _edit(work / "demo.xml", 'kernel="3, 3"', 'kernel="3, 3" colour="blue"')
+    rc, out, _ = run_cli(capsys, "validate", "demo.xml")
+    assert rc == 0
+    assert out.splitlines() == [
+        f"demo.xml:{line}: warning: layer 1 'stem_pool' (MaxPool-v8): unknown attribute "
+        "'colour' is ignored",
+        "demo.xml: valid (1 warning)",
+    ]
+
+
+def test_validate_an_unreadable_file(work, capsys):
+    (work / "empty.xml").write_text("")
+    rc, out, err = run_cli(capsys, "validate", "empty.xml")
+    assert (rc, err) == (1, "")
+    assert out.splitlines() == [
+        "empty.xml: the file is empty, expected an OpenVINO IR <net> document",
+        "empty.xml: 1 error, 0 warnings",
+    ]
+
+
+# --- misuse of the command line -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "complaint"),
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["run"], "the following arguments are required: MODEL.xml"),
+        (["validate"], "the following arguments are required: MODEL.xml"),
+        (["demo.xml", "--bogus"], "unrecognized arguments: --bogus"),
+        (["demo.xml", "other.xml"], "unrecognized arguments: other.xml"),
+        (["demo.xml", "--seed", "x"], "argument --seed: invalid seed value: 'x'"),
+        (["demo.xml", "--seed", "-1"], "argument --seed: invalid seed value: '-1'"),
+        (["demo.xml", "--input"], "argument -i/--input: expected one argument"),
+        (["validate", "demo.xml", "--seed", "1"], "unrecognized arguments: --seed 1"),
+    ],
+    ids=["nothing", "run-no-model", "validate-no-model", "unknown-option", "two-models",
+         "seed-not-int", "seed-negative", "input-without-path", "validate-has-no-seed"],
+)  # fmt: skip
+def test_misuse_exits_2_with_usage(args, complaint, work, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("usage: irrun")
+    assert captured.err.rstrip("\n").endswith(complaint)
+
+
+def test_help_and_version_exit_0(capsys):
+    for args in (["--help"], ["run", "--help"], ["validate", "-h"], ["--version"]):
+        with pytest.raises(SystemExit) as info:
+            main(args)
+        assert info.value.code == 0, args
+    assert capsys.readouterr().out.endswith(f"irrun {irrun.__version__}\n")
+
+
+# --- as a process -------------------------------------------------------------------------
+
+
+def test_python_dash_m_irrun(work, capsys):
+    expected = run_cli(capsys, "demo.xml", "--seed", "7")[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "irrun", "demo.xml", "--seed", "7"],
+        capture_output=True, text=True, cwd=work, timeout=120,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, expected, "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "irrun", "validate", "demo.xml"],
+        capture_output=True, text=True, cwd=work, timeout=120,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout) == (0, "demo.xml: valid\n")
+
+
+def test_misuse_as_a_process_exits_2(work):
+    proc = subprocess.run(
+        [sys.executable, "-m", "irrun", "demo.xml", "--seed", "x"],
+        capture_output=True, text=True, cwd=work, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(
+    shutil.which("irrun", path=str(Path(sys.executable).parent)) is None,
+    reason="the irrun console script is not installed beside this Python",
+)
+def test_console_script(work):
+    script = shutil.which("irrun", path=str(Path(sys.executable).parent))
+    proc = subprocess.run(
+        [script, "names.xml", "-i", "x_alias=x.npy", "-o", "o.npz"],
+        capture_output=True, text=True, cwd=work, timeout=120,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    np.testing.assert_array_equal(load_npz(work / "o.npz")["pooled"], X_POOLED)
