@@ -614,3 +614,24 @@ def test_debug_in_process_raises(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(irrun.IrrunError, match="attribute 'kernel' is required"):
         main(["bad.xml", "--debug"])
+
+
+def test_a_bug_in_irrun_is_still_one_line(tmp_path, monkeypatch, capsys):
+    def broken_run(self, feeds, outputs=None):
+        raise RuntimeError("boom")
+
+    write_ir(tmp_path, DEMO_XML, name="demo")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(irrun.Model, "run", broken_run)
+    rc, out, err = run_cli(capsys, "demo.xml", "-o", "out.npz")
+    assert (rc, out) == (1, "")
+    assert err == "irrun: internal error: RuntimeError: boom (run with --debug for details)\n"
+    assert not (tmp_path / "out.npz").exists()
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["demo.xml", "--debug"])
+
+
+@pytest.mark.parametrize("version", ["10", "11"])
+def test_ir_versions_10_and_11_are_read(version, tmp_path, capsys):
+    path = write_ir(tmp_path, mutate('version="11"', f'version="{version}"'))
+    assert run_cli(capsys, "validate", str(path)) == (0, f"{path}: valid\n", "")
