@@ -79,7 +79,7 @@ def propagate(
                         "error", "shape-error",
                         f"{exc} (input {shown}" + (f"; {detail})" if detail else ")"),
                         loc(node.layer.line), node.ref,
-                    )  # fmt: skip
+                    )
                 )
                 continue
             outputs = _fold(node, inputs, outputs)
@@ -89,7 +89,7 @@ def propagate(
                     "error", "output-count",
                     f"has {len(node.layer.outputs)} output ports, {node.op.label} produces "
                     f"{len(outputs)}", loc(node.layer.line), node.ref,
-                )  # fmt: skip
+                )
             )
         for port, info in zip(node.layer.outputs, outputs, strict=False):
             infos[(lid, port.id)] = info
@@ -127,7 +127,7 @@ def _check_port(
                 "error", "shape-mismatch",
                 f"declared {declared}, inferred {inferred}" + (f" ({detail})" if detail else ""),
                 where, node.ref, port.id, expected=inferred, actual=declared,
-            )  # fmt: skip
+            )
         )
     et = info.element_type
     if port.precision is not None and et is not None and port.precision.name != et.name:
@@ -136,7 +136,7 @@ def _check_port(
                 "warning", "type-mismatch",
                 f"precision {port.precision.name}, but the tensor is {et.name}",
                 where, node.ref, port.id, expected=et.name, actual=port.precision.name,
-            )  # fmt: skip
+            )
         )
     return found
 
