@@ -198,7 +198,7 @@ class Model:
         shape = node.attrs.shape
         if not shape_fits(shape, arr.shape):
             raise IrrunError(
-                f"input '{name}' has shape {list(arr.shape)}, expected {format_shape(shape)}",
+                f"input '{name}' has shape {format_shape(arr.shape)}, expected {format_shape(shape)}",
                 where, node.ref,
             )  # fmt: skip
         return arr

@@ -484,9 +484,9 @@ INPUT_CASES = {
                         f"{IMAGE_REF}: input 'image' has element type i32, expected f32 "
                         "(numpy float32)"),
     "wrong-shape": (["-i", "small.npy"],
-                    f"{IMAGE_REF}: input 'image' has shape [1, 3, 8, 8], expected [1,3,16,16]"),
+                    f"{IMAGE_REF}: input 'image' has shape [1,3,8,8], expected [1,3,16,16]"),
     "wrong-rank": (["-i", "rank3.npy"],
-                   f"{IMAGE_REF}: input 'image' has shape [3, 16, 16], expected [1,3,16,16]"),
+                   f"{IMAGE_REF}: input 'image' has shape [3,16,16], expected [1,3,16,16]"),
     "not-numpy": (["-i", "junk.npy"], "junk.npy: not a .npy or .npz file (no NumPy or zip header)"),
     "truncated-npy": (["-i", "truncated.npy"], "truncated.npy: cannot read as .npy or .npz: "),
     "pickled-objects": (["-i", "object.npy"], "object.npy: cannot read as .npy or .npz: "
