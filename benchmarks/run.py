@@ -1,0 +1,253 @@
+"""Time irrun against OpenVINO's CPU plugin and PyTorch on the pooling workloads.
+
+    python benchmarks/run.py            # medians of 25 interleaved runs each
+    python benchmarks/run.py --quick    # 5 runs, for a smoke check
+
+Everything runs in this one process on one thread (OpenVINO with
+INFERENCE_NUM_THREADS=1, torch.set_num_threads(1), BLAS threads 1), and the
+backends are interleaved run by run so that machine noise hits all alike.
+OpenVINO and PyTorch are each timed when installed.  Ratios below 1 mean
+irrun is faster.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Single-threaded BLAS everywhere; must be set before numpy is imported.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import irrun  # noqa: E402
+
+try:
+    import openvino as ov
+    import openvino.opset1 as op1
+    import openvino.opset8 as op8
+    import openvino.opset14 as op14
+except ImportError:  # pragma: no cover - the benchmark needs OpenVINO to build its models
+    sys.exit("benchmarks/run.py needs OpenVINO to build its models: pip install openvino")
+
+try:
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(1)
+except ImportError:
+    torch = None
+
+
+@dataclass
+class Workload:
+    id: str
+    title: str
+    shape: tuple[int, ...]
+    build: Callable  # param -> list of ov outputs
+    torch_fn: Callable | None  # tensor -> result
+
+
+def _max(x, k, s, p=0, rounding="floor", version=8, indices=False):
+    n = len(k)
+    mod = op14 if version == 14 else op8
+    node = mod.max_pool(x, [s] * n, [1] * n, [p] * n, [p] * n, list(k), rounding_type=rounding,
+                        index_element_type="i64")
+    return [node.output(0), node.output(1)] if indices else [node.output(0)]
+
+
+def _avg(x, k, s, p=0, exclude_pad=True):
+    n = len(k)
+    node = op1.avg_pool(x, [s] * n, [p] * n, [p] * n, list(k), exclude_pad=exclude_pad)
+    return [node.output(0)]
+
+
+def _chain(x, layers=50):
+    node = x
+    for i in range(layers):
+        node = (_max(node, (3, 3), 1, 1) if i % 2 == 0 else _avg(node, (3, 3), 1, 1))[0]
+    return [node]
+
+
+def _torch_chain(t, layers=50):
+    for i in range(layers):
+        t = (F.max_pool2d(t, 3, 1, 1) if i % 2 == 0
+             else F.avg_pool2d(t, 3, 1, 1, count_include_pad=False))
+    return t
+
+
+WORKLOADS = [
+    Workload("W1", "MaxPool 3x3 s2 p1, 1x64x112x112", (1, 64, 112, 112),
+             lambda x: _max(x, (3, 3), 2, 1), lambda t: F.max_pool2d(t, 3, 2, 1)),
+    Workload("W2", "MaxPool 2x2 s2, 1x64x224x224", (1, 64, 224, 224),
+             lambda x: _max(x, (2, 2), 2), lambda t: F.max_pool2d(t, 2, 2)),
+    Workload("W3", "MaxPool 3x3 s2 ceil_torch, 1x96x109x109", (1, 96, 109, 109),
+             lambda x: _max(x, (3, 3), 2, rounding="ceil_torch", version=14),
+             lambda t: F.max_pool2d(t, 3, 2, ceil_mode=True)),
+    Workload("W4", "AvgPool 3x3 s1 p1 exclude-pad, 1x192x28x28", (1, 192, 28, 28),
+             lambda x: _avg(x, (3, 3), 1, 1),
+             lambda t: F.avg_pool2d(t, 3, 1, 1, count_include_pad=False)),
+    Workload("W5", "AvgPool 7x7 (global), 1x2048x7x7", (1, 2048, 7, 7),
+             lambda x: _avg(x, (7, 7), 1), lambda t: F.avg_pool2d(t, 7)),
+    Workload("W6", "AdaptiveAvgPool 13x13 -> 7x7, 1x512x13x13", (1, 512, 13, 13),
+             lambda x: [op8.adaptive_avg_pool(x, op1.constant(np.array([7, 7], np.int64)))
+                        .output(0)],
+             lambda t: F.adaptive_avg_pool2d(t, 7)),
+    Workload("W7", "MaxPool 2x2x2 s2 (5D), 1x32x32x64x64", (1, 32, 32, 64, 64),
+             lambda x: _max(x, (2, 2, 2), 2), lambda t: F.max_pool3d(t, 2, 2)),
+    Workload("W8", "MaxPool-8 with indices, 1x64x112x112", (1, 64, 112, 112),
+             lambda x: _max(x, (3, 3), 2, 1, indices=True),
+             lambda t: F.max_pool2d(t, 3, 2, 1, return_indices=True)),
+    Workload("W9", "MaxPool 3x3 s2 p1, 32x64x56x56", (32, 64, 56, 56),
+             lambda x: _max(x, (3, 3), 2, 1), lambda t: F.max_pool2d(t, 3, 2, 1)),
+    Workload("C1", "50 pools (Max/Avg 3x3 s1 p1), 1x64x56x56", (1, 64, 56, 56),
+             _chain, _torch_chain),
+]
+
+
+def _model(w: Workload, directory: Path):
+    p = op1.parameter(list(w.shape), ov.Type.f32, name="x")
+    p.output(0).get_tensor().set_names({"x"})
+    outs = w.build(p)
+    for i, o in enumerate(outs):
+        o.get_tensor().set_names({f"y{i}"})
+    model = ov.Model(outs, [p], w.id)
+    path = directory / f"{w.id}.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    return model, path
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1e3
+
+
+def bench_workload(w: Workload, core, directory: Path, runs: int) -> dict:
+    model, path = _model(w, directory)
+    x = np.random.default_rng(0).standard_normal(w.shape).astype(np.float32)
+    m = irrun.load(path)
+    compiled = core.compile_model(
+        model, "CPU", {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+    )
+    request = compiled.create_infer_request()
+    backends: dict[str, Callable[[], object]] = {
+        "irrun": lambda: m.run({"x": x}),
+        "openvino": lambda: request.infer({0: x}, share_inputs=True),
+    }
+    if torch is not None and w.torch_fn is not None:
+        t = torch.from_numpy(x)
+        fn = w.torch_fn
+
+        def run_torch():
+            with torch.inference_mode():
+                return fn(t)
+
+        backends["torch"] = run_torch
+    for f in backends.values():  # warm up caches and lazy initialisation
+        f()
+    samples: dict[str, list[float]] = {k: [] for k in backends}
+    for _ in range(runs):
+        for name, f in backends.items():
+            start = time.perf_counter()
+            f()
+            samples[name].append(time.perf_counter() - start)
+    return {k: _median_ms(v) for k, v in samples.items()}
+
+
+def bench_load(core, directory: Path, runs: int, layers: int = 500) -> dict:
+    """L1: a 500-layer IR from file to ready-to-run."""
+    p = op1.parameter([1, 8, 16, 16], ov.Type.f32, name="x")
+    node = p
+    for i in range(layers - 2):
+        node = (_max(node, (3, 3), 1, 1) if i % 2 == 0 else _avg(node, (3, 3), 1, 1))[0]
+    path = directory / "L1.xml"
+    ov.save_model(ov.Model([node], [p], "L1"), path)
+    config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+    backends = {
+        "irrun": lambda: irrun.load(path),
+        "openvino": lambda: core.compile_model(core.read_model(path), "CPU", config),
+    }
+    samples: dict[str, list[float]] = {k: [] for k in backends}
+    for _ in range(max(3, runs // 4)):
+        for name, f in backends.items():
+            start = time.perf_counter()
+            f()
+            samples[name].append(time.perf_counter() - start)
+    return {k: _median_ms(v) for k, v in samples.items()}
+
+
+def peak_memory_c1(directory: Path) -> tuple[float, float]:
+    """Peak bytes traced while irrun runs C1, and that peak over the largest tensor."""
+    w = next(w for w in WORKLOADS if w.id == "C1")
+    _, path = _model(w, directory)
+    m = irrun.load(path)
+    x = np.random.default_rng(0).standard_normal(w.shape).astype(np.float32)
+    tracemalloc.start()
+    try:
+        m.run({"x": x})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, (peak + x.nbytes) / x.nbytes  # the input is held by the caller too
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}" if a is not None and b else "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 runs per workload")
+    parser.add_argument("--runs", type=int, help="runs per workload (default 25)")
+    parser.add_argument("--only", nargs="+", metavar="ID", help="only these workloads (W1 ... L1)")
+    args = parser.parse_args(argv)
+    runs = args.runs or (5 if args.quick else 25)
+    core = ov.Core()
+    print(f"irrun {irrun.__version__}, OpenVINO {ov.get_version().split('-')[0]}, "
+          f"torch {torch.__version__ if torch is not None else 'not installed'}, "
+          f"numpy {np.__version__}; medians of {runs} interleaved runs, one thread")
+    header = ("workload", "irrun ms", "OpenVINO ms", "torch ms", "irrun/OV", "irrun/torch")
+    rows = []
+    ov_ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        for w in WORKLOADS:
+            if args.only and w.id not in args.only:
+                continue
+            r = bench_workload(w, core, directory, runs)
+            if w.id.startswith("W"):
+                ov_ratios.append(r["irrun"] / r["openvino"])
+            rows.append((f"{w.id} {w.title}", f"{r['irrun']:.3f}", f"{r['openvino']:.3f}",
+                         f"{r['torch']:.3f}" if "torch" in r else "-",
+                         _ratio(r["irrun"], r["openvino"]), _ratio(r["irrun"], r.get("torch"))))
+        if not args.only or "L1" in args.only:
+            r = bench_load(core, directory, runs)
+            rows.append(("L1 load a 500-layer IR (read+compile)", f"{r['irrun']:.1f}",
+                         f"{r['openvino']:.1f}", "-", _ratio(r["irrun"], r["openvino"]), "-"))
+        if not args.only or "C1" in args.only:
+            peak, times = peak_memory_c1(directory)
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        numbers = zip(row[1:], widths[1:], strict=True)
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in numbers]
+        print("  ".join(cells))
+    if ov_ratios:
+        geo = math.exp(sum(math.log(r) for r in ov_ratios) / len(ov_ratios))
+        print(f"geometric mean irrun/OpenVINO over {len(ov_ratios)} W workloads: {geo:.2f}")
+    if not args.only or "C1" in args.only:
+        print(f"C1 peak memory: {peak / 2**20:.1f} MiB = {times:.2f}x the largest tensor")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
