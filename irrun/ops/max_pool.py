@@ -48,14 +48,17 @@ SHAPE_ATTRS = ("kernel", "strides", "dilations", "pads_begin", "pads_end", "auto
 def lowest(dtype: np.dtype) -> np.generic:
     """The start value of a running maximum, as OpenVINO's CPU plugin has it.
 
-    Floats use f32's lowest finite value (which becomes -inf in f16); integers their minimum.
+    Floats use f32's lowest finite value (which becomes -inf in f16); integers their
+    minimum, except i64, which the plugin computes as i32.
 
-    >>> lowest(np.dtype(np.float16)), lowest(np.dtype(np.uint8))
-    (np.float16(-inf), np.uint8(0))
+    >>> lowest(np.dtype(np.float16)), lowest(np.dtype(np.uint8)), lowest(np.dtype(np.int64))
+    (np.float16(-inf), np.uint8(0), np.int64(-2147483648))
     """
     if dtype.kind == "f":
         with np.errstate(over="ignore"):
             return np.array(np.finfo(np.float32).min).astype(dtype)[()]
+    if dtype == np.int64:
+        return np.array(np.iinfo(np.int32).min, dtype)[()]
     return np.array(np.iinfo(dtype).min, dtype)[()]
 
 
