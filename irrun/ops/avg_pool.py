@@ -6,7 +6,7 @@ The count is every tap of the kernel when ``exclude-pad`` is false *and* some
 pad anywhere is non-zero; otherwise only the in-bounds taps.  ``exclude-pad``
 is true when absent, as OpenVINO reads it.  Integer results are rounded half
 to even; f16 is computed in f32 and rounded once.  A window with no element
-at all is 0/0 = NaN.
+at all is 0/0 = NaN, which integer outputs turn into 0.
 """
 
 from __future__ import annotations
@@ -60,11 +60,17 @@ def accumulator_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def to_input_type(mean: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Cast f32 averages back: integers round half to even and saturate."""
+    """Cast f32 averages back: integers round half to even and saturate.
+
+    NaN (an empty window) has no integer value; the CPU plugin yields 0 for it.
+
+    >>> to_input_type(np.array([2.5, -0.5, 300.0, np.nan], np.float32), np.dtype(np.uint8)).tolist()
+    [2, 0, 255, 0]
+    """
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        with np.errstate(invalid="ignore"):
-            return np.clip(np.rint(mean), info.min, info.max).astype(dtype)
+        rounded = np.clip(np.rint(np.nan_to_num(mean, nan=0.0)), info.min, info.max)
+        return rounded.astype(dtype)
     return mean.astype(dtype, copy=False)
 
 
@@ -94,7 +100,12 @@ def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
             shape[axis] = w.out[axis]
             count = count * w.valid_taps(axis).astype(acc_dtype).reshape(shape)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = acc / count
+        if x.dtype.kind in "iu" and x.dtype.itemsize == 1:
+            # The CPU plugin's 8-bit kernel multiplies by the f32 reciprocal of the
+            # count; that rounds some exact halves (2475/30) up before half-to-even.
+            mean = acc * (np.ones((), acc_dtype) / count)
+        else:
+            mean = acc / count
     return to_input_type(mean, x.dtype)
 
 
