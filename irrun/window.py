@@ -88,7 +88,8 @@ def check_pool_attributes(a: SimpleNamespace, allow_ceil_torch: bool) -> None:
     for name, values in lists.items():
         if len(values) != n:
             raise ValueError(
-                f"{name} has {len(values)} values {list(values)} but kernel has {n} {list(a.kernel)}"
+                f"{name} has {len(values)} values {list(values)} "
+                f"but kernel has {n} {list(a.kernel)}"
             )
     for name, values in (("kernel", a.kernel), ("strides", a.strides), *(
         [("dilations", a.dilations)] if hasattr(a, "dilations") else []
@@ -159,7 +160,7 @@ def pooled_shape(shape: Shape | None, a: SimpleNamespace, exclude_pad: bool | No
             pb, pe = resolve_pads(0, k, s, d, a.auto_pad, a.pads_begin[i], a.pads_end[i])
             smallest = max(dilated(k, d) - pb - pe, 0)
 
-            def size_of(h: int, k=k, s=s, d=d, pb=pb, pe=pe) -> int:
+            def size_of(h: int, k=k, s=s, d=d, pb=pb, pe=pe, smallest=smallest) -> int:
                 return output_size(max(h, smallest), k, s, d, pb, pe, a.rounding_type)
 
             out.append(map_bounds(size, size_of))
@@ -243,4 +244,5 @@ class Windows:
     def tap_offset(self, tap: Sequence[int]) -> int:
         """Flat index distance from a window's first tap to tap ``tap``."""
         flat_strides = np.cumprod((1, *self.sizes[:0:-1]))[::-1]
-        return int(sum(j * d * int(fs) for j, d, fs in zip(tap, self.dilations, flat_strides, strict=True)))
+        steps = zip(tap, self.dilations, flat_strides, strict=True)
+        return int(sum(j * d * int(fs) for j, d, fs in steps))
