@@ -23,7 +23,8 @@ from .element_types import ElementType
 # The newest opset OpenVINO defines (2026.x); a layer naming a later one is an error.
 LATEST_OPSET = 16
 
-_OPSET_RE = re.compile(r"^opset(\d+)$")
+# OpenVINO looks opsets up by exact name: no spaces, lower case, no leading zeros.
+_OPSET_RE = re.compile(r"opset([1-9][0-9]*)")
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,12 @@ def register(op: OpDef) -> OpDef:
 
 
 def opset_number(version: str) -> int | None:
-    m = _OPSET_RE.match(version.strip().lower())
+    """N for ``opsetN`` spelled exactly as OpenVINO spells it, else None.
+
+    >>> [opset_number(v) for v in ("opset8", "OPSET8", "opset8 ", "opset08")]
+    [8, None, None, None]
+    """
+    m = _OPSET_RE.fullmatch(version)
     return int(m.group(1)) if m else None
 
 
