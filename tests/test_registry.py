@@ -1,0 +1,448 @@
+"""Which op version a layer's ``version="opsetN"`` denotes, and how ``<data>`` is read.
+
+Expected values are OpenVINO's: every table here is also checked against
+OpenVINO's own IR reader (``ov.Core().read_model`` on a hand-written layer),
+so a wrong row fails on the OpenVINO side before irrun is asked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openvino as ov
+import pytest
+
+import irrun
+from irrun import element_types
+from irrun.attributes import AttrError, parse_attributes, parse_bool, parse_int_list
+from irrun.registry import LookupFailure, describe_versions, resolve
+
+CORE = ov.Core()
+POOLS = ("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool")
+LATEST = 16
+
+
+def expected_version(op_type: str, opset: int) -> int | None:
+    """By hand from OpenVINO's opset lists (semantics notes §1.5); None: not in that opset."""
+    if op_type == "MaxPool":
+        return 1 if opset <= 7 else 8 if opset <= 13 else 14
+    if op_type == "AvgPool":
+        return 1 if opset <= 13 else 14 if opset <= 15 else 16
+    return 8 if opset >= 8 else None
+
+
+# --- hand-written IR read by OpenVINO ----------------------------------------------------------
+
+POOL_DATA = {
+    "MaxPool": {"strides": "1, 1", "pads_begin": "0, 0", "pads_end": "0, 0", "kernel": "2, 2",
+                "rounding_type": "floor", "auto_pad": "explicit"},
+    "AvgPool": {"strides": "1, 1", "pads_begin": "0, 0", "pads_end": "0, 0", "kernel": "2, 2",
+                "exclude-pad": "true", "rounding_type": "floor", "auto_pad": "explicit"},
+    "AdaptiveAvgPool": {},
+    "AdaptiveMaxPool": {"index_element_type": "i32"},
+}  # fmt: skip
+
+
+def pool_ir(op_type: str, version: str, data: dict[str, str] | None = None) -> str:
+    """A Parameter [1,2,8,8] into one pooling layer (plus a Const output_shape for adaptive)."""
+    data = POOL_DATA[_canonical(op_type)] if data is None else data
+    dims = "<dim>1</dim><dim>2</dim><dim>8</dim><dim>8</dim>"
+    attrs = " ".join(f'{k}="{v}"' for k, v in data.items())
+    adaptive = "adaptive" in op_type.lower()
+    const = (
+        '<layer id="3" name="size" type="Const" version="opset1">'
+        '<data element_type="i64" shape="2" offset="0" size="16"/>'
+        '<output><port id="0" precision="I64"><dim>2</dim></port></output></layer>'
+        if adaptive else ""
+    )  # fmt: skip
+    size_port = '<port id="1" precision="I64"><dim>2</dim></port>' if adaptive else ""
+    opset = version.removeprefix("opset")
+    two = op_type.lower() == "adaptivemaxpool" or (
+        op_type.lower() == "maxpool" and opset.isdigit() and int(opset) >= 8
+    )
+    index_port = '<port id="3" precision="I64"/>' if two else ""
+    size_edge = '<edge from-layer="3" from-port="0" to-layer="1" to-port="1"/>' if adaptive else ""
+    return f"""<?xml version="1.0"?>
+<net name="t" version="11">
+<layers>
+<layer id="0" name="x" type="Parameter" version="opset1"><data shape="1,2,8,8" element_type="f32"/>
+<output><port id="0" precision="FP32">{dims}</port></output></layer>
+{const}
+<layer id="1" name="pool" type="{op_type}" version="{version}"><data {attrs}/>
+<input><port id="0" precision="FP32">{dims}</port>{size_port}</input>
+<output><port id="2" precision="FP32"/>{index_port}</output></layer>
+<layer id="2" name="out" type="Result" version="opset1">
+<input><port id="0" precision="FP32"/></input></layer>
+</layers>
+<edges>
+<edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>{size_edge}
+<edge from-layer="1" from-port="2" to-layer="2" to-port="0"/>
+</edges>
+</net>
+"""
+
+
+def _canonical(op_type: str) -> str:
+    return next(t for t in POOLS if t.lower() == op_type.lower())
+
+
+@pytest.fixture
+def write_ir(tmp_path):
+    def write(text: str) -> Path:
+        path = tmp_path / "m.xml"
+        path.write_text(text)
+        # output_shape [4, 4] for the adaptive pools' Const
+        path.with_suffix(".bin").write_bytes((4).to_bytes(8, "little") * 2)
+        return path
+
+    return write
+
+
+def ov_pool(path: Path) -> ov.Node:
+    """The layer named 'pool' as OpenVINO reads it; raises RuntimeError when it refuses."""
+    model = CORE.read_model(path)
+    return next(op for op in model.get_ops() if op.get_friendly_name() == "pool")
+
+
+def ov_version(path: Path) -> int:
+    return int(ov_pool(path).get_type_info().version_id.removeprefix("opset"))
+
+
+# --- opset -> op version -----------------------------------------------------------------------
+
+MAPPING = [
+    (op_type, n, expected_version(op_type, n)) for op_type in POOLS for n in range(1, LATEST + 1)
+]
+
+
+@pytest.mark.parametrize(
+    ("op_type", "opset", "version"),
+    [(t, n, v) for t, n, v in MAPPING if v is not None],
+)
+def test_opset_picks_the_op_version(write_ir, op_type, opset, version):
+    op = resolve(op_type, f"opset{opset}")
+    assert (op.type, op.version) == (op_type, version)
+    assert op.since_opset == version and op.label == f"{op_type}-v{version}"
+    assert ov_version(write_ir(pool_ir(op_type, f"opset{opset}"))) == version
+
+
+@pytest.mark.parametrize(
+    ("op_type", "opset"), [(t, n) for t, n, v in MAPPING if v is None]
+)  # fmt: skip
+def test_adaptive_pools_are_not_in_opsets_before_8(write_ir, op_type, opset):
+    with pytest.raises(RuntimeError, match=f"opset{opset} doesn't contain"):
+        ov_pool(write_ir(pool_ir(op_type, f"opset{opset}")))
+    with pytest.raises(LookupFailure) as info:
+        resolve(op_type, f"opset{opset}")
+    assert str(info.value) == (
+        f"opset{opset} has no op {op_type} (irrun supports {op_type}-v8 (opset8..16))"
+    )
+
+
+def test_describe_versions():
+    assert describe_versions("MaxPool") == (
+        "MaxPool-v1 (opset1..7), MaxPool-v8 (opset8..13), MaxPool-v14 (opset14..16)"
+    )
+    assert describe_versions("avgpool") == (
+        "AvgPool-v1 (opset1..13), AvgPool-v14 (opset14..15), AvgPool-v16 (opset16..16)"
+    )
+    assert describe_versions("AdaptiveMaxPool") == "AdaptiveMaxPool-v8 (opset8..16)"
+
+
+@pytest.mark.parametrize(
+    "version",
+    ["opset0", "opset17", "opset99", "foo", "", "OPSET8", "Opset8", " opset8", "opset8 ",
+     "opset08", "opset-1", "8", "opset"],
+)  # fmt: skip
+@pytest.mark.parametrize("op_type", ["MaxPool", "AvgPool", "AdaptiveMaxPool"])
+def test_unsupported_opsets(write_ir, op_type, version):
+    with pytest.raises(RuntimeError):
+        ov_pool(write_ir(pool_ir(op_type, version)))
+    with pytest.raises(LookupFailure) as info:
+        resolve(op_type, version)
+    assert str(info.value) == f"unsupported opset '{version}' (expected opset1 to opset16)"
+
+
+def test_unknown_op_type_names_the_supported_ones(write_ir):
+    with pytest.raises(RuntimeError, match="doesn't contain the operation with type: MaxPoolX"):
+        ov_pool(write_ir(pool_ir("MaxPoolX", "opset8", POOL_DATA["MaxPool"])))
+    with pytest.raises(LookupFailure) as info:
+        resolve("MaxPoolX", "opset8")
+    message = str(info.value)
+    assert message.startswith("unknown op type 'MaxPoolX' (irrun supports ")
+    supported = message.removeprefix("unknown op type 'MaxPoolX' (irrun supports ")[:-1]
+    assert set(supported.split(", ")) >= {*POOLS, "Const", "Convert", "Parameter", "Result"}
+
+
+@pytest.mark.parametrize(
+    ("spelling", "opset", "version"),
+    [("maxpool", 1, 1), ("MAXPOOL", 8, 8), ("mAxPoOl", 14, 14), ("avgpool", 16, 16),
+     ("AVGPOOL", 14, 14), ("adaptiveavgpool", 8, 8), ("ADAPTIVEMAXPOOL", 16, 8)],
+)  # fmt: skip
+def test_type_names_are_case_insensitive(write_ir, spelling, opset, version):
+    assert ov_version(write_ir(pool_ir(spelling, f"opset{opset}"))) == version
+    op = resolve(spelling, f"opset{opset}")
+    assert (op.type, op.version) == (_canonical(spelling), version)
+
+
+@pytest.mark.parametrize("spelling", ["MaxPool ", " MaxPool", "Max_Pool", "MaxPooling"])
+def test_type_names_are_not_trimmed(write_ir, spelling):
+    with pytest.raises(RuntimeError):
+        ov_pool(write_ir(pool_ir(spelling, "opset8", POOL_DATA["MaxPool"])))
+    with pytest.raises(LookupFailure, match="unknown op type"):
+        resolve(spelling, "opset8")
+
+
+def test_validate_reports_the_opset_error_at_the_layer(write_ir):
+    path = write_ir(pool_ir("AdaptiveAvgPool", "opset7"))
+    errors = [d for d in irrun.validate(path) if d.level == "error"]
+    assert [(d.code, d.layer.name) for d in errors] == [("unknown-opset", "pool")]
+    assert "AdaptiveAvgPool-v8 (opset8..16)" in errors[0].message
+
+
+# --- attribute parsing -------------------------------------------------------------------------
+
+
+def avg_data(**changes: str | None) -> dict[str, str]:
+    """AvgPool's ``<data>`` with some attributes changed (None: removed)."""
+    data = dict(POOL_DATA["AvgPool"])
+    for key, value in changes.items():
+        key = key.replace("exclude_pad", "exclude-pad")
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    return data
+
+
+def read_both(write_ir, op_type: str, version: str, data: dict[str, str]):
+    """(OpenVINO's attributes or None, irrun's ParsedAttributes or the AttrError)."""
+    try:
+        ov_attrs = ov_pool(write_ir(pool_ir(op_type, version, data))).get_attributes()
+    except RuntimeError:
+        ov_attrs = None
+    try:
+        parsed = parse_attributes(resolve(op_type, version).attrs, data)
+    except AttrError as exc:
+        return ov_attrs, exc
+    return ov_attrs, parsed
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2,2", (2, 2)),
+        ("2, 2", (2, 2)),  # as ov.save_model writes lists
+        (" 2 , 2 ", (2, 2)),
+        ("2,2,", (2, 2)),  # one trailing comma
+        ("  2,2 ,", (2, 2)),
+        ("3", (3,)),
+    ],
+)
+def test_int_lists(write_ir, text, expected):
+    assert parse_int_list(text) == expected
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(kernel=text, strides=text))
+    if len(expected) == 2:
+        assert ov_attrs is not None and tuple(ov_attrs["kernel"]) == expected
+    assert parsed.values["kernel"] == expected and parsed.warnings == ()
+
+
+@pytest.mark.parametrize("text", ["2,,2", ",2,2", "2,,", ",,", "a,2", "2,a"])
+def test_int_list_with_an_empty_or_bad_field_is_an_error(write_ir, text):
+    with pytest.raises(ValueError):
+        parse_int_list(text)
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(strides=text))
+    assert ov_attrs is None
+    assert isinstance(parsed, AttrError) and parsed.attr == "strides"
+    assert str(parsed).startswith(f"attribute 'strides'=\"{text}\": expected a comma-separated")
+
+
+def test_empty_pads_mean_zeros(write_ir):
+    ov_attrs, parsed = read_both(
+        write_ir, "AvgPool", "opset1", avg_data(pads_begin="", pads_end="")
+    )
+    assert ov_attrs["pads_begin"] == [0, 0] and ov_attrs["pads_end"] == [0, 0]
+    assert parsed.values["pads_begin"] == () and parsed.values["pads_end"] == ()
+    assert parse_int_list("") == ()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attributes.parse_int_list accepts what OpenVINO refuses: a lone comma, a "
+    "whitespace-only list or last field (' ', '2, 2, '), and int() spellings such as '+2'",
+)
+@pytest.mark.parametrize("text", [",", " ", "2, 2, ", "+2, 2", "2, +2"])
+def test_int_lists_openvino_refuses(write_ir, text):
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(strides=text))
+    assert ov_attrs is None
+    assert isinstance(parsed, AttrError)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="attributes.parse_int_list reads '2_0' as 20 (Python int()); OpenVINO reads 2",
+)
+def test_int_list_with_an_underscore(write_ir):
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(strides="1, 2_0"))
+    assert ov_attrs["strides"] == [1, 2]
+    assert not isinstance(parsed, AttrError) and parsed.values["strides"] == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("true", True), ("True", True), ("TRUE", True), ("tRuE", True), ("1", True),
+     ("false", False), ("False", False), ("FALSE", False), ("fAlSe", False), ("0", False)],
+)  # fmt: skip
+def test_booleans(write_ir, text, expected):
+    assert parse_bool(text) is expected
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(exclude_pad=text))
+    assert ov_attrs["exclude-pad"] is expected
+    assert parsed.values["exclude_pad"] is expected and parsed.warnings == ()
+
+
+@pytest.mark.parametrize("text", ["yes", "no", "off", "", " true", "false ", "2", "-1", "t"])
+def test_unparsable_boolean_keeps_the_default_with_a_warning(write_ir, text):
+    with pytest.raises(ValueError):
+        parse_bool(text)
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(exclude_pad=text))
+    assert ov_attrs["exclude-pad"] is True  # OpenVINO silently keeps its default
+    assert parsed.values["exclude_pad"] is True
+    assert len(parsed.warnings) == 1
+    assert f"'exclude-pad'=\"{text}\"" in parsed.warnings[0] and "uses true" in parsed.warnings[0]
+
+
+def test_exclude_pad_defaults_to_true(write_ir):
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(exclude_pad=None))
+    assert ov_attrs["exclude-pad"] is True
+    assert parsed.values["exclude_pad"] is True and parsed.warnings == ()
+
+
+@pytest.mark.parametrize("version", ["opset1", "opset14", "opset16"])
+def test_exclude_pad_with_an_underscore_is_ignored(write_ir, version):
+    data = avg_data(exclude_pad=None)
+    data["exclude_pad"] = "false"
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", version, data)
+    assert ov_attrs["exclude-pad"] is True
+    assert parsed.values["exclude_pad"] is True
+    assert parsed.warnings == ("unknown attribute 'exclude_pad' is ignored",)
+
+
+@pytest.mark.parametrize(
+    ("attr", "text", "expected"),
+    [("rounding_type", "floor", "floor"), ("rounding_type", "CEIL", "ceil"),
+     ("rounding_type", "Floor", "floor"), ("rounding_type", "CEIL_TORCH", "ceil_torch"),
+     ("rounding_type", "Ceil_Torch", "ceil_torch"), ("auto_pad", "SAME_UPPER", "same_upper"),
+     ("auto_pad", "Same_Lower", "same_lower"), ("auto_pad", "VALID", "valid"),
+     ("auto_pad", "Explicit", "explicit")],
+)  # fmt: skip
+def test_enums_are_case_insensitive(write_ir, attr, text, expected):
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset14", avg_data(**{attr: text}))
+    assert ov_attrs[attr] == expected
+    assert parsed.values[attr] == expected
+
+
+@pytest.mark.parametrize(
+    ("attr", "text"),
+    [("rounding_type", " floor"), ("rounding_type", "floor "), ("rounding_type", ""),
+     ("rounding_type", "round"), ("auto_pad", " valid"), ("auto_pad", "valid "),
+     ("auto_pad", "notset"), ("auto_pad", "auto"), ("auto_pad", "same"), ("auto_pad", "")],
+)  # fmt: skip
+def test_enums_are_not_trimmed(write_ir, attr, text):
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset14", avg_data(**{attr: text}))
+    assert ov_attrs is None
+    assert isinstance(parsed, AttrError) and parsed.attr == attr
+    assert f"'{attr}'=\"{text}\"" in str(parsed)
+
+
+def test_missing_required_attribute(write_ir):
+    ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(kernel=None))
+    assert ov_attrs is None
+    assert isinstance(parsed, AttrError) and str(parsed) == "attribute 'kernel' is required"
+
+
+def test_unknown_attributes_are_ignored_with_a_warning(write_ir):
+    data = dict(POOL_DATA["MaxPool"], foo="bar", **{"exclude-pad": "false"})
+    ov_attrs, parsed = read_both(write_ir, "MaxPool", "opset1", data)
+    assert ov_attrs is not None and "foo" not in ov_attrs
+    assert parsed.warnings == (
+        "unknown attribute 'foo' is ignored",
+        "unknown attribute 'exclude-pad' is ignored",
+    )
+
+
+# --- element types in <data> -------------------------------------------------------------------
+
+
+def convert_ir(destination: str) -> str:
+    return f"""<?xml version="1.0"?>
+<net name="t" version="11">
+<layers>
+<layer id="0" name="x" type="Parameter" version="opset1"><data shape="3" element_type="f32"/>
+<output><port id="0" precision="FP32"><dim>3</dim></port></output></layer>
+<layer id="1" name="pool" type="Convert" version="opset1"><data destination_type="{destination}"/>
+<input><port id="0" precision="FP32"><dim>3</dim></port></input>
+<output><port id="1" precision="FP32"><dim>3</dim></port></output></layer>
+<layer id="2" name="out" type="Result" version="opset1">
+<input><port id="0" precision="FP32"/></input></layer>
+</layers>
+<edges>
+<edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>
+<edge from-layer="1" from-port="1" to-layer="2" to-port="0"/>
+</edges>
+</net>
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("f32", "f32"), ("F32", "f32"), ("I64", "i64"), ("i32", "i32"), ("boolean", "boolean"),
+     ("BOOLEAN", "boolean"), ("Boolean", "boolean"), ("bf16", "bf16"), ("BF16", "bf16"),
+     ("F16", "f16"), ("u1", "u1"), ("U4", "u4"), ("i4", "i4"), ("U8", "u8"), ("f64", "f64")],
+)  # fmt: skip
+def test_element_types_are_canonical_names_in_any_case(write_ir, text, name):
+    ov_node = ov_pool(write_ir(convert_ir(text)))
+    assert ov_node.get_attributes()["destination_type"] == name
+    assert element_types.from_attribute(text).name == name
+    parsed = parse_attributes(resolve("Convert", "opset1").attrs, {"destination_type": text})
+    assert parsed.values["destination_type"] is element_types.ELEMENT_TYPES[name]
+
+
+@pytest.mark.parametrize(
+    "text", ["FP32", "FP16", "fp32", "bool", "BOOL", "BIN", "int32", "float", "f32 ", " f32", ""]
+)
+def test_legacy_and_padded_element_type_names_are_errors(write_ir, text):
+    with pytest.raises(RuntimeError):
+        ov_pool(write_ir(convert_ir(text)))
+    with pytest.raises(ValueError, match="is not an element type"):
+        element_types.from_attribute(text)
+    with pytest.raises(AttrError, match="destination_type"):
+        parse_attributes(resolve("Convert", "opset1").attrs, {"destination_type": text})
+
+
+def ov_reads_precision(write_ir, precision: str) -> bool:
+    """Whether OpenVINO accepts ``precision`` on an output port (it parses it, then ignores it)."""
+    text = convert_ir("f32").replace('<port id="1" precision="FP32">',
+                                     f'<port id="1" precision="{precision}">')  # fmt: skip
+    try:
+        ov_pool(write_ir(text))
+    except RuntimeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("FP32", "f32"), ("f32", "f32"), ("FP16", "f16"), ("FP64", "f64"), ("I64", "i64"),
+     ("i32", "i32"), ("BOOL", "boolean"), ("boolean", "boolean"), ("BIN", "u1"), ("bin", "u1"),
+     ("U1", "u1"), ("BF16", "bf16")],
+)  # fmt: skip
+def test_port_precisions_take_legacy_names(write_ir, text, name):
+    assert ov_reads_precision(write_ir, text)
+    assert element_types.from_precision(text).name == name
+
+
+@pytest.mark.parametrize("text", ["Fp32", "fp32", "Bool", "bool", "F32 ", "float32"])
+def test_port_precisions_are_case_sensitive(write_ir, text):
+    assert not ov_reads_precision(write_ir, text)
+    with pytest.raises(ValueError, match="is not a port precision"):
+        element_types.from_precision(text)
