@@ -9,6 +9,7 @@ default (an unparsable boolean keeps the default, as OpenVINO does).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -95,23 +96,30 @@ class Attr:
 
 
 def parse_int_list(text: str) -> tuple[int, ...]:
-    """Parse ``"2, 2"``: commas separate, spaces are allowed, a trailing comma too.
+    """Parse ``"2, 2"``: commas separate, spaces around a number are allowed, and so is
+    one trailing comma; an empty or blank field is an error, as in OpenVINO.
+
+    OpenVINO also reads a numeric prefix (``"1.7"`` as 1, ``"2abc"`` as 2); irrun
+    refuses those, since such a value is a mistake in the file.
 
     >>> parse_int_list(" 2 , 3,"), parse_int_list("")
     ((2, 3), ())
     """
-    fields = text.split(",")
-    if fields and not fields[-1].strip() and len(fields) > 1:
-        fields = fields[:-1]
-    if len(fields) == 1 and not fields[0].strip():
+    if text == "":
         return ()
+    fields = text.split(",")
+    if len(fields) > 1 and fields[-1] == "":
+        fields.pop()
     out = []
     for f in fields:
-        f = f.strip()
-        if not f:
-            raise ValueError(f"'{text}' has an empty field")
+        field = f.strip()
+        if not _INT.fullmatch(field):
+            raise ValueError(f"'{field}' is not an integer" if field else "an empty field")
         out.append(int(f))
     return tuple(out)
+
+
+_INT = re.compile(r"-?[0-9]+")
 
 
 def parse_bool(text: str) -> bool:
@@ -154,8 +162,10 @@ def parse_attributes(attrs: tuple[Attr, ...], data: Mapping[str, str]) -> Parsed
                     f"OpenVINO ignores it and uses {str(attr.default).lower()}"
                 )
                 continue
+            detail = f" ({exc})" if attr.kind == "ints" else ""
             raise AttrError(
-                attr.ir_name, f"attribute '{attr.ir_name}'=\"{text}\": expected {attr.describe()}"
+                attr.ir_name,
+                f"attribute '{attr.ir_name}'=\"{text}\": expected {attr.describe()}{detail}",
             ) from exc
     known = {a.ir_name for a in attrs}
     for key in data:

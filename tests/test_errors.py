@@ -89,9 +89,11 @@ CASES = [
     Case("missing-attribute", ' kernel="3, 3"', "", POOL_DATA,
          f"{STEM}: attribute 'kernel' is required"),
     Case("bad-int-list", 'kernel="3, 3"', 'kernel="3, x"', POOL_DATA,
-         f"{STEM}: attribute 'kernel'=\"3, x\": expected a comma-separated list of integers"),
+         f"{STEM}: attribute 'kernel'=\"3, x\": expected a comma-separated list of integers "
+         "('x' is not an integer)"),
     Case("empty-field", 'kernel="3, 3"', 'kernel="3,,3"', POOL_DATA,
-         f"{STEM}: attribute 'kernel'=\"3,,3\": expected a comma-separated list of integers"),
+         f"{STEM}: attribute 'kernel'=\"3,,3\": expected a comma-separated list of integers "
+         "(an empty field)"),
     Case("bad-enum", 'rounding_type="floor"', 'rounding_type="round"', POOL_DATA,
          f"{STEM}: attribute 'rounding_type'=\"round\": expected one of floor, ceil, ceil_torch"),
     Case("enum-not-trimmed", 'auto_pad="explicit"', 'auto_pad=" explicit"', POOL_DATA,
