@@ -106,8 +106,10 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
     xz = np.pad(x.astype(acc_dtype, copy=False), [(0, 0), (0, 0)] + [(0, 1)] * len(sizes))
     acc = np.zeros(x.shape[:2] + tuple(out_sizes), acc_dtype)
     per_axis = _taps(sizes, out_sizes, pad_index=True)
-    for tap in itertools.product(*per_axis):
-        np.add(acc, xz[(Ellipsis, *tap)], out=acc)
+    # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
+    with np.errstate(invalid="ignore", over="ignore"):
+        for tap in itertools.product(*per_axis):
+            np.add(acc, xz[(Ellipsis, *tap)], out=acc)
     count = np.ones((), acc_dtype)
     for axis, (size, out) in enumerate(zip(sizes, out_sizes, strict=True)):
         start, end = window_bounds(size, out)

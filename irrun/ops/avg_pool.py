@@ -87,8 +87,10 @@ def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     acc_dtype = accumulator_dtype(x.dtype)
     xp = w.padded(x.astype(acc_dtype, copy=False), 0)
     acc = np.zeros(x.shape[:2] + w.out, acc_dtype)
-    for tap in w.taps():
-        np.add(acc, w.tap_view(xp, tap), out=acc)
+    # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
+    with np.errstate(invalid="ignore", over="ignore"):
+        for tap in w.taps():
+            np.add(acc, w.tap_view(xp, tap), out=acc)
     # OpenVINO decides this once for the whole op, not per axis or per window.
     pads_in_average = not a.exclude_pad and any((*w.pads_begin, *w.pads_end))
     if pads_in_average:
