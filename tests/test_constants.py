@@ -208,7 +208,8 @@ def test_default_fp16_compression_of_a_result_constant(tmp_path):
     assert 'element_type="f16"' in (tmp_path / "m.xml").read_text()
     want = CORE.compile_model(tmp_path / "m.xml", "CPU", CPU_CONFIG)({})[0]
     model = irrun.load(tmp_path / "m.xml")
-    assert [d for d in model.validate() if d.level == "error"] == []
+    # OpenVINO writes precision="FP16" on this Convert's f32 output: not a warning either.
+    assert model.validate() == []
     assert_identical(np.asarray(model.run({})["out"]), want)
     assert_identical(want, weights.astype(np.float16).astype(np.float32))
 
