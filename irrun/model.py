@@ -147,7 +147,7 @@ class Model:
         slots = sorted(set(wanted.values()))
         feed_slots = {self._plan.parameters[lid]: arr for lid, arr in by_layer.items()}
         values = self._plan.run(feed_slots, slots)
-        return {name: values[slot] for name, slot in wanted.items()}
+        return {name: _own(values[slot]) for name, slot in wanted.items()}
 
     def _slot_of(self, name: str) -> int:
         if name in self._output_slots:
@@ -197,10 +197,8 @@ class Model:
             )  # fmt: skip
         shape = node.attrs.shape
         if not shape_fits(shape, arr.shape):
-            raise IrrunError(
-                f"input '{name}' has shape {format_shape(arr.shape)}, expected {format_shape(shape)}",
-                where, node.ref,
-            )  # fmt: skip
+            got, want = format_shape(arr.shape), format_shape(shape)
+            raise IrrunError(f"input '{name}' has shape {got}, expected {want}", where, node.ref)
         return arr
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
@@ -216,6 +214,12 @@ class Model:
             )
             feeds[spec.name] = random_array(rng, shape, attrs.element_type.dtype)
         return feeds
+
+
+def _own(array: np.ndarray) -> np.ndarray:
+    """A plain, writable array: no np.memmap subclass, no read-only view of the weights."""
+    array = np.asarray(array)
+    return array if array.flags.writeable else array.copy()
 
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

@@ -111,3 +111,14 @@ def test_dynamic_input_runs_at_any_fitting_shape(tmp_path):
     assert y[0, 0, 2, 3] == x[0, 0, 4, 6]
     with pytest.raises(irrun.IrrunError, match=r"expected \[1,2,\?,4\.\.9\]"):
         model.run({"x": np.zeros((1, 2, 5, 10), np.float32)})
+
+
+def test_outputs_are_plain_writable_arrays(tmp_path):
+    # A Const feeding a Result is a read-only view of the memory-mapped .bin inside irrun.
+    const = op1.constant(np.arange(4, dtype=np.float32).reshape(1, 1, 4), name="w")
+    const.output(0).get_tensor().set_names({"w"})
+    ov.save_model(ov.Model([const.output(0)], [], "c"), tmp_path / "c.xml", compress_to_fp16=False)
+    out = irrun.load(tmp_path / "c.xml").run({})["w"]
+    assert type(out) is np.ndarray and out.flags.writeable
+    out[0, 0, 0] = 7.0
+    np.testing.assert_array_equal(irrun.load(tmp_path / "c.xml").run({})["w"], [[[0, 1, 2, 3]]])
