@@ -39,9 +39,11 @@ Known CPU-plugin behaviours that are masked or avoided here, with the reason:
   average, and only the last MaxPool may have windows without any element
   (f32's lowest in the intermediate, the type's own lowest in irrun).
 * AdaptiveAvgPool to all ones becomes ReduceMean: inexact for floats (rtol,
-  last layer only), truncating and, for 8-bit, saturating the sum for integers
-  (not generated).  AdaptiveMaxPool to all ones without its indices used becomes
-  ReduceMax, whose NaN handling differs (not generated: indices are used).
+  last layer only, and not after an empty MaxPool window, whose f32 lowest
+  overflows to -inf or not depending on the summation order), truncating and,
+  for 8-bit, saturating the sum for integers (not generated).  AdaptiveMaxPool
+  to all ones without its indices used becomes ReduceMax, whose NaN handling
+  differs (not generated: indices are used).
 * The CPU refuses i64 indices for AdaptiveMaxPool: its copy of the model uses
   i32 indices, irrun's copy the configured type (values must still match).
 * Integer AvgPool arithmetic depends on the kernel the CPU picks (see
@@ -269,6 +271,7 @@ def _random_chain(rng: random.Random, ops, shape, dtype: str) -> list[dict[str, 
     param = opset1.parameter(shape, _ov_type(dtype))
     x, spatial = param.output(0), list(shape[2:])
     layers = []
+    huge = False  # does the input of this layer hold f32's lowest from an empty MaxPool window?
     for i, (op, version) in enumerate(ops):
         last = i == len(ops) - 1
         for _attempt in range(200):
@@ -280,22 +283,25 @@ def _random_chain(rng: random.Random, ops, shape, dtype: str) -> list[dict[str, 
             node = _place_layer(x, layer)
             if node is None:
                 continue
-            if _meets_cpu_divergence(spatial, layer, dtype, last):
+            if _meets_cpu_divergence(spatial, layer, dtype, last, huge):
                 continue
             break
         else:
             return None
+        huge = huge or (op == "MaxPool" and bool(empty_windows(spatial, layer).any()))
         layers.append(layer)
         x = node.output(0)
         spatial = list(x.get_partial_shape().to_shape())[2:]
     return layers
 
 
-def _meets_cpu_divergence(spatial, layer: dict[str, Any], dtype: str, last: bool) -> bool:
+def _meets_cpu_divergence(
+    spatial, layer: dict[str, Any], dtype: str, last: bool, huge: bool = False
+) -> bool:
     """Would this layer run into a CPU-plugin divergence listed in the module docstring?"""
     op = layer["op"]
     to_ones = op.startswith("Adaptive") and all(s == 1 for s in layer["out_sizes"])
-    if to_ones and op == "AdaptiveAvgPool" and (not last or dtype not in FLOATS):
+    if to_ones and op == "AdaptiveAvgPool" and (not last or dtype not in FLOATS or huge):
         return True
     if to_ones and op == "AdaptiveMaxPool" and not layer["indices"]:
         return True
