@@ -97,6 +97,19 @@ def _parser() -> etree.XMLParser:
 def read_ir(path: str | Path) -> IRDocument:
     """Read ``path`` into an :class:`IRDocument`; raise :class:`IrrunError` on bad XML."""
     path = Path(path)
+    return _read_net(parse_xml(path), path)
+
+
+def parse_xml(path: str | Path) -> etree._Element:
+    """Parse ``path`` with the locked-down parser into its root element.
+
+    Raises :class:`IrrunError` (with the line) for a missing, empty, binary or malformed
+    file, or one with a document type declaration; the root is not checked to be <net>.
+
+    >>> parse_xml("models/demo.xml").tag
+    'net'
+    """
+    path = Path(path)
     loc = Location(str(path))
     try:
         data = path.read_bytes()
@@ -133,7 +146,7 @@ def read_ir(path: str | Path) -> IRDocument:
         raise IrrunError(
             "document type declarations (<!DOCTYPE>, entities) are not allowed in IR files", loc
         )
-    return _read_net(root, path)
+    return root
 
 
 _LXML_POSITION = re.compile(r", line \d+, column \d+$")
