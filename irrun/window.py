@@ -72,7 +72,10 @@ def output_size(
     steps = -(-span // stride)
     if rounding == "ceil":
         return steps + 1
-    return steps + 1 if steps * stride <= size + pad_begin - 1 else steps
+    # OpenVINO compares in unsigned arithmetic: with nothing before the end padding
+    # (size + pad_begin == 0) the right side wraps around and the last window stays.
+    last_start_fits = size + pad_begin == 0 or steps * stride <= size + pad_begin - 1
+    return steps + 1 if last_start_fits else steps
 
 
 def check_pool_attributes(a: SimpleNamespace, allow_ceil_torch: bool) -> None:
@@ -103,13 +106,17 @@ def check_pool_attributes(a: SimpleNamespace, allow_ceil_torch: bool) -> None:
         raise ValueError("rounding_type ceil_torch needs MaxPool-14, AvgPool-14 or AvgPool-16")
 
 
-def with_default_pads(a: SimpleNamespace) -> SimpleNamespace:
-    """Empty pad lists mean zeros, as OpenVINO defaults them."""
+def with_defaults(a: SimpleNamespace) -> SimpleNamespace:
+    """Empty pad lists mean zeros and empty dilations ones, as OpenVINO reads them.
+
+    (``ov.save_model`` writes ``dilations=""`` for a MaxPool built without them.)
+    """
     n = len(a.kernel)
-    return SimpleNamespace(
-        **{**vars(a), "pads_begin": tuple(a.pads_begin) or (0,) * n,
-           "pads_end": tuple(a.pads_end) or (0,) * n}
-    )  # fmt: skip
+    filled = {"pads_begin": tuple(a.pads_begin) or (0,) * n,
+              "pads_end": tuple(a.pads_end) or (0,) * n}  # fmt: skip
+    if hasattr(a, "dilations"):
+        filled["dilations"] = tuple(a.dilations) or (1,) * n
+    return SimpleNamespace(**{**vars(a), **filled})
 
 
 def pool_dilations(a: SimpleNamespace) -> tuple[int, ...]:

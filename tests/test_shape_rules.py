@@ -283,7 +283,7 @@ def test_pooled_shape_matches_openvino(case):
     expected = ov_shapes(pool, shape)
     assume(expected is None or not ceil_torch_at_zero(pool, shape))
     _, attrs = pool.irrun_op()
-    a = window.with_default_pads(attrs)
+    a = window.with_defaults(attrs)
     exclude = pool.exclude_pad if pool.op == "AvgPool" else None
     if expected is None:
         # The only refusals left are shape-dependent (and MaxPool-8/14's axis range).
@@ -387,12 +387,6 @@ def test_adaptive_saved_model_shapes_match_openvino(tmp_path_factory, case):
     assert [d for d in irrun.validate(path) if d.level == "error"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AdaptiveAvg/MaxPool with an input of unknown rank: OpenVINO infers an unknown "
-    "rank ([...]), irrun a rank from output_shape's length; validate() then reports "
-    "shape-mismatch errors on a model OpenVINO wrote",
-)
 @pytest.mark.parametrize("kind", ["AdaptiveAvgPool", "AdaptiveMaxPool"])
 def test_adaptive_unknown_rank_input(tmp_path, kind):
     param = opset1.parameter(ov.PartialShape.dynamic(), ov.Type.f32, name="x")
@@ -593,11 +587,6 @@ def test_same_pads_are_what_openvino_saves(tmp_path, auto_pad, size):
     )  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='irrun\'s MaxPool-8/14 attribute check refuses dilations="", which ov.save_model '
-    "writes for a MaxPool built without dilations and which OpenVINO reads and runs",
-)
 @pytest.mark.parametrize("version", [8, 14])
 def test_maxpool_with_empty_dilations_loads(tmp_path, version):
     param = opset1.parameter([1, 2, 5], ov.Type.f32, name="x")
@@ -609,18 +598,13 @@ def test_maxpool_with_empty_dilations_loads(tmp_path, version):
     assert [o.shape for o in irrun.load(tmp_path / "m.xml").outputs] == [(1, 2, 4)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="OpenVINO's ceil_torch test 'last_start > size + pad_begin - 1' is unsigned: with "
-    "size + pad_begin == 0 it wraps and keeps the last window; irrun's output_size does not",
-)
 @pytest.mark.parametrize(
     ("shape", "kernel", "stride", "pads_end", "expected"),
     [
-        ((1, 1, D), 1, 1, 1, (1, 1, I(1, None))),  # irrun: 0..
-        ((1, 1, I(0, 4)), 1, 2, 3, (1, 1, I(2, 3))),  # irrun: 1..3
-        ((1, 1, 0), 1, 1, 1, (1, 1, 1)),  # irrun: 0
-        ((1, 1, 0), 1, 2, 3, (1, 1, 2)),  # irrun: 1
+        ((1, 1, D), 1, 1, 1, (1, 1, I(1, None))),
+        ((1, 1, I(0, 4)), 1, 2, 3, (1, 1, I(2, 3))),
+        ((1, 1, 0), 1, 1, 1, (1, 1, 1)),
+        ((1, 1, 0), 1, 2, 3, (1, 1, 2)),
     ],
 )
 def test_ceil_torch_on_empty_axis(shape, kernel, stride, pads_end, expected):

@@ -50,10 +50,8 @@ def _infer(with_indices: bool):
         x, target = inputs
         if target.shape is not None and len(target.shape) != 1:
             raise ShapeError(f"output_shape must be 1-D, got rank {len(target.shape)}")
-        if x.shape is None:
-            n = target.shape[0] if target.shape is not None else None
-            out: tuple[Dim, ...] | None = None if not isinstance(n, int) else (DYNAMIC,) * (n + 2)
-        else:
+        out: tuple[Dim, ...] | None = None  # OpenVINO keeps an unknown rank unknown
+        if x.shape is not None:
             if len(x.shape) not in (3, 4, 5):
                 raise ShapeError(f"expected a 3D, 4D or 5D input, got rank {len(x.shape)}")
             if target.shape is not None and target.shape[0] != len(x.shape) - 2:

@@ -24,7 +24,7 @@ from ..window import (
     Windows,
     check_pool_attributes,
     pooled_shape,
-    with_default_pads,
+    with_defaults,
 )
 
 V1_ATTRS = (
@@ -43,14 +43,14 @@ SHAPE_ATTRS = ("kernel", "strides", "dilations", "pads_begin", "pads_end", "auto
 
 def _check(version: int):
     def check(a: SimpleNamespace) -> None:
-        check_pool_attributes(with_default_pads(a), allow_ceil_torch=version >= 14)
+        check_pool_attributes(with_defaults(a), allow_ceil_torch=version >= 14)
 
     return check
 
 
 def infer_avg_pool(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     (x,) = inputs
-    out = pooled_shape(x.shape, with_default_pads(a), exclude_pad=a.exclude_pad)
+    out = pooled_shape(x.shape, with_defaults(a), exclude_pad=a.exclude_pad)
     return [TensorInfo(out, x.element_type)]
 
 
@@ -82,7 +82,7 @@ def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     >>> avg_pool(np.array([[[[1., 3.], [7., 11.]]]], np.float32), a)[0, 0, 0].tolist()
     [0.25, 1.0, 0.75]
     """
-    a = with_default_pads(a)
+    a = with_defaults(a)
     w = Windows.of(x.shape[2:], a)
     acc_dtype = accumulator_dtype(x.dtype)
     xp = w.padded(x.astype(acc_dtype, copy=False), 0)

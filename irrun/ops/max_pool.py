@@ -24,7 +24,7 @@ from ..window import (
     Windows,
     check_pool_attributes,
     pooled_shape,
-    with_default_pads,
+    with_defaults,
 )
 
 COMMON_ATTRS = (
@@ -64,7 +64,7 @@ def lowest(dtype: np.dtype) -> np.generic:
 
 def _check(version: int):
     def check(a: SimpleNamespace) -> None:
-        check_pool_attributes(with_default_pads(a), allow_ceil_torch=version >= 14)
+        check_pool_attributes(with_defaults(a), allow_ceil_torch=version >= 14)
         if version >= 8 and a.index_element_type.name not in ("i32", "i64"):
             raise ValueError(
                 f"index_element_type must be i32 or i64, got {a.index_element_type.name}"
@@ -81,7 +81,7 @@ def _normalized_axis(axis: int, rank: int) -> int:
 
 def infer_max_pool(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     (x,) = inputs
-    a = with_default_pads(a)
+    a = with_defaults(a)
     out_shape = pooled_shape(x.shape, a)
     values = TensorInfo(out_shape, x.element_type)
     if not hasattr(a, "index_element_type"):
@@ -102,7 +102,7 @@ def max_pool(
     >>> v.tolist(), i.tolist()
     ([[[1.0, 3.0, 3.0]]], [[[0, 2, 2]]])
     """
-    a = with_default_pads(a)
+    a = with_defaults(a)
     w = Windows.of(x.shape[2:], a)
     low = lowest(x.dtype)
     xp = w.padded(x, low)
