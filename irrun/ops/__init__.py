@@ -1,5 +1,29 @@
 """The ops irrun runs. Importing this package registers every one of them."""
 
-from . import adaptive_pool, avg_pool, basic, max_pool
+from . import (
+    adaptive_pool,
+    avg_pool,
+    basic,
+    convolution,
+    elementwise,
+    interpolate,
+    matmul,
+    max_pool,
+    movement,
+    normalization,
+    reduction,
+)
 
-__all__ = ["adaptive_pool", "avg_pool", "basic", "max_pool"]
+__all__ = [
+    "adaptive_pool",
+    "avg_pool",
+    "basic",
+    "convolution",
+    "elementwise",
+    "interpolate",
+    "matmul",
+    "max_pool",
+    "movement",
+    "normalization",
+    "reduction",
+]

@@ -1,0 +1,1 @@
+"""Placeholder module, filled in with its ops next."""
