@@ -25,7 +25,7 @@ class _Required:
 
 REQUIRED: Any = _Required()
 
-KINDS = ("ints", "int", "bool", "enum", "element_type", "partial_shape", "str")
+KINDS = ("ints", "int", "float", "bool", "enum", "element_type", "partial_shape", "str")
 
 
 class AttrError(ValueError):
@@ -68,6 +68,7 @@ class Attr:
         return {
             "ints": "a comma-separated list of integers",
             "int": "an integer",
+            "float": "a number such as 0.5, 1e-05 or inf",
             "bool": "true, false, 1 or 0",
             "element_type": "an element type such as f32 or i64",
             "partial_shape": "a shape such as 1,3,?,224",
@@ -80,6 +81,11 @@ class Attr:
             return parse_int_list(text)
         if self.kind == "int":
             return int(text.strip())
+        if self.kind == "float":
+            # float() also reads "1_0"; OpenVINO's stream parsing does not.
+            if "_" in text:
+                raise ValueError(f"'{text}' is not a number")
+            return float(text)
         if self.kind == "bool":
             return parse_bool(text)
         if self.kind == "enum":
