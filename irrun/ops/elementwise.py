@@ -1,1 +1,467 @@
-"""Placeholder module, filled in with its ops next."""
+"""Element-wise ops: binary arithmetic with auto-broadcasting, and activations.
+
+Binary ops (Add, Subtract, Multiply, Divide, Maximum, Minimum, Power) broadcast
+their two inputs by ``auto_broadcast``: ``numpy`` (right-aligned, 1 stretches),
+``pdpd`` (the second input, of no higher rank, is laid over the first from axis
+0; its dims must be 1 or the first's) or ``none`` (equal shapes).
+:func:`broadcast_shapes` is the one implementation of those rules, for shape
+rules on partial shapes and for kernels on concrete ones; other op families may
+import it.
+
+Numerics follow OpenVINO's CPU plugin in f32 where it is deterministic:
+
+* Maximum/Minimum are ``a > b ? a : b`` (``<`` for Minimum): a NaN in ``a``
+  gives ``b``, a NaN in ``b`` gives NaN, and of two equal zeros ``b`` wins.
+  Relu is ``x > 0 ? x : 0`` (NaN gives 0) and Clamp applies the same max and
+  then min, so NaN becomes ``min``.
+* f16 inputs are computed in f32 and rounded once, as the plugin computes them.
+* Integer inputs of Sqrt, Exp, Sigmoid, Tanh, HSwish and HSigmoid are computed
+  in f32 and rounded half to even (NaN and overflow give int32's minimum, then
+  narrow), as the plugin does.  Clamp on integers uses ``ceil(min)`` and
+  ``floor(max)``.
+
+Integer arithmetic is exact and wraps, as OpenVINO's reference kernels do; the
+CPU plugin instead saturates 8-bit results and divides and raises integers in
+f32, ignoring ``m_pythondiv``.  irrun follows the specification there: Divide
+floors when ``m_pythondiv`` is true and truncates when false, an integer
+division by zero is an error, and an integer raised to a negative power is the
+truncated real result (0 unless the base is 1 or -1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..attributes import Attr
+from ..dims import Dim, Interval, Shape, format_shape
+from ..registry import OpDef, ShapeError, TensorInfo, register
+from .basic import convert
+
+# "explicit" is OpenVINO's other spelling of "none".
+AUTO_BROADCASTS = ("none", "explicit", "numpy", "pdpd")
+BROADCAST_ATTR = Attr("auto_broadcast", "enum", "numpy", AUTO_BROADCASTS)
+
+
+# --------------------------------------------------------------------------- broadcasting
+
+
+def _bounds(d: Dim) -> tuple[int, int | None]:
+    return (d, d) if isinstance(d, int) else (d.lo, d.hi)
+
+
+def _dim(lo: int, hi: int | None) -> Dim:
+    return lo if lo == hi else Interval(lo, hi)
+
+
+def _has_one(d: Dim) -> bool:
+    lo, hi = _bounds(d)
+    return lo <= 1 and (hi is None or hi >= 1)
+
+
+def merge_dims(a: Dim, b: Dim) -> Dim | None:
+    """The sizes both dims allow (their intersection), or None if there is none.
+
+    >>> merge_dims(Interval(2, 6), Interval(4, 10)), merge_dims(3, Interval(4, 8))
+    (Interval(lo=4, hi=6), None)
+    """
+    (alo, ahi), (blo, bhi) = _bounds(a), _bounds(b)
+    lo = max(alo, blo)
+    hi = bhi if ahi is None else ahi if bhi is None else min(ahi, bhi)
+    if hi is not None and hi < lo:
+        return None
+    return _dim(lo, hi)
+
+
+def broadcast_dims(a: Dim, b: Dim) -> Dim | None:
+    """Numpy broadcasting of two dims as OpenVINO infers it, or None if they clash.
+
+    A dim that may be 1 yields the other; if both may be 1 the result spans both.
+
+    >>> broadcast_dims(1, Interval(0, None)), broadcast_dims(Interval(1, 5), Interval(10, 15))
+    (Interval(lo=0, hi=None), Interval(lo=10, hi=15))
+    >>> broadcast_dims(Interval(0, 6), Interval(0, 4)), broadcast_dims(3, Interval(2, 8))
+    (Interval(lo=0, hi=6), 3)
+    """
+    a_one, b_one = _has_one(a), _has_one(b)
+    if a_one and b_one:
+        (alo, ahi), (blo, bhi) = _bounds(a), _bounds(b)
+        return _dim(min(alo, blo), None if ahi is None or bhi is None else max(ahi, bhi))
+    if a_one:
+        return b
+    if b_one:
+        return a
+    return merge_dims(a, b)
+
+
+def _clash(a: Shape | None, b: Shape | None, mode: str, why: str = "") -> ShapeError:
+    detail = f": {why}" if why else ""
+    return ShapeError(
+        f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast "
+        f"(auto_broadcast={mode}){detail}"
+    )
+
+
+def broadcast_shapes(
+    a: Shape | None, b: Shape | None, mode: str = "numpy", axis: int = 0
+) -> Shape | None:
+    """The result shape of an element-wise op on ``a`` and ``b``; raises ShapeError.
+
+    Works on partial shapes (ints and :class:`Interval`; ``None`` is an unknown
+    rank) and on concrete ones alike.  ``mode`` is an ``auto_broadcast`` value;
+    ``axis`` is where PDPD lays ``b`` over ``a`` (-1: right-aligned).  OpenVINO's
+    IR always means axis 0 for ``pdpd``.
+
+    >>> broadcast_shapes((2, 3, 4), (3, 1)), broadcast_shapes((2, 3, 4), (2,), "pdpd")
+    ((2, 3, 4), (2, 3, 4))
+    >>> broadcast_shapes(None, (3,), "none"), broadcast_shapes(None, (3,))
+    ((3,), None)
+    """
+    if mode in ("none", "explicit"):
+        if a is None or b is None:
+            return b if a is None else a
+        if len(a) != len(b):
+            raise _clash(a, b, mode, "ranks differ")
+        out = tuple(merge_dims(x, y) for x, y in zip(a, b, strict=True))
+        if any(d is None for d in out):
+            raise _clash(a, b, mode, "dims differ")
+        return out  # type: ignore[return-value]
+    if a is None or b is None:
+        return None
+    if mode == "numpy":
+        rank = max(len(a), len(b))
+        pa = (1,) * (rank - len(a)) + tuple(a)
+        pb = (1,) * (rank - len(b)) + tuple(b)
+        out = tuple(broadcast_dims(x, y) for x, y in zip(pa, pb, strict=True))
+        if any(d is None for d in out):
+            raise _clash(a, b, mode)
+        return out  # type: ignore[return-value]
+    if mode != "pdpd":
+        raise ValueError(f"auto_broadcast '{mode}' is not one of {', '.join(AUTO_BROADCASTS)}")
+    if len(b) > len(a) or axis < -1:
+        raise _clash(a, b, mode, "the second input has the higher rank")
+    start = len(a) - len(b) if axis == -1 else axis
+    if start + len(b) > len(a):
+        raise _clash(a, b, mode, f"the second input does not fit from axis {start}")
+    out_list = list(a)
+    for i, db in enumerate(b):
+        da = a[start + i]
+        # PDPD only stretches the second input, never the first.
+        if isinstance(da, int) and isinstance(db, int) and db > da:
+            raise _clash(a, b, mode, f"dim {db} is larger than {da}")
+        merged = broadcast_dims(da, db)
+        if merged is None:
+            raise _clash(a, b, mode)
+        out_list[start + i] = merged
+    return tuple(out_list)
+
+
+def broadcast_operands(
+    x: np.ndarray, y: np.ndarray, mode: str, axis: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` shaped so that NumPy's broadcasting gives ``mode``'s result."""
+    broadcast_shapes(x.shape, y.shape, mode, axis)  # raises with the shapes named
+    if mode == "pdpd":
+        start = x.ndim - y.ndim if axis == -1 else axis
+        y = y.reshape((1,) * start + y.shape + (1,) * (x.ndim - start - y.ndim))
+    return x, y
+
+
+# --------------------------------------------------------------------------- binary ops
+
+
+def _same_type(inputs: Sequence[TensorInfo]):
+    types = {i.element_type.name for i in inputs if i.element_type is not None}
+    if len(types) > 1:
+        raise ShapeError(f"inputs have different element types: {', '.join(sorted(types))}")
+    return next((i.element_type for i in inputs if i.element_type is not None), None)
+
+
+def infer_binary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, y = inputs
+    et = _same_type(inputs)
+    return [TensorInfo(broadcast_shapes(x.shape, y.shape, a.auto_broadcast), et)]
+
+
+def _divide(x: np.ndarray, y: np.ndarray, pythondiv: bool) -> np.ndarray:
+    if x.dtype.kind not in "iu":
+        return x / y
+    if (y == 0).any():
+        raise ValueError("integer division by zero")
+    if pythondiv:
+        return x // y
+    # C division truncates toward zero; floor division is one too low where the
+    # signs differ and the division is inexact.
+    q = x // y
+    return q + ((q < 0) & (q * y != x)).astype(q.dtype)
+
+
+def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if x.dtype.kind not in "iu":
+        return np.power(x, y)
+    negative = y < 0 if y.dtype.kind == "i" else np.zeros(y.shape, bool)
+    if not negative.any():
+        return np.power(x, y)
+    x, y = np.broadcast_arrays(x, y)
+    negative = np.broadcast_to(negative, x.shape)
+    if (negative & (x == 0)).any():
+        raise ValueError("integer 0 raised to a negative power")
+    out = np.power(x, np.where(negative, 0, y))
+    # The real result 1/x**|y| truncates to 0 except for x = 1 (1) and x = -1 (+-1).
+    sign = np.where(y % 2 == 0, 1, -1).astype(x.dtype)
+    flip = np.where(x == -1, sign, np.where(x == 1, 1, 0)).astype(x.dtype)
+    return np.where(negative, flip, out)
+
+
+BINARY: dict[str, Callable[[SimpleNamespace, np.ndarray, np.ndarray], np.ndarray]] = {
+    "Add": lambda a, x, y: np.add(x, y),
+    "Subtract": lambda a, x, y: np.subtract(x, y),
+    "Multiply": lambda a, x, y: np.multiply(x, y),
+    "Divide": lambda a, x, y: _divide(x, y, a.m_pythondiv),
+    # x86's maxps/minps: the second operand unless the first is strictly greater
+    # (smaller), which is also OpenVINO's reference kernel.
+    "Maximum": lambda a, x, y: np.where(x > y, x, y),
+    "Minimum": lambda a, x, y: np.where(x < y, x, y),
+    "Power": lambda a, x, y: _power(x, y),
+}
+
+
+def _binary_kernel(fn):
+    def kernel(a: SimpleNamespace, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        if x.dtype != y.dtype:
+            raise ValueError(f"inputs have different element types: {x.dtype} and {y.dtype}")
+        xb, yb = broadcast_operands(x, y, a.auto_broadcast)
+        with np.errstate(all="ignore"):
+            if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+                out = fn(a, xb.astype(np.float32), yb.astype(np.float32)).astype(x.dtype)
+            else:
+                out = fn(a, xb, yb)
+        return (np.asarray(out, dtype=x.dtype),)
+
+    return kernel
+
+
+for _type, _fn in BINARY.items():
+    _attrs: tuple[Attr, ...] = (BROADCAST_ATTR,)
+    if _type == "Divide":
+        _attrs = (BROADCAST_ATTR, Attr("m_pythondiv", "bool", True))
+    register(
+        OpDef(
+            type=_type, version=1, since_opset=1, attrs=_attrs, infer=infer_binary,
+            kernel=_binary_kernel(_fn), inputs=(2, 2), shape_attrs=("auto_broadcast",),
+        )
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- unary ops
+
+
+def infer_unary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    return [TensorInfo(inputs[0].shape, inputs[0].element_type)]
+
+
+def _infer_real(op: str):
+    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+        et = inputs[0].element_type
+        if et is not None and et.dtype.kind != "f":
+            raise ShapeError(f"{op} needs a floating-point input, got {et.name}")
+        return infer_unary(a, inputs)
+
+    return infer
+
+
+def float_compute(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``fn`` in f32 (f64 for f64 inputs), rounded once to ``x``'s type.
+
+    Integers are rounded half to even, as the CPU plugin converts its f32 result.
+    """
+    work = x if x.dtype == np.float64 else x.astype(np.float32, copy=False)
+    with np.errstate(all="ignore"):
+        out = fn(work)
+    if x.dtype.kind in "iu":
+        return convert(np.rint(out), x.dtype)
+    return out.astype(x.dtype, copy=False)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    one = x.dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+def _hsigmoid(x: np.ndarray) -> np.ndarray:
+    return np.minimum(np.maximum(x + x.dtype.type(3), x.dtype.type(0)), x.dtype.type(6)) / (
+        x.dtype.type(6)
+    )
+
+
+def _erfc(z: np.ndarray) -> np.ndarray:
+    """erfc in f64 with relative error below 1.2e-7 everywhere (Numerical Recipes' erfcc).
+
+    Working in f64 keeps ``exp(-z*z)`` exact enough for large ``|z|``; the caller
+    rounds to f32 once.
+    """
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.5 * a)
+    coeffs = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806,
+              0.09678418, 0.37409196, 1.00002368, -1.26551223)  # fmt: skip
+    poly = np.zeros_like(t)
+    for c in coeffs:
+        poly = poly * t + c
+    ans = t * np.exp(-a * a + poly)
+    return np.where(z >= 0, ans, 2.0 - ans)
+
+
+def gelu_erf(x: np.ndarray) -> np.ndarray:
+    """``x * Phi(x) = 0.5 * x * erfc(-x / sqrt(2))``, accurate also where Phi(x) is tiny."""
+    wide = x.astype(np.float64)
+    return (0.5 * wide * _erfc(-wide / math.sqrt(2.0))).astype(x.dtype)
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """``0.5 * x * (1 + tanh(u))`` written as ``x / (1 + exp(-2u))``: the same value
+    without the cancellation of ``1 + tanh(u)`` for negative ``x``."""
+    t = x.dtype.type
+    inner = t(math.sqrt(2.0 / math.pi)) * (x + t(0.044715) * x * x * x)
+    return x / (t(1) + np.exp(t(-2) * inner))
+
+
+UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "Sqrt": np.sqrt,
+    "Exp": np.exp,
+    "Sigmoid": _sigmoid,
+    "Tanh": np.tanh,
+    "HSwish": lambda x: x * _hsigmoid(x),
+    "HSigmoid": _hsigmoid,
+}
+UNARY_SINCE = {"HSwish": 4, "HSigmoid": 5}
+
+
+def _unary_kernel(fn):
+    def kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+        return (float_compute(x, fn),)
+
+    return kernel
+
+
+for _type, _fn in UNARY.items():
+    _since = UNARY_SINCE.get(_type, 1)
+    register(
+        OpDef(type=_type, version=_since, since_opset=_since, attrs=(), infer=infer_unary,
+              kernel=_unary_kernel(_fn))
+    )  # fmt: skip
+
+
+def _abs(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    return (np.abs(x),)
+
+
+def _relu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    zero = x.dtype.type(0)
+    # NaN > 0 is false: NaN gives 0, as in the plugin and the reference kernel.
+    return (np.where(x > zero, x, zero),)
+
+
+register(OpDef(type="Abs", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_abs))
+register(OpDef(type="ReLU", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_relu))
+
+
+# --------------------------------------------------------------------------- Clamp
+
+
+def clamp_bounds(dtype: np.dtype, lo: float, hi: float) -> tuple[np.generic, np.generic]:
+    """Clamp's bounds in ``dtype``: integers take ``ceil(min)`` and ``floor(max)``,
+    saturated to the type's range.
+
+    >>> clamp_bounds(np.dtype(np.int32), -2.5, 3.5)
+    (np.int32(-2), np.int32(3))
+    """
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo_i = info.min if math.isinf(lo) or lo < info.min else max(math.ceil(lo), info.min)
+        hi_i = info.max if math.isinf(hi) or hi > info.max else min(math.floor(hi), info.max)
+        return dtype.type(min(lo_i, info.max)), dtype.type(max(hi_i, info.min))
+    with np.errstate(over="ignore"):
+        return dtype.type(lo), dtype.type(hi)
+
+
+def _check_clamp(a: SimpleNamespace) -> None:
+    if math.isnan(a.min) or math.isnan(a.max) or a.min > a.max:
+        raise ValueError(f"min ({a.min}) must not be greater than max ({a.max})")
+
+
+def _clamp(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    lo, hi = clamp_bounds(x.dtype, a.min, a.max)
+    # max then min in maxps/minps order: NaN becomes min, as in the CPU plugin.
+    t = np.where(x > lo, x, lo)
+    return (np.where(t < hi, t, hi).astype(x.dtype, copy=False),)
+
+
+register(
+    OpDef(
+        type="Clamp", version=1, since_opset=1,
+        attrs=(Attr("min", "float"), Attr("max", "float")),
+        infer=infer_unary, kernel=_clamp, check=_check_clamp, shape_attrs=("min", "max"),
+    )
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- Swish, Gelu
+
+
+def _infer_swish(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    out = _infer_real("Swish")(a, inputs[:1])
+    if len(inputs) == 2:
+        beta = inputs[1]
+        if beta.shape is not None and len(beta.shape) != 0:
+            raise ShapeError(f"beta must be a scalar, got shape {format_shape(beta.shape)}")
+        _same_type(inputs)
+    return out
+
+
+def _swish(a: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = None):
+    if beta is not None and beta.ndim != 0:
+        raise ValueError(f"beta must be a scalar, got shape {list(beta.shape)}")
+
+    def fn(v: np.ndarray) -> np.ndarray:
+        b = v.dtype.type(1) if beta is None else v.dtype.type(beta)
+        return v * _sigmoid(b * v)
+
+    return (float_compute(x, fn),)
+
+
+register(
+    OpDef(type="Swish", version=4, since_opset=4, attrs=(), infer=_infer_swish, kernel=_swish,
+          inputs=(1, 2))
+)  # fmt: skip
+
+GELU_MODES = ("erf", "tanh")
+
+
+def _gelu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    mode = getattr(a, "approximation_mode", "erf")
+    return (float_compute(x, gelu_erf if mode == "erf" else gelu_tanh),)
+
+
+register(
+    OpDef(type="Gelu", version=2, since_opset=2, attrs=(), infer=_infer_real("Gelu"),
+          kernel=_gelu)
+)  # fmt: skip
+register(
+    OpDef(
+        type="Gelu", version=7, since_opset=7,
+        attrs=(Attr("approximation_mode", "enum", "erf", GELU_MODES),),
+        infer=_infer_real("Gelu"), kernel=_gelu, shape_attrs=("approximation_mode",),
+    )
+)  # fmt: skip
+
+__all__ = [
+    "AUTO_BROADCASTS",
+    "broadcast_dims",
+    "broadcast_operands",
+    "broadcast_shapes",
+    "float_compute",
+    "merge_dims",
+]
