@@ -1,1 +1,204 @@
-"""Placeholder module, filled in with its ops next."""
+"""Convolution-1 and GroupConvolution-1 over 1, 2 or 3 spatial dims.
+
+Geometry is the pooling windows' (:mod:`irrun.window`): the kernel is the
+filter's spatial shape, the output size uses floor rounding and ``auto_pad``
+resolves pads the same way.  Padding is zeros.
+
+Computation: the padded input is cut into one strided view per kernel tap
+(im2col, never a loop over output pixels) and each group is one matrix product
+of its filters ``[C_out/G, C_in/G * taps]`` with those columns, summed in f32
+(f16 in f32 and rounded once).  Depthwise filters (one input and one output
+channel per group) skip the matrix product and multiply-add tap by tap.  The
+summation order differs from the CPU plugin's, so values agree within rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..attributes import Attr
+from ..dims import DYNAMIC, Dim, format_shape
+from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..window import AUTO_PADS, Windows, pooled_shape, with_defaults
+from .elementwise import merge_dims, same_element_type
+
+ATTRS = (
+    Attr("strides", "ints"),
+    Attr("dilations", "ints"),
+    Attr("pads_begin", "ints", ()),
+    Attr("pads_end", "ints", ()),
+    Attr("auto_pad", "enum", "explicit", AUTO_PADS),
+)
+SHAPE_ATTRS = ("strides", "dilations", "pads_begin", "pads_end", "auto_pad")
+
+
+def _check(a: SimpleNamespace) -> None:
+    n = len(a.strides)
+    for name in ("dilations", "pads_begin", "pads_end"):
+        values = getattr(a, name)
+        if values and len(values) != n:
+            raise ValueError(
+                f"{name} has {len(values)} values {list(values)} but strides has {n} "
+                f"{list(a.strides)}"
+            )
+    for name in ("strides", "dilations"):
+        if any(v <= 0 for v in getattr(a, name)):
+            raise ValueError(f"{name} must be positive, got {list(getattr(a, name))}")
+    for name in ("pads_begin", "pads_end"):
+        if any(v < 0 for v in getattr(a, name)):
+            raise ValueError(f"{name} must not be negative, got {list(getattr(a, name))}")
+
+
+def _geometry(a: SimpleNamespace, kernel: Sequence[int]) -> SimpleNamespace:
+    """The attributes as a pooling window description with the filter's kernel."""
+    n = len(kernel)
+    if len(a.strides) != n:
+        raise ShapeError(
+            f"strides {list(a.strides)} has {len(a.strides)} values for {n} spatial dims"
+        )
+    pool = SimpleNamespace(
+        kernel=tuple(kernel), strides=tuple(a.strides), dilations=tuple(a.dilations),
+        pads_begin=tuple(a.pads_begin), pads_end=tuple(a.pads_end), auto_pad=a.auto_pad,
+        rounding_type="floor",
+    )  # fmt: skip
+    return with_defaults(pool)
+
+
+def _infer(grouped: bool):
+    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+        data, filt = inputs
+        et = same_element_type(inputs)
+        n = len(a.strides)
+        rank = n + 2
+        want = rank + 1 if grouped else rank
+        if filt.shape is not None and len(filt.shape) != want:
+            raise ShapeError(
+                f"filter {format_shape(filt.shape)} must have rank {want} for {n} spatial dims"
+            )
+        if data.shape is not None and len(data.shape) != rank:
+            raise ShapeError(
+                f"data {format_shape(data.shape)} must have rank {rank} for {n} spatial dims "
+                f"(strides {list(a.strides)})"
+            )
+        if rank not in (3, 4, 5):
+            raise ShapeError(f"expected 1 to 3 spatial dims, got {n}")
+        if filt.shape is None:
+            out_ch: Dim | None = None
+            kernel = None
+        else:
+            fs = filt.shape
+            out_ch = _out_channels(fs, grouped)
+            in_ch = _in_channels(fs, grouped)
+            kernel = fs[-n:]
+            known = data.shape is not None and in_ch is not None
+            if known and merge_dims(data.shape[1], in_ch) is None:
+                raise ShapeError(
+                    f"data has {data.shape[1]} channels but the filter "
+                    f"{format_shape(fs)} expects {in_ch}"
+                )
+        if data.shape is None:
+            return [TensorInfo(None, et)]
+        if kernel is None or not all(isinstance(k, int) for k in kernel):
+            return [TensorInfo((data.shape[0], out_ch or DYNAMIC, *([DYNAMIC] * n)), et)]
+        pooled = pooled_shape(data.shape, _geometry(a, kernel))  # type: ignore[arg-type]
+        return [TensorInfo((pooled[0], DYNAMIC if out_ch is None else out_ch, *pooled[2:]), et)]
+
+    return infer
+
+
+def _out_channels(fs, grouped: bool) -> Dim | None:
+    if not grouped:
+        return fs[0]
+    g, o = fs[0], fs[1]
+    if isinstance(g, int) and isinstance(o, int):
+        return g * o
+    return None
+
+
+def _in_channels(fs, grouped: bool) -> Dim | None:
+    if not grouped:
+        return fs[1]
+    g, i = fs[0], fs[2]
+    if isinstance(g, int) and isinstance(i, int):
+        return g * i
+    return None
+
+
+def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
+    """Grouped convolution of ``x`` [N, G*Ci, *S] with ``w`` [G, Co, Ci, *K].
+
+    >>> x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    >>> w = np.array([1, 0, -1], np.float32).reshape(1, 1, 1, 3)
+    >>> a = SimpleNamespace(strides=(1,), dilations=(1,), pads_begin=(1,), pads_end=(0,),
+    ...                     auto_pad="explicit")
+    >>> convolve(x, w, a).tolist()
+    [[[-1.0, -2.0, -2.0, -2.0]]]
+    """
+    groups, co, ci = w.shape[:3]
+    n = w.ndim - 3
+    if x.ndim != n + 2:
+        raise ValueError(f"data has shape {list(x.shape)}, expected rank {n + 2}")
+    if x.shape[1] != groups * ci:
+        raise ValueError(
+            f"data has {x.shape[1]} channels but the filter expects {groups} x {ci} = "
+            f"{groups * ci}"
+        )
+    win = Windows.of(x.shape[2:], _geometry(a, w.shape[3:]))
+    work = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x.dtype
+    xp = win.padded(x.astype(work, copy=False), 0)
+    w = w.astype(work, copy=False)
+    batch = x.shape[0]
+    taps = list(win.taps())
+    if co == 1 and ci == 1:
+        # Depthwise: one multiply-add per tap over the whole output beats a
+        # product of 1 x taps matrices per channel.
+        flat = w.reshape(groups, len(taps))
+        acc = np.zeros((batch, groups, *win.out), work)
+        bcast = (1, groups) + (1,) * n
+        for t, tap in enumerate(taps):
+            acc += win.tap_view(xp, tap) * flat[:, t].reshape(bcast)
+        return acc.astype(x.dtype, copy=False)
+    positions = int(np.prod(win.out, dtype=np.int64))
+    # Columns [N, G, Ci * taps, P] in the filter's (channel, tap) order.
+    cols = np.stack([win.tap_view(xp, tap) for tap in taps], axis=2)
+    cols = cols.reshape(batch, groups, ci * len(taps), positions)
+    out = np.matmul(w.reshape(groups, co, ci * len(taps)), cols)
+    return out.reshape(batch, groups * co, *win.out).astype(x.dtype, copy=False)
+
+
+def _same_types(x: np.ndarray, w: np.ndarray) -> None:
+    if x.dtype != w.dtype:
+        raise ValueError(f"data is {x.dtype} but the filter is {w.dtype}")
+
+
+def _convolution(a: SimpleNamespace, x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, ...]:
+    _same_types(x, w)
+    if w.ndim != x.ndim:
+        raise ValueError(f"filter has shape {list(w.shape)}, expected rank {x.ndim}")
+    return (convolve(x, w[None], a),)
+
+
+def _group_convolution(
+    a: SimpleNamespace, x: np.ndarray, w: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    _same_types(x, w)
+    if w.ndim != x.ndim + 1:
+        raise ValueError(f"filter has shape {list(w.shape)}, expected rank {x.ndim + 1}")
+    return (convolve(x, w, a),)
+
+
+register(
+    OpDef(
+        type="Convolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(False),
+        kernel=_convolution, inputs=(2, 2), check=_check, shape_attrs=SHAPE_ATTRS,
+    )
+)  # fmt: skip
+register(
+    OpDef(
+        type="GroupConvolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(True),
+        kernel=_group_convolution, inputs=(2, 2), check=_check, shape_attrs=SHAPE_ATTRS,
+    )
+)  # fmt: skip

@@ -173,7 +173,8 @@ def broadcast_operands(
 # --------------------------------------------------------------------------- binary ops
 
 
-def _same_type(inputs: Sequence[TensorInfo]):
+def same_element_type(inputs: Sequence[TensorInfo]):
+    """The inputs' common element type (None if none is known); ShapeError if they differ."""
     types = {i.element_type.name for i in inputs if i.element_type is not None}
     if len(types) > 1:
         raise ShapeError(f"inputs have different element types: {', '.join(sorted(types))}")
@@ -182,7 +183,7 @@ def _same_type(inputs: Sequence[TensorInfo]):
 
 def infer_binary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, y = inputs
-    et = _same_type(inputs)
+    et = same_element_type(inputs)
     return [TensorInfo(broadcast_shapes(x.shape, y.shape, a.auto_broadcast), et)]
 
 
@@ -417,7 +418,7 @@ def _infer_swish(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tenso
         beta = inputs[1]
         if beta.shape is not None and len(beta.shape) != 0:
             raise ShapeError(f"beta must be a scalar, got shape {format_shape(beta.shape)}")
-        _same_type(inputs)
+        same_element_type(inputs)
     return out
 
 
@@ -464,4 +465,5 @@ __all__ = [
     "broadcast_shapes",
     "float_compute",
     "merge_dims",
+    "same_element_type",
 ]

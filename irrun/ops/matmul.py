@@ -1,1 +1,80 @@
-"""Placeholder module, filled in with its ops next."""
+"""MatMul-1: batched matrix product with optional transposes, NumPy's rules for 1-D operands.
+
+A 1-D first operand is a row ``[1, K]`` and a 1-D second one a column ``[K, 1]``;
+the added axis is dropped from the result, and ``transpose_a``/``transpose_b``
+are ignored for 1-D operands (OpenVINO's shape inference).  Batch dims broadcast
+as in numpy.  f16 is multiplied in f32 and rounded once; f32 sums in f32 (BLAS
+order, so values match the CPU plugin within rounding, not bit for bit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..attributes import Attr
+from ..dims import Shape, format_shape
+from ..registry import OpDef, ShapeError, TensorInfo, register
+from .elementwise import broadcast_shapes, merge_dims, same_element_type
+
+
+def matmul_shape(a: Shape | None, b: Shape | None, ta: bool, tb: bool) -> Shape | None:
+    """Output shape of MatMul; raises ShapeError.
+
+    >>> matmul_shape((2, 1, 3, 4), (5, 4, 6), False, False), matmul_shape((4,), (4,), True, True)
+    ((2, 5, 3, 6), ())
+    """
+    if a is None or b is None:
+        return None
+    if len(a) == 0 or len(b) == 0:
+        raise ShapeError("MatMul does not accept scalars")
+    a2 = (1, *a) if len(a) == 1 else (*a[:-2], a[-1], a[-2]) if ta else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else (*b[:-2], b[-1], b[-2]) if tb else tuple(b)
+    if merge_dims(a2[-1], b2[-2]) is None:
+        raise ShapeError(
+            f"inner dims differ: {a2[-1]} in {format_shape(a)} and {b2[-2]} in "
+            f"{format_shape(b)} (transpose_a={str(ta).lower()}, transpose_b={str(tb).lower()})"
+        )
+    try:
+        batch = broadcast_shapes(a2[:-2], b2[:-2], "numpy")
+    except ShapeError as exc:
+        raise ShapeError(
+            f"batch dims of {format_shape(a)} and {format_shape(b)} do not broadcast"
+        ) from exc
+    assert batch is not None
+    rows = () if len(a) == 1 else (a2[-2],)
+    cols = () if len(b) == 1 else (b2[-1],)
+    return (*batch, *rows, *cols)
+
+
+def infer_matmul(attrs: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    a, b = inputs
+    et = same_element_type(inputs)
+    shape = matmul_shape(a.shape, b.shape, attrs.transpose_a, attrs.transpose_b)
+    return [TensorInfo(shape, et)]
+
+
+def matmul(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    if a.dtype != b.dtype:
+        raise ValueError(f"inputs have different element types: {a.dtype} and {b.dtype}")
+    # Checked here too: NumPy's own error would not name the attributes.
+    matmul_shape(a.shape, b.shape, attrs.transpose_a, attrs.transpose_b)
+    if attrs.transpose_a and a.ndim > 1:
+        a = np.swapaxes(a, -1, -2)
+    if attrs.transpose_b and b.ndim > 1:
+        b = np.swapaxes(b, -1, -2)
+    if a.dtype.kind == "f" and a.dtype.itemsize < 4:
+        return (np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype),)
+    return (np.asarray(np.matmul(a, b), dtype=a.dtype),)
+
+
+register(
+    OpDef(
+        type="MatMul", version=1, since_opset=1,
+        attrs=(Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False)),
+        infer=infer_matmul, kernel=matmul, inputs=(2, 2),
+        shape_attrs=("transpose_a", "transpose_b"),
+    )
+)  # fmt: skip
