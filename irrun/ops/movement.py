@@ -1,1 +1,770 @@
-"""Placeholder module, filled in with its ops next."""
+"""Data movement: Reshape, Concat, Squeeze, Unsqueeze, Transpose, ShapeOf, Gather,
+StridedSlice, Broadcast and Pad.
+
+Shape rules read the values of their shape-like inputs (target shapes, axes, pads)
+when they are known constants; propagation folds small constant subgraphs through
+the kernels, so a ShapeOf -> Gather -> Concat -> Reshape chain on a static input
+stays static.  An unknown value leaves the affected dims dynamic, as OpenVINO does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..attributes import Attr
+from ..dims import DYNAMIC, Dim, Interval, Shape, map_bounds
+from ..element_types import ELEMENT_TYPES
+from ..registry import OpDef, ShapeError, TensorInfo, register
+
+MANY = 1 << 30  # no upper bound on the number of inputs
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def int_values(info: TensorInfo) -> list[int] | None:
+    """The known value of a shape-like input as a flat list of ints, else None."""
+    if info.value is None:
+        return None
+    return [int(v) for v in np.asarray(info.value).reshape(-1)]
+
+
+def flat_ints(array: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(array).reshape(-1)]
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise ShapeError(
+            f"{what} {axis} is out of range for rank {rank} (allowed {-rank}..{rank - 1})"
+        )
+    return axis % rank
+
+
+def check_vector(info: TensorInfo, what: str, allow_scalar: bool = True) -> None:
+    """Shape-like inputs are 1-D (or scalars where OpenVINO accepts them)."""
+    if info.shape is None:
+        return
+    ranks = (0, 1) if allow_scalar else (1,)
+    if len(info.shape) not in ranks:
+        raise ShapeError(f"{what} must be {'0-D or ' if allow_scalar else ''}1-D, "
+                         f"got shape {list(info.shape)}")  # fmt: skip
+
+
+def vector_length(info: TensorInfo) -> int | None:
+    """How many values a 0-D or 1-D input holds, if its shape says so."""
+    if info.shape is None:
+        return None
+    if len(info.shape) == 0:
+        return 1
+    n = info.shape[0]
+    return n if isinstance(n, int) else None
+
+
+def add_dims(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    lo_a, hi_a = (a, a) if isinstance(a, int) else (a.lo, a.hi)
+    lo_b, hi_b = (b, b) if isinstance(b, int) else (b.lo, b.hi)
+    hi = None if hi_a is None or hi_b is None else hi_a + hi_b
+    return Interval(lo_a + lo_b, hi)
+
+
+def merge_dims(a: Dim, b: Dim, what: str) -> Dim:
+    """The dim two equal-by-contract dims are: the tighter of the two."""
+    if isinstance(a, int) and isinstance(b, int):
+        if a != b:
+            raise ShapeError(f"{what}: {a} != {b}")
+        return a
+    if isinstance(a, int) or isinstance(b, int):
+        n, other = (a, b) if isinstance(a, int) else (b, a)
+        assert isinstance(other, Interval)
+        if not other.contains(n):
+            raise ShapeError(f"{what}: {n} does not fit {other}")
+        return n
+    lo = max(a.lo, b.lo)
+    his = [h for h in (a.hi, b.hi) if h is not None]
+    hi = min(his) if his else None
+    if hi is not None and hi < lo:
+        raise ShapeError(f"{what}: {a} and {b} do not overlap")
+    return lo if lo == hi else Interval(lo, hi)
+
+
+def may_be_one(d: Dim) -> bool:
+    return d == 1 if isinstance(d, int) else d.contains(1)
+
+
+def fmt(shape: Sequence[Dim]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+# --------------------------------------------------------------------------- Reshape
+
+
+def reshape_target(in_shape: Shape, target: Sequence[int], special_zero: bool) -> Shape:
+    """The output of Reshape-1 for a known target (dims of ``in_shape`` may be dynamic)."""
+    out: list[Dim] = []
+    minus_one = None
+    copied = set()
+    for i, v in enumerate(target):
+        if v == 0 and special_zero:
+            if i >= len(in_shape):
+                raise ShapeError(
+                    f"special_zero copies dim {i}, but the input {fmt(in_shape)} has rank "
+                    f"{len(in_shape)} (target {list(target)})"
+                )
+            copied.add(i)
+            out.append(in_shape[i])
+        elif v == -1:
+            if minus_one is not None:
+                raise ShapeError(f"target shape {list(target)} has more than one -1")
+            minus_one = i
+            out.append(DYNAMIC)
+        elif v < -1:
+            raise ShapeError(f"target shape {list(target)} has a negative dim {v}")
+        else:
+            out.append(v)
+    # A dim copied through special_zero is the same on both sides, so it cancels even
+    # when dynamic: a [?,3,4] reshaped to [0,-1] is [?,12].
+    rest_in = [d for i, d in enumerate(in_shape) if i not in copied]
+    rest_out = [d for i, d in enumerate(out) if i not in copied and i != minus_one]
+    static_in = all(isinstance(d, int) for d in rest_in)
+    num = int(np.prod(rest_in, dtype=np.int64)) if static_in else None
+    den = int(np.prod(rest_out, dtype=np.int64))
+    if minus_one is not None:
+        if num is None:
+            return tuple(out)
+        if den == 0:
+            # OpenVINO makes the -1 a 1 when both sides hold no element.
+            if num != 0:
+                raise ShapeError(f"cannot reshape {fmt(in_shape)} to {list(target)}")
+            out[minus_one] = 1
+        elif num % den:
+            raise ShapeError(
+                f"cannot reshape {fmt(in_shape)} to {list(target)}: {num} elements are not "
+                f"divisible by {den}"
+            )
+        else:
+            out[minus_one] = num // den
+    elif num is not None and num != den:
+        raise ShapeError(
+            f"cannot reshape {fmt(in_shape)} ({num} elements) to {list(target)} ({den} elements)"
+        )
+    return tuple(out)
+
+
+def _reshape_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, target = inputs
+    check_vector(target, "target shape")
+    values = int_values(target)
+    if values is not None and x.shape is not None:
+        out: Shape | None = reshape_target(x.shape, values, a.special_zero)
+    elif values is not None:
+        out = tuple(v if v > 0 or (v == 0 and not a.special_zero) else DYNAMIC for v in values)
+    else:
+        n = vector_length(target)
+        out = None if n is None else (DYNAMIC,) * n
+    return [TensorInfo(out, x.element_type)]
+
+
+def _reshape(a: SimpleNamespace, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, ...]:
+    shape = reshape_target(x.shape, flat_ints(target), a.special_zero)
+    return (x.reshape(shape),)
+
+
+# --------------------------------------------------------------------------- Concat
+
+
+def _concat_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    known = [i.shape for i in inputs if i.shape is not None]
+    et = inputs[0].element_type
+    if not known:
+        return [TensorInfo(None, et)]
+    rank = len(known[0])
+    if rank == 0:
+        raise ShapeError("Concat inputs must have rank at least 1, got a scalar")
+    for s in known:
+        if len(s) != rank:
+            raise ShapeError(
+                f"Concat inputs must have the same rank, got {', '.join(fmt(k) for k in known)}"
+            )
+    axis = normalize_axis(a.axis, rank)
+    out = list(known[0])
+    for s in known[1:]:
+        for d in range(rank):
+            if d == axis:
+                out[d] = add_dims(out[d], s[d])
+            else:
+                what = f"Concat inputs differ in dim {d} (axis {a.axis})"
+                out[d] = merge_dims(out[d], s[d], what)
+    if len(known) < len(inputs):
+        out[axis] = add_dims(out[axis], DYNAMIC)
+    return [TensorInfo(tuple(out), et)]
+
+
+def _concat(a: SimpleNamespace, *xs: np.ndarray) -> tuple[np.ndarray, ...]:
+    axis = normalize_axis(a.axis, xs[0].ndim)
+    return (np.concatenate(xs, axis=axis),)
+
+
+# --------------------------------------------------------------------------- Squeeze
+
+
+def _squeeze_infer(version: int):
+    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+        x = inputs[0]
+        skip = version >= 15 and a.allow_axis_skip
+        if x.shape is None:
+            return [TensorInfo(None, x.element_type)]
+        rank = len(x.shape)
+        axes: list[int] | None = []
+        if len(inputs) == 2:
+            check_vector(inputs[1], "axes")
+            axes = int_values(inputs[1])
+        if axes is None:
+            return [TensorInfo(None, x.element_type)]
+        keep: list[Dim] = []
+        if not axes:
+            # Without axes every 1 goes; a dynamic dim that may be 1 makes the rank unknown.
+            if any(isinstance(d, Interval) and d.contains(1) for d in x.shape):
+                return [TensorInfo(None, x.element_type)]
+            keep = [d for d in x.shape if d != 1]
+            return [TensorInfo(tuple(keep), x.element_type)]
+        chosen = {normalize_axis(v, rank, "axes value") for v in axes}
+        for i, d in enumerate(x.shape):
+            if i not in chosen or not may_be_one(d):
+                keep.append(d)  # a dim that cannot be 1 is left in place, as OpenVINO does
+            elif skip and isinstance(d, Interval):
+                return [TensorInfo(None, x.element_type)]  # only the run decides
+        return [TensorInfo(tuple(keep), x.element_type)]
+
+    return infer
+
+
+def _squeeze(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray | None = None):
+    if axes is None or axes.size == 0:
+        return (x.reshape([d for d in x.shape if d != 1]),)
+    chosen = {normalize_axis(v, x.ndim, "axes value") for v in flat_ints(axes)}
+    return (x.reshape([d for i, d in enumerate(x.shape) if i not in chosen or d != 1]),)
+
+
+# --------------------------------------------------------------------------- Unsqueeze
+
+
+def _unsqueeze_axes(axes: Sequence[int], rank: int) -> set[int]:
+    # A repeated axis inserts one dim; negative axes count from the end of that rank.
+    out_rank = rank + len(set(axes))
+    return {normalize_axis(v, out_rank, "axes value") for v in axes}
+
+
+def _unsqueeze_shape(shape: Shape, chosen: set[int]) -> Shape:
+    out_rank = len(shape) + len(chosen)
+    if any(c >= out_rank for c in chosen):
+        raise ShapeError(f"axes {sorted(chosen)} do not fit an output of rank {out_rank}")
+    rest = iter(shape)
+    return tuple(1 if i in chosen else next(rest) for i in range(out_rank))
+
+
+def _unsqueeze_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, axes_info = inputs
+    check_vector(axes_info, "axes")
+    axes = int_values(axes_info)
+    if x.shape is None or axes is None:
+        return [TensorInfo(None, x.element_type)]
+    if not axes:
+        raise ShapeError("axes must not be empty")
+    return [TensorInfo(_unsqueeze_shape(x.shape, _unsqueeze_axes(axes, len(x.shape))),
+                       x.element_type)]  # fmt: skip
+
+
+def _unsqueeze(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
+    values = flat_ints(axes)
+    if not values:
+        raise ShapeError("axes must not be empty")
+    return (x.reshape(_unsqueeze_shape(x.shape, _unsqueeze_axes(values, x.ndim))),)
+
+
+# --------------------------------------------------------------------------- Transpose
+
+
+def _permutation(order: Sequence[int], rank: int) -> list[int]:
+    if not order:
+        return list(range(rank))[::-1]
+    if sorted(order) != list(range(rank)):
+        raise ShapeError(f"order {list(order)} is not a permutation of 0..{rank - 1}")
+    return list(order)
+
+
+def _transpose_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, order_info = inputs
+    check_vector(order_info, "order", allow_scalar=False)
+    order = int_values(order_info)
+    if x.shape is None:
+        n = vector_length(order_info)
+        return [TensorInfo(None if not n else (DYNAMIC,) * n, x.element_type)]
+    if order is None:
+        return [TensorInfo((DYNAMIC,) * len(x.shape), x.element_type)]
+    perm = _permutation(order, len(x.shape))
+    return [TensorInfo(tuple(x.shape[p] for p in perm), x.element_type)]
+
+
+def _transpose(a: SimpleNamespace, x: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, ...]:
+    return (np.ascontiguousarray(x.transpose(_permutation(flat_ints(order), x.ndim))),)
+
+
+# --------------------------------------------------------------------------- ShapeOf
+
+
+def _shape_of_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    (x,) = inputs
+    et = getattr(a, "output_type", ELEMENT_TYPES["i64"])
+    if x.shape is None:
+        return [TensorInfo((DYNAMIC,), et)]
+    value = None
+    if all(isinstance(d, int) for d in x.shape):
+        value = np.array(x.shape, et.dtype).reshape(len(x.shape))
+    return [TensorInfo((len(x.shape),), et, value)]
+
+
+def _shape_of(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    et = getattr(a, "output_type", ELEMENT_TYPES["i64"])
+    return (np.array(x.shape, et.dtype).reshape(x.ndim),)
+
+
+def _check_shape_of(a: SimpleNamespace) -> None:
+    if a.output_type.name not in ("i32", "i64"):
+        raise ValueError(f"output_type must be i32 or i64, got {a.output_type.name}")
+
+
+# --------------------------------------------------------------------------- Gather
+
+
+def _gather_params(a: SimpleNamespace, data_rank: int, idx_rank: int, axis_value: int):
+    batch = getattr(a, "batch_dims", 0)
+    if batch < 0:
+        batch += idx_rank
+    if not 0 <= batch <= idx_rank:
+        raise ShapeError(
+            f"batch_dims {a.batch_dims} is out of range for indices of rank {idx_rank}"
+        )
+    axis = normalize_axis(axis_value, data_rank)
+    if batch > axis:
+        raise ShapeError(f"batch_dims {a.batch_dims} must not exceed axis {axis_value}")
+    return batch, axis
+
+
+def _gather_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    data, idx, axis_info = inputs
+    check_vector(axis_info, "axis")
+    if vector_length(axis_info) not in (None, 1):
+        raise ShapeError(f"axis must hold one value, got shape {list(axis_info.shape or ())}")
+    axis_values = int_values(axis_info)
+    if data.shape is None or idx.shape is None or axis_values is None:
+        return [TensorInfo(None, data.element_type)]
+    batch, axis = _gather_params(a, len(data.shape), len(idx.shape), axis_values[0])
+    for i in range(batch):
+        merge_dims(data.shape[i], idx.shape[i], f"data and indices differ in batch dim {i}")
+    out = (*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :])
+    return [TensorInfo(out, data.element_type)]
+
+
+def _gather(version: int):
+    def kernel(a, data: np.ndarray, idx: np.ndarray, axis_arr: np.ndarray):
+        batch, axis = _gather_params(a, data.ndim, idx.ndim, flat_ints(axis_arr)[0])
+        n = data.shape[axis]
+        idx64 = idx.astype(np.int64)
+        # Negative indices count from the end (Gather-8; earlier versions run the same
+        # kernel on the CPU plugin); indices still out of range give zeros.
+        idx64 = np.where(idx64 < 0, idx64 + n, idx64)
+        valid = (idx64 >= 0) & (idx64 < n)
+        safe = np.where(valid, idx64, 0)
+        lead = data.shape[:batch]
+        b = int(np.prod(lead, dtype=np.int64))
+        pre = int(np.prod(data.shape[batch:axis], dtype=np.int64))
+        post = data.shape[axis + 1 :]
+        d = data.reshape(b, pre, n, *post)
+        count = int(np.prod(idx.shape[batch:], dtype=np.int64))
+        i = safe.reshape(b, count)
+        m = valid.reshape(b, count)
+        # (b, pre, I, *post) with one fancy index per leading axis.
+        picked = d[np.arange(b)[:, None, None], np.arange(pre)[None, :, None], i[:, None, :]]
+        mask = m.reshape(b, 1, count, *([1] * len(post)))
+        picked = np.where(mask, picked, np.zeros((), data.dtype))
+        out_shape = (*data.shape[:axis], *idx.shape[batch:], *post)
+        return (picked.reshape(out_shape),)
+
+    return kernel
+
+
+# --------------------------------------------------------------------------- StridedSlice
+
+
+def _mask_set(mask: Sequence[int]) -> set[int]:
+    return {i for i, v in enumerate(mask) if v}
+
+
+def slice_plan(a: SimpleNamespace, rank: int, begin, end, strides) -> list:
+    """One entry per item of the slice spec, ellipsis expanded, in NumPy's terms:
+    ``None`` (new axis), an int (shrink) or a ``slice`` per consumed input dim."""
+    n = len(begin)
+    if len(end) != n or (strides is not None and len(strides) != n):
+        raise ShapeError(
+            f"begin {list(begin)}, end {list(end)} and strides "
+            f"{list(strides or [])} must have the same length"
+        )
+    strides = strides if strides is not None else [1] * n
+    if any(s == 0 for s in strides):
+        raise ShapeError(f"strides {list(strides)} must not contain 0")
+    begin_m, end_m = _mask_set(a.begin_mask), _mask_set(a.end_mask)
+    new_m, shrink_m = _mask_set(a.new_axis_mask), _mask_set(a.shrink_axis_mask)
+    ellipsis_m = {i for i in _mask_set(a.ellipsis_mask) if i < n}
+    if len(ellipsis_m) > 1:
+        raise ShapeError(f"ellipsis_mask {list(a.ellipsis_mask)} sets more than one ellipsis")
+    consumed = sum(1 for i in range(n) if i not in new_m and i not in ellipsis_m)
+    plan: list = []
+    for i in range(n):
+        if i in ellipsis_m:
+            plan.extend([slice(None, None, 1)] * max(rank - consumed, 0))
+        elif i in new_m:
+            plan.append(None)
+        elif i in shrink_m:
+            # The CPU plugin reads a masked begin as 0 here, whatever the stride.
+            plan.append(0 if i in begin_m else int(begin[i]))
+        else:
+            plan.append(slice(None if i in begin_m else int(begin[i]),
+                              None if i in end_m else int(end[i]), int(strides[i])))  # fmt: skip
+    used = sum(1 for p in plan if p is not None)
+    if used > rank:
+        raise ShapeError(f"the slice spec addresses {used} dims of a rank-{rank} input")
+    plan.extend([slice(None, None, 1)] * (rank - used))
+    return plan
+
+
+def resolve_slice(item: slice, d: int) -> slice:
+    """A slice with OpenVINO's bounds for a dim of size ``d``.
+
+    Negative bounds count from the end and are then clamped into the dim, so unlike
+    NumPy a begin before the start with a negative stride still takes element 0.
+
+    >>> resolve_slice(slice(-7, None, -1), 1), resolve_slice(slice(-7, 2, 1), 5)
+    (slice(0, None, -1), slice(0, 2, 1))
+    """
+    begin, end, step = item.start, item.stop, item.step
+    if begin is not None and begin < 0:
+        begin += d
+    if end is not None and end < 0:
+        end += d
+    if step > 0:
+        begin = 0 if begin is None else min(max(begin, 0), d)
+        end = d if end is None else min(max(end, 0), d)
+        return slice(begin, end, step)
+    begin = d - 1 if begin is None else min(max(begin, 0), d - 1)
+    end = -1 if end is None else min(max(end, -1), d - 1)
+    # A stop of -1 means "through element 0", which a slice can only say with None.
+    return slice(begin, None if end < 0 else end, step)
+
+
+def _slice_dim(item, d: Dim) -> Dim | None:
+    """Output size of one input dim under one plan item (None: the dim is removed)."""
+    if isinstance(item, int):
+        if isinstance(d, int) and not -d <= item < d:
+            raise ShapeError(f"shrink index {item} is out of range for a dim of size {d}")
+        return None
+    if isinstance(d, int):
+        r = resolve_slice(item, d)
+        return len(range(r.start, -1 if r.stop is None else r.stop, r.step))
+    if item == slice(None, None, 1):
+        return d
+    start, stop, step = item.start, item.stop, item.step
+    if step > 0 and (start is None or start >= 0) and (stop is None or stop >= 0):
+        # With non-negative bounds the length only grows with the dim.
+        lo = _slice_dim(item, d.lo)
+        if d.hi is not None:
+            hi = _slice_dim(item, d.hi)
+        elif stop is not None:
+            hi = _slice_dim(item, stop)
+        else:
+            hi = None
+        assert isinstance(lo, int)
+        return lo if lo == hi else Interval(lo, hi)
+    return DYNAMIC
+
+
+def _strided_slice_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, b_info, e_info = inputs[:3]
+    s_info = inputs[3] if len(inputs) > 3 else None
+    for info, what in ((b_info, "begin"), (e_info, "end"), (s_info, "strides")):
+        if info is not None:
+            check_vector(info, what, allow_scalar=False)
+    begin, end = int_values(b_info), int_values(e_info)
+    strides = int_values(s_info) if s_info is not None else None
+    if x.shape is None or begin is None or end is None or (s_info is not None and strides is None):
+        return [TensorInfo(None, x.element_type)]
+    plan = slice_plan(a, len(x.shape), begin, end, strides)
+    out: list[Dim] = []
+    dims = iter(x.shape)
+    for item in plan:
+        if item is None:
+            out.append(1)
+            continue
+        size = _slice_dim(item, next(dims))
+        if size is not None:
+            out.append(size)
+    return [TensorInfo(tuple(out), x.element_type)]
+
+
+def _strided_slice(a: SimpleNamespace, x, begin, end, strides=None) -> tuple[np.ndarray, ...]:
+    plan = slice_plan(a, x.ndim, flat_ints(begin), flat_ints(end),
+                      None if strides is None else flat_ints(strides))  # fmt: skip
+    dims = iter(x.shape)
+    index = []
+    for item in plan:
+        if item is not None:
+            d = next(dims)
+            _slice_dim(item, d)  # raises for a shrink index out of range
+            if isinstance(item, slice):
+                item = resolve_slice(item, d)
+        index.append(item)
+    return (np.ascontiguousarray(x[tuple(index)]),)
+
+
+def _check_strided_slice(a: SimpleNamespace) -> None:
+    for name in ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"):
+        mask = getattr(a, name)
+        if any(v not in (0, 1) for v in mask):
+            raise ValueError(f"{name} {list(mask)} must hold only 0 and 1")
+    if sum(a.ellipsis_mask) > 1:
+        raise ValueError(f"ellipsis_mask {list(a.ellipsis_mask)} sets more than one ellipsis")
+
+
+# --------------------------------------------------------------------------- Broadcast
+
+BROADCAST_V1_MODES = ("numpy", "explicit", "none", "pdpd")
+BROADCAST_V3_MODES = ("numpy", "explicit", "none", "bidirectional", "pdpd")
+
+
+def _bidirectional(a: Shape, b: Shape) -> Shape:
+    rank = max(len(a), len(b))
+    a = (1,) * (rank - len(a)) + tuple(a)
+    b = (1,) * (rank - len(b)) + tuple(b)
+    out: list[Dim] = []
+    for x, y in zip(a, b, strict=True):
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif isinstance(x, int) and isinstance(y, int):
+            if x != y:
+                raise ShapeError(f"shapes {fmt(a)} and {fmt(b)} do not broadcast: {x} vs {y}")
+            out.append(x)
+        elif isinstance(x, int) or isinstance(y, int):
+            out.append(x if isinstance(x, int) else y)  # the other must be it or 1
+        else:
+            out.append(DYNAMIC)
+    return tuple(out)
+
+
+def _aligned_shape(a: SimpleNamespace, data: Shape, target: Sequence[int], axes) -> list[int]:
+    """Where each data dim lands in the target (numpy, pdpd, explicit), checked."""
+    mode = "explicit" if a.mode == "none" else a.mode
+    if mode == "explicit":
+        if axes is None:
+            raise ShapeError("explicit mode needs an axes_mapping input")
+        if len(axes) != len(data):
+            raise ShapeError(f"axes_mapping {list(axes)} must have one value per data dim "
+                             f"(data {fmt(data)})")  # fmt: skip
+        if list(axes) != sorted(axes):
+            raise ShapeError(f"axes_mapping {list(axes)} must be increasing")
+        positions = list(axes)
+    elif mode == "pdpd":
+        # The IR carries no pdpd axis and OpenVINO reads it as 0: data aligns at the front.
+        positions = list(range(len(data)))
+    else:
+        positions = list(range(len(target) - len(data), len(target)))
+    if len(data) > len(target) or any(not 0 <= p < len(target) for p in positions):
+        raise ShapeError(f"data {fmt(data)} does not fit target shape {list(target)} "
+                         f"in {mode} mode")  # fmt: skip
+    for d, p in zip(data, positions, strict=True):
+        t = target[p]
+        ok = d == t or d == 1 if isinstance(d, int) else d.contains(t) or d.contains(1)
+        if not ok:
+            raise ShapeError(f"data dim {d} cannot be broadcast to {t} in {mode} mode "
+                             f"(data {fmt(data)}, target {list(target)})")  # fmt: skip
+    return positions
+
+
+def _broadcast_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, t_info = inputs[:2]
+    check_vector(t_info, "target_shape", allow_scalar=False)
+    target = int_values(t_info)
+    axes = int_values(inputs[2]) if len(inputs) > 2 else None
+    if target is not None and any(v < 0 for v in target):
+        raise ShapeError(f"target_shape {target} has a negative dim")
+    if a.mode == "bidirectional":
+        if target is None or x.shape is None:
+            return [TensorInfo(None, x.element_type)]
+        return [TensorInfo(_bidirectional(x.shape, tuple(target)), x.element_type)]
+    if target is None:
+        n = vector_length(t_info)
+        return [TensorInfo(None if n is None else (DYNAMIC,) * n, x.element_type)]
+    if x.shape is not None and (a.mode not in ("explicit", "none") or axes is not None):
+        _aligned_shape(a, x.shape, target, axes)
+    return [TensorInfo(tuple(target), x.element_type)]
+
+
+def _broadcast(a: SimpleNamespace, x: np.ndarray, target: np.ndarray, axes=None):
+    t = flat_ints(target)
+    if a.mode == "bidirectional":
+        out = _bidirectional(x.shape, tuple(t))
+        return (np.array(np.broadcast_to(x, out)),)
+    positions = _aligned_shape(a, x.shape, t, None if axes is None else flat_ints(axes))
+    shape = [1] * len(t)
+    for d, p in zip(x.shape, positions, strict=True):
+        shape[p] = d
+    return (np.array(np.broadcast_to(x.reshape(shape), t)),)
+
+
+# --------------------------------------------------------------------------- Pad
+
+PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+
+
+def _pad_lists(rank: int, begin: list[int], end: list[int]):
+    if len(begin) != rank or len(end) != rank:
+        raise ShapeError(f"pads_begin {begin} and pads_end {end} must have {rank} values")
+    return begin, end
+
+
+def _check_pad_dim(mode: str, d: Dim, pb: int, pe: int) -> None:
+    if not isinstance(d, int):
+        return
+    limit = {"reflect": d - 1, "symmetric": d}.get(mode)
+    if limit is not None and (pb > limit or pe > limit):
+        raise ShapeError(
+            f"{mode} padding needs pads not greater than {limit} for a dim of size {d}, "
+            f"got {pb} and {pe}"
+        )
+    if mode == "edge" and d == 0 and (pb > 0 or pe > 0):
+        raise ShapeError("edge padding cannot pad a dim of size 0")
+
+
+def _pad_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, b_info, e_info = inputs[:3]
+    check_vector(b_info, "pads_begin", allow_scalar=False)
+    check_vector(e_info, "pads_end", allow_scalar=False)
+    if len(inputs) > 3 and inputs[3].shape not in (None, ()):
+        raise ShapeError(f"pad_value must be a scalar, got {fmt(inputs[3].shape)}")
+    if x.shape is None:
+        return [TensorInfo(None, x.element_type)]
+    begin, end = int_values(b_info), int_values(e_info)
+    if begin is None or end is None:
+        return [TensorInfo((DYNAMIC,) * len(x.shape), x.element_type)]
+    begin, end = _pad_lists(len(x.shape), begin, end)
+    out = []
+    for d, pb, pe in zip(x.shape, begin, end, strict=True):
+        _check_pad_dim(a.pad_mode, d, pb, pe)
+        # OpenVINO clamps a crop past the whole dim to an empty dim.
+        out.append(map_bounds(d, lambda v, pb=pb, pe=pe: max(v + pb + pe, 0)))
+    return [TensorInfo(tuple(out), x.element_type)]
+
+
+def pad_source(mode: str, out: int, size: int, before: int) -> np.ndarray:
+    """For each output position on one axis, the input position it copies (constant
+    mode: -1 where the fill value goes).
+
+    Positions are those of the unpadded input, so a negative pad crops and the
+    mirror modes reflect about the original edges, as OpenVINO does.
+
+    >>> pad_source("reflect", 6, 3, 2).tolist(), pad_source("symmetric", 5, 2, 2).tolist()
+    ([2, 1, 0, 1, 2, 1], [1, 0, 0, 1, 1])
+    """
+    src = np.arange(out, dtype=np.int64) - before
+    if mode == "constant":
+        return np.where((src >= 0) & (src < size), src, -1)
+    if mode == "edge":
+        return np.clip(src, 0, size - 1)
+    if mode == "reflect":
+        if size == 1:
+            return np.zeros_like(src)
+        period = 2 * (size - 1)
+        m = src % period
+        return np.where(m >= size, period - m, m)
+    period = 2 * size
+    m = src % period
+    return np.where(m >= size, period - 1 - m, m)
+
+
+def _pad(a: SimpleNamespace, x: np.ndarray, pb: np.ndarray, pe: np.ndarray, value=None):
+    begin, end = _pad_lists(x.ndim, flat_ints(pb), flat_ints(pe))
+    for d, b, e in zip(x.shape, begin, end, strict=True):
+        _check_pad_dim(a.pad_mode, d, b, e)
+    sources = [
+        pad_source(a.pad_mode, max(d + b + e, 0), d, b)
+        for d, b, e in zip(x.shape, begin, end, strict=True)
+    ]
+    if a.pad_mode != "constant":
+        return (x[np.ix_(*sources)] if x.ndim else x.copy(),)
+    fill = np.zeros((), x.dtype) if value is None else np.asarray(value).astype(x.dtype)
+    out = np.full([len(s) for s in sources], fill, x.dtype)
+    inside = [np.flatnonzero(s >= 0) for s in sources]
+    if x.ndim == 0:
+        return (x.copy(),)
+    out[np.ix_(*inside)] = x[np.ix_(*[s[i] for s, i in zip(sources, inside, strict=True)])]
+    return (out,)
+
+
+# --------------------------------------------------------------------------- registration
+
+register(OpDef(type="Reshape", version=1, since_opset=1,
+               attrs=(Attr("special_zero", "bool"),),
+               infer=_reshape_infer, kernel=_reshape, inputs=(2, 2),
+               shape_attrs=("special_zero",)))  # fmt: skip
+register(OpDef(type="Concat", version=0, since_opset=1, attrs=(Attr("axis", "int"),),
+               infer=_concat_infer, kernel=_concat, inputs=(1, MANY),
+               shape_attrs=("axis",)))  # fmt: skip
+register(OpDef(type="Squeeze", version=0, since_opset=1, attrs=(),
+               infer=_squeeze_infer(0), kernel=_squeeze, inputs=(1, 2)))  # fmt: skip
+register(OpDef(type="Squeeze", version=15, since_opset=15,
+               attrs=(Attr("allow_axis_skip", "bool", False),),
+               infer=_squeeze_infer(15), kernel=_squeeze, inputs=(1, 2),
+               shape_attrs=("allow_axis_skip",)))  # fmt: skip
+register(OpDef(type="Unsqueeze", version=0, since_opset=1, attrs=(),
+               infer=_unsqueeze_infer, kernel=_unsqueeze, inputs=(2, 2)))  # fmt: skip
+register(OpDef(type="Transpose", version=1, since_opset=1, attrs=(),
+               infer=_transpose_infer, kernel=_transpose, inputs=(2, 2)))  # fmt: skip
+register(OpDef(type="ShapeOf", version=0, since_opset=1, attrs=(),
+               infer=_shape_of_infer, kernel=_shape_of))  # fmt: skip
+register(OpDef(type="ShapeOf", version=3, since_opset=3,
+               attrs=(Attr("output_type", "element_type", ELEMENT_TYPES["i64"]),),
+               infer=_shape_of_infer, kernel=_shape_of, check=_check_shape_of))  # fmt: skip
+register(OpDef(type="Gather", version=1, since_opset=1, attrs=(),
+               infer=_gather_infer, kernel=_gather(1), inputs=(3, 3)))  # fmt: skip
+for _version in (7, 8):
+    register(OpDef(type="Gather", version=_version, since_opset=_version,
+                   attrs=(Attr("batch_dims", "int", 0),),
+                   infer=_gather_infer, kernel=_gather(_version), inputs=(3, 3),
+                   shape_attrs=("batch_dims",)))  # fmt: skip
+register(OpDef(type="StridedSlice", version=1, since_opset=1,
+               attrs=(Attr("begin_mask", "ints"), Attr("end_mask", "ints"),
+                      Attr("new_axis_mask", "ints", ()), Attr("shrink_axis_mask", "ints", ()),
+                      Attr("ellipsis_mask", "ints", ())),
+               infer=_strided_slice_infer, kernel=_strided_slice, inputs=(3, 4),
+               check=_check_strided_slice,
+               shape_attrs=("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask",
+                            "ellipsis_mask")))  # fmt: skip
+register(OpDef(type="Broadcast", version=1, since_opset=1,
+               attrs=(Attr("mode", "enum", "numpy", BROADCAST_V1_MODES),),
+               infer=_broadcast_infer, kernel=_broadcast, inputs=(2, 3),
+               shape_attrs=("mode",)))  # fmt: skip
+register(OpDef(type="Broadcast", version=3, since_opset=3,
+               attrs=(Attr("mode", "enum", "numpy", BROADCAST_V3_MODES),),
+               infer=_broadcast_infer, kernel=_broadcast, inputs=(2, 3),
+               shape_attrs=("mode",)))  # fmt: skip
+for _version, _since in ((1, 1), (12, 12)):
+    register(OpDef(type="Pad", version=_version, since_opset=_since,
+                   attrs=(Attr("pad_mode", "enum", "constant", PAD_MODES),),
+                   infer=_pad_infer, kernel=_pad, inputs=(3, 4),
+                   shape_attrs=("pad_mode",)))  # fmt: skip
