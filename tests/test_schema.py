@@ -290,7 +290,7 @@ CASES = [
     Case("layer-directly-in-net", "\t<edges>",
          '\t<layer id="9" name="x" type="Relu" version="opset1" />\n\t<edges>',
          ('<layer id="9"',), "<layer> is not allowed in <net>",
-         layer=LayerRef("9", "x", "Relu"), openvino_refuses=False),
+         layer=LayerRef("9", "x", "Relu", 1), openvino_refuses=False),
     Case("text-in-edges", "<edges>", "<edges>\n\t\tto do", ("<edges>",),
          '<edges> contains text "to do" (only elements are allowed in it)',
          openvino_refuses=False),
@@ -421,5 +421,5 @@ def test_errors_inside_a_body_name_the_inner_layer(ov, tmp_path: Path):
     broken = text.replace(needle, '<layer id="one" name="Relu_', 1)
     (d,) = check(write_ir(tmp_path, broken, "sub"))
     assert d.location.line == line_of(broken, '<layer id="one"')
-    assert d.layer == LayerRef("one", inner, "ReLU")  # the type is written as ReLU
+    assert d.layer == LayerRef("one", inner, "ReLU", 1)  # the type is written as ReLU
     assert d.message == '<layer> attribute id="one" is not an unsigned integer'
