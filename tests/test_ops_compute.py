@@ -1,0 +1,572 @@
+"""Compute ops (element-wise, Convolution, GroupConvolution, MatMul, BatchNormInference).
+
+Differential tests: each case is a one-op model built with OpenVINO's Python opset
+API, saved as IR (no f16 compression) and run by irrun; the same model is compiled
+for the CPU plugin in f32 with one thread, and the outputs are compared.  Cases
+are drawn from seeded generators.  Expected values always come from OpenVINO or
+are computed by hand in this file, never from irrun.
+
+Tolerances (``np.isclose``-style, atol relative to the output's largest magnitude
+where noted), and why:
+
+* exact: integer results; Add, Subtract, Multiply, Maximum, Minimum, Abs, ReLU,
+  Clamp in f32 (one correctly rounded operation, same as the plugin).
+* rtol 1e-6: Divide (the plugin may multiply by the reciprocal), HSigmoid.
+* rtol 1e-5, atol 1e-6: Power, Sqrt, Exp, Sigmoid, Tanh, HSwish, Swish, and
+  BatchNormInference (the plugin folds it into one scale and shift).
+* rtol 1e-5, atol 1e-6: Gelu; inputs in [-10, 10].  The plugin's erf
+  approximation is off by up to ~2e-7 absolute (irrun's Gelu-erf is within
+  1.2e-7 relative of the true value, checked against ``math.erfc`` below).
+* rtol 1e-4, atol 1e-5 * max|out|: Convolution, GroupConvolution (different
+  summation order); rtol 1e-5, atol 1e-6 * max|out|: MatMul.
+
+Behaviour where irrun follows OpenVINO's specification and reference kernels
+rather than the CPU plugin (hand-checked below, kept out of the differential
+cases): 8-bit integer overflow wraps (the plugin saturates), integer Divide
+floors when ``m_pythondiv`` is true (the plugin truncates, in f32), integer
+division by zero is an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import random
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import irrun
+from irrun.dims import Interval
+from irrun.ops.elementwise import broadcast_shapes, gelu_erf
+from irrun.registry import ShapeError, resolve
+
+ov = pytest.importorskip("openvino")
+from openvino import opset1, opset2, opset4, opset5, opset7  # noqa: E402
+
+CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+CORE = ov.Core()
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run_both(build, inputs: list[np.ndarray], tmp_path) -> tuple[np.ndarray, np.ndarray]:
+    """irrun's and the CPU plugin's output of ``build(*parameters)``."""
+    params = []
+    for i, x in enumerate(inputs):
+        p = opset1.parameter(list(x.shape), ov.Type(x.dtype), name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        params.append(p)
+    node = build(*params)
+    node.output(0).get_tensor().set_names({"out"})
+    model = ov.Model([node.output(0)], params, "one_op")
+    want = CORE.compile_model(model, "CPU", CPU_CONFIG)(inputs)[0]
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    got = irrun.load(path).run({f"in{i}": x for i, x in enumerate(inputs)})["out"]
+    return got, np.asarray(want)
+
+
+def assert_close(got, want, *, rtol=0.0, atol=0.0, scaled_atol=False, what=""):
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if got.dtype.kind != "f" or (rtol == 0 and atol == 0):
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    if scaled_atol and want.size:
+        atol = atol * float(np.max(np.abs(want)))
+    np.testing.assert_allclose(
+        got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, err_msg=what
+    )
+
+
+# --------------------------------------------------------------------------- versions
+
+
+# Op type in the IR -> the Python factory name, to read OpenVINO's opset tables.
+FACTORIES = {
+    "Convolution": "convolution", "GroupConvolution": "group_convolution", "Add": "add",
+    "Subtract": "subtract", "Multiply": "multiply", "Divide": "divide", "Maximum": "maximum",
+    "Minimum": "minimum", "Power": "power", "Abs": "abs", "Sqrt": "sqrt", "Exp": "exp",
+    "Clamp": "clamp", "ReLU": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "HSwish": "hswish",
+    "HSigmoid": "hsigmoid", "Swish": "swish", "Gelu": "gelu", "MatMul": "matmul",
+    "BatchNormInference": "batch_norm_inference",
+}  # fmt: skip
+
+
+def openvino_version(op_type: str, opset: int) -> int | None:
+    """The opset that introduced the version opsetN holds (None: not in opsetN)."""
+    module = importlib.import_module(f"openvino.opset{opset}")
+    factory = getattr(module, FACTORIES[op_type], None)
+    if factory is None:
+        return None
+    return int(factory.__module__.split(".")[-2].removeprefix("opset"))
+
+
+@pytest.mark.parametrize("op_type", sorted(FACTORIES))
+def test_version_for_every_opset(op_type):
+    for n in range(1, 17):
+        want = openvino_version(op_type, n)
+        if want is None:
+            with pytest.raises(LookupError):
+                resolve(op_type, f"opset{n}")
+        else:
+            assert resolve(op_type, f"opset{n}").since_opset == want, (op_type, n)
+
+
+def test_versions_by_hand():
+    assert resolve("Gelu", "opset6").label == "Gelu-v2"
+    assert resolve("Gelu", "opset7").label == "Gelu-v7"
+    assert resolve("BatchNormInference", "opset4").label == "BatchNormInference-v1"
+    assert resolve("BatchNormInference", "opset16").label == "BatchNormInference-v5"
+    assert resolve("relu", "opset1").type == "ReLU"
+    assert resolve("HSigmoid", "opset5").label == "HSigmoid-v5"
+    with pytest.raises(LookupError):
+        resolve("HSwish", "opset3")
+
+
+# --------------------------------------------------------------------------- broadcasting shapes
+
+
+def _ov_dim(d):
+    if isinstance(d, int):
+        return ov.Dimension(d)
+    return ov.Dimension(d.lo, -1 if d.hi is None else d.hi)
+
+
+def _from_ov(ps) -> tuple | None:
+    if ps.rank.is_dynamic:
+        return None
+    out = []
+    for d in ps:
+        if d.is_static:
+            out.append(d.get_length())
+        else:
+            hi = d.get_max_length()
+            out.append(Interval(d.get_min_length(), None if hi < 0 else hi))
+    return tuple(out)
+
+
+def _random_dim(rng: random.Random):
+    kind = rng.random()
+    if kind < 0.55:
+        return rng.choice((1, 1, 2, 3, 4))
+    lo = rng.choice((0, 1, 2, 3))
+    hi = rng.choice((None, lo, lo + 1, lo + 3))
+    return lo if hi == lo else Interval(lo, hi)
+
+
+def _random_shape(rng: random.Random) -> tuple | None:
+    if rng.random() < 0.05:
+        return None  # unknown rank
+    return tuple(_random_dim(rng) for _ in range(rng.randint(0, 4)))
+
+
+def test_broadcast_shapes_match_openvino():
+    rng = random.Random(7)
+    checked = rejected = 0
+    for _ in range(600):
+        mode = rng.choice(("numpy", "pdpd", "none"))
+        a, b = (_random_shape(rng) for _ in range(2))
+        if mode == "none" and a is not None and b is not None and rng.random() < 0.5:
+            b = a
+        pa = ov.PartialShape.dynamic() if a is None else ov.PartialShape([_ov_dim(d) for d in a])
+        pb = ov.PartialShape.dynamic() if b is None else ov.PartialShape([_ov_dim(d) for d in b])
+        try:
+            node = opset1.add(
+                opset1.parameter(pa, ov.Type.f32), opset1.parameter(pb, ov.Type.f32), mode
+            )
+            want = _from_ov(node.get_output_partial_shape(0))
+        except RuntimeError:
+            with pytest.raises(ShapeError):
+                broadcast_shapes(a, b, mode)
+            rejected += 1
+            continue
+        assert broadcast_shapes(a, b, mode) == want, (a, b, mode)
+        checked += 1
+    assert checked > 200 and rejected > 50
+
+
+def test_broadcast_shapes_by_hand():
+    assert broadcast_shapes((8, 1, 6, 1), (7, 1, 5)) == (8, 7, 6, 5)
+    assert broadcast_shapes((2, 3, 4, 5), (3, 4), "pdpd", axis=1) == (2, 3, 4, 5)
+    assert broadcast_shapes((2, 3, 4, 5), (2, 3, 1), "pdpd") == (2, 3, 4, 5)
+    with pytest.raises(ShapeError, match=r"\[2,3\] and \[3,2\]"):
+        broadcast_shapes((2, 3), (3, 2), "numpy")
+    with pytest.raises(ShapeError, match="none"):
+        broadcast_shapes((2, 3), (1, 3), "none")
+
+
+# --------------------------------------------------------------------------- binary ops
+
+BINARY = {
+    "Add": opset1.add, "Subtract": opset1.subtract, "Multiply": opset1.multiply,
+    "Divide": opset1.divide, "Maximum": opset1.maximum, "Minimum": opset1.minimum,
+    "Power": opset1.power,
+}  # fmt: skip
+BINARY_RTOL = {"Divide": 1e-6, "Power": 1e-5}
+
+
+def _broadcast_pair(rng: random.Random, mode: str) -> tuple[tuple, tuple]:
+    rank = rng.randint(1, 4)
+    a = tuple(rng.randint(1, 5) for _ in range(rank))
+    if mode == "none":
+        return a, a
+    if mode == "numpy":
+        b = list(a[rng.randint(0, rank - 1):]) if rng.random() < 0.5 else list(a)
+        b = [1 if rng.random() < 0.4 else d for d in b]
+        if rng.random() < 0.3:
+            b = [rng.randint(1, 3), *b]  # b of the higher rank
+        if rng.random() < 0.5:
+            return tuple(b), a
+        return a, tuple(b)
+    start = 0  # pdpd as OpenVINO's IR means it: from axis 0
+    length = rng.randint(0, rank - start)
+    b = [1 if rng.random() < 0.4 else d for d in a[start:start + length]]
+    return a, tuple(b)
+
+
+def _binary_values(rng: np.random.Generator, op: str, dtype: str, shape, second: bool):
+    if dtype in ("f32", "f16"):
+        if op == "Power":
+            # Positive bases, moderate exponents: no NaN from fractional powers.
+            x = rng.uniform(0.1, 4, shape) if not second else rng.uniform(-3, 3, shape)
+        else:
+            x = rng.standard_normal(shape) * 8
+            if op == "Divide" and second:
+                x = np.where(np.abs(x) < 0.1, 0.5, x)
+            if op in ("Maximum", "Minimum"):
+                x = np.round(x)  # ties between the inputs
+        return x.astype(np.float16 if dtype == "f16" else np.float32)
+    info = {"i32": (-1000, 1000), "i8": (-11, 11), "u8": (0, 15)}[dtype]
+    lo, hi = info
+    if op == "Divide":
+        lo = 1  # the plugin truncates in f32: positive operands agree with floor
+    if op == "Power":
+        return rng.integers(0, 3 if second else 5, shape).astype(dtype_of(dtype))
+    return rng.integers(lo, hi, shape).astype(dtype_of(dtype))
+
+
+def dtype_of(name: str) -> np.dtype:
+    return np.dtype({"f32": np.float32, "f16": np.float16, "i32": np.int32, "i8": np.int8,
+                     "u8": np.uint8}[name])  # fmt: skip
+
+
+def _binary_cases():
+    rng = random.Random(11)
+    cases = []
+    for op in BINARY:
+        for i in range(9):
+            mode = ("numpy", "pdpd", "none")[i % 3]
+            dtype = ("f32", "f32", "f32", "f16", "i32", "f32", "i8", "f32", "u8")[i]
+            if op in ("Subtract",) and dtype == "u8":
+                dtype = "i32"  # u8 subtraction underflows: the plugin saturates
+            a, b = _broadcast_pair(rng, mode)
+            cases.append(pytest.param(op, mode, dtype, a, b, id=f"{op}-{mode}-{dtype}-{i}"))
+    return cases
+
+
+@pytest.mark.parametrize(("op", "mode", "dtype", "a_shape", "b_shape"), _binary_cases())
+def test_binary_matches_cpu(op, mode, dtype, a_shape, b_shape, tmp_path):
+    rng = np.random.default_rng(abs(hash((op, mode, dtype, a_shape, b_shape))) % 2**32)
+    x = _binary_values(rng, op, dtype, a_shape, False)
+    y = _binary_values(rng, op, dtype, b_shape, True)
+    got, want = run_both(lambda p, q: BINARY[op](p, q, mode), [x, y], tmp_path)
+    rtol = BINARY_RTOL.get(op, 0.0)
+    if dtype == "f16":
+        rtol = max(rtol, 1e-3)  # the plugin rounds to f16 once, as irrun does; ulp 1e-3
+    assert_close(got, want, rtol=rtol, atol=1e-6 if rtol else 0, what=f"{op} {a_shape} {b_shape}")
+
+
+def _run_irrun(build, inputs, tmp_path):
+    params = []
+    for i, x in enumerate(inputs):
+        p = opset1.parameter(list(x.shape), ov.Type(x.dtype), name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        params.append(p)
+    node = build(*params)
+    node.output(0).get_tensor().set_names({"out"})
+    path = tmp_path / "h.xml"
+    ov.save_model(ov.Model([node.output(0)], params), path, compress_to_fp16=False)
+    return irrun.load(path).run({f"in{i}": x for i, x in enumerate(inputs)})["out"]
+
+
+def _divide_node(p, q, pythondiv: bool):
+    node = opset1.divide(p, q)
+    node.set_attribute("m_pythondiv", pythondiv)
+    return node
+
+
+def test_binary_by_hand(tmp_path):
+    i32 = np.int32
+    a, b = np.array([7, -7, 7, -7, 6], i32), np.array([2, 2, -2, -2, 3], i32)
+    assert _run_irrun(lambda p, q: _divide_node(p, q, True), [a, b], tmp_path).tolist() == [
+        3, -4, -4, 3, 2]  # fmt: skip
+    assert _run_irrun(lambda p, q: _divide_node(p, q, False), [a, b], tmp_path).tolist() == [
+        3, -3, -3, 3, 2]  # fmt: skip
+    with pytest.raises(irrun.IrrunError, match="division by zero"):
+        _run_irrun(lambda p, q: _divide_node(p, q, True), [a, np.zeros(5, i32)], tmp_path)
+    f = np.float32
+    x, y = np.array([np.nan, 1, np.nan, -0.0, 0.0], f), np.array([1, np.nan, np.nan, 0.0, -0.0], f)
+    got = _run_irrun(opset1.maximum, [x, y], tmp_path)
+    # max(NaN, 1) = 1, max(1, NaN) = NaN, and of equal zeros the second: the CPU's rule.
+    assert np.array_equal(got, np.array([1, np.nan, np.nan, 0.0, -0.0], f), equal_nan=True)
+    assert np.signbit(got[4]) and not np.signbit(got[3])
+    base, exp = np.array([2, -2, 3, 1, -1, -1], i32), np.array([10, 3, -1, -5, -3, -2], i32)
+    got = _run_irrun(opset1.power, [base, exp], tmp_path)
+    assert got.tolist() == [1024, -8, 0, 1, -1, 1]
+    u8 = np.uint8
+    got = _run_irrun(opset1.add, [np.array([250, 3], u8), np.array([10, 4], u8)], tmp_path)
+    assert got.tolist() == [4, 7]  # wraps, as the reference kernel does
+    got = _run_irrun(
+        lambda p, q: opset1.multiply(p, q, "pdpd"),
+        [np.arange(6, dtype=f).reshape(2, 3), np.array([[10], [100]], f)], tmp_path,
+    )  # fmt: skip
+    assert got.tolist() == [[0, 10, 20], [300, 400, 500]]
+
+
+# --------------------------------------------------------------------------- unary ops
+
+UNARY = {
+    "Abs": (opset1.abs, 0.0), "Sqrt": (opset1.sqrt, 1e-5), "Exp": (opset1.exp, 1e-5),
+    "ReLU": (opset1.relu, 0.0), "Sigmoid": (opset1.sigmoid, 1e-5), "Tanh": (opset1.tanh, 1e-5),
+    "HSwish": (opset4.hswish, 1e-5), "HSigmoid": (opset5.hsigmoid, 1e-6),
+    "Swish": (opset4.swish, 1e-5),
+    "Swish-beta": (lambda p: opset4.swish(p, opset1.constant(np.float32(0.35))), 1e-5),
+    "Gelu-2": (opset2.gelu, 1e-5), "Gelu-7-erf": (lambda p: opset7.gelu(p, "erf"), 1e-5),
+    "Gelu-7-tanh": (lambda p: opset7.gelu(p, "tanh"), 1e-5),
+    "Clamp": (lambda p: opset1.clamp(p, -2.5, 3.75), 0.0),
+    "Clamp-wide": (lambda p: opset1.clamp(p, -1e30, 0.1), 0.0),
+}  # fmt: skip
+FLOAT_ONLY = {"Swish", "Swish-beta", "Gelu-2", "Gelu-7-erf", "Gelu-7-tanh"}
+
+
+def _unary_input(rng: np.random.Generator, name: str, dtype: str) -> np.ndarray:
+    if dtype == "i32":
+        return rng.integers(-8, 12, (3, 17)).astype(np.int32)
+    x = rng.uniform(-10, 10, (4, 5, 13))
+    if name == "Exp":
+        x = x * 8  # up to overflow
+    if name == "Sqrt":
+        x = np.abs(x) * 100
+    if name.startswith(("HS", "Clamp", "ReLU")):
+        x = np.round(x * 4) / 4  # the kinks at -3, 3, 0 and the bounds, exactly
+    x = x.astype(np.float32)
+    if name not in ("Sqrt", "Exp"):
+        x.flat[:3] = (0.0, -0.0, 1e-30)
+    return x.astype(np.float16) if dtype == "f16" else x
+
+
+def _unary_cases():
+    for name in UNARY:
+        for dtype in ("f32", "f16", "i32"):
+            if dtype == "i32" and name in FLOAT_ONLY:
+                continue
+            yield pytest.param(name, dtype, id=f"{name}-{dtype}")
+
+
+@pytest.mark.parametrize(("name", "dtype"), list(_unary_cases()))
+def test_unary_matches_cpu(name, dtype, tmp_path):
+    build, rtol = UNARY[name]
+    x = _unary_input(np.random.default_rng(len(name) * 31 + len(dtype)), name, dtype)
+    if dtype == "f16":
+        rtol = max(rtol, 1e-3)
+        # OpenVINO's Python swish() adds an f32 beta of 1, which an f16 input refuses.
+        beta = {"Swish": 1.0, "Swish-beta": 0.35}.get(name)
+        if beta is not None:
+            build = lambda p: opset4.swish(p, opset1.constant(np.float16(beta)))  # noqa: E731
+    got, want = run_both(build, [x], tmp_path)
+    assert_close(got, want, rtol=rtol, atol=1e-6 if rtol else 0, what=name)
+
+
+def test_unary_by_hand(tmp_path):
+    f = np.float32
+    x = np.array([np.nan, -0.0, -4.0, -3.0, 0.0, 1.5, 3.0, 7.0], f)
+    relu = _run_irrun(opset1.relu, [x], tmp_path)
+    assert relu.tolist() == [0, 0, 0, 0, 0, 1.5, 3, 7]  # NaN gives 0
+    hsig = _run_irrun(opset5.hsigmoid, [x[2:]], tmp_path)
+    assert np.allclose(hsig, [0, 0, 0.5, 0.75, 1, 1], rtol=0, atol=1e-7)
+    hswish = _run_irrun(opset4.hswish, [x[2:]], tmp_path)
+    assert np.allclose(hswish, [0, 0, 0, 1.125, 3, 7], rtol=0, atol=1e-6)
+    clamp = _run_irrun(lambda p: opset1.clamp(p, -1, 2), [x], tmp_path)
+    assert clamp[0] == -1 and np.signbit(clamp[1])  # NaN becomes min; -0.0 stays
+    ints = np.array([-7, -2, 0, 2, 3, 9], np.int32)
+    assert _run_irrun(lambda p: opset1.clamp(p, -2.5, 3.5), [ints], tmp_path).tolist() == [
+        -2, -2, 0, 2, 3, 3]  # fmt: skip
+    assert _run_irrun(opset1.sqrt, [ints[3:]], tmp_path).tolist() == [1, 2, 3]  # round(1.41, 1.73)
+    assert _run_irrun(opset1.sigmoid, [ints], tmp_path).tolist() == [0, 0, 0, 1, 1, 1]  # 0.5 -> 0
+    swish = _run_irrun(lambda p: opset4.swish(p, opset1.constant(f(2))), [np.array([1], f)],
+                       tmp_path)  # fmt: skip
+    assert np.isclose(swish[0], 1 / (1 + math.exp(-2)), rtol=1e-6)
+    g = _run_irrun(lambda p: opset7.gelu(p, "tanh"), [np.array([1], f)], tmp_path)
+    assert np.isclose(g[0], 0.5 * (1 + math.tanh(math.sqrt(2 / math.pi) * 1.044715)), rtol=1e-6)
+
+
+def test_gelu_erf_accuracy():
+    xs = np.linspace(-12, 12, 2401).astype(np.float32)
+    want = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in xs.astype(float)])
+    got = gelu_erf(xs).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-37)
+
+
+def test_elementwise_shape_errors(tmp_path):
+    problems = [d.message for d in irrun.validate(_ir_with_bad_broadcast(tmp_path))]
+    assert any("[2,3] and [3] do not broadcast (auto_broadcast=none)" in m for m in problems)
+
+
+def _ir_with_bad_broadcast(tmp_path):
+    """An Add with auto_broadcast=none on [2,3] and [3]: OpenVINO refuses to build it."""
+    p = opset1.parameter([2, 3], ov.Type.f32, name="in0")
+    q = opset1.parameter([3], ov.Type.f32, name="in1")
+    path = tmp_path / "bad.xml"
+    ov.save_model(ov.Model([opset1.add(p, q)], [p, q]), path)
+    text = path.read_text().replace('auto_broadcast="numpy"', 'auto_broadcast="none"')
+    path.write_text(text)
+    return path
+
+
+# --------------------------------------------------------------------------- convolution
+
+
+def _conv_case(rng: random.Random, grouped: bool):
+    n = rng.choice((1, 2, 2, 3))
+    spatial = [rng.randint(3, 9 if n < 3 else 6) for _ in range(n)]
+    groups = rng.choice((1, 2, 3)) if grouped else 1
+    depthwise = grouped and rng.random() < 0.4
+    ci = 1 if depthwise else rng.randint(1, 3)
+    co = 1 if depthwise else rng.randint(1, 4)
+    kernel = [rng.randint(1, 3) for _ in range(n)]
+    strides = [rng.choice((1, 1, 2, 3)) for _ in range(n)]
+    dilations = [rng.choice((1, 1, 2)) for _ in range(n)]
+    auto_pad = rng.choice(("explicit", "explicit", "valid", "same_upper", "same_lower"))
+    pads_begin = [rng.randint(0, 2) for _ in range(n)]
+    pads_end = [rng.randint(0, 2) for _ in range(n)]
+    for i in range(n):  # the dilated kernel must fit the (unpadded for valid) input
+        while dilations[i] * (kernel[i] - 1) + 1 > spatial[i]:
+            kernel[i] -= 1
+    return SimpleNamespace(
+        n=n, batch=rng.randint(1, 2), spatial=spatial, groups=groups, ci=ci, co=co,
+        kernel=kernel, strides=strides, dilations=dilations, auto_pad=auto_pad,
+        pads_begin=pads_begin, pads_end=pads_end, grouped=grouped,
+    )  # fmt: skip
+
+
+CONV_CASES = [_conv_case(random.Random(s), grouped=s % 2 == 1) for s in range(60)]
+
+
+CONV_IDS = [
+    f"{'g' if c.grouped else ''}conv{c.n}d-{c.auto_pad}-{i}" for i, c in enumerate(CONV_CASES)
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
+def test_convolution_matches_cpu(case, tmp_path):
+    rng = np.random.default_rng(hash(str(vars(case))) % 2**32)
+    x = rng.standard_normal((case.batch, case.groups * case.ci, *case.spatial)).astype(np.float32)
+    if case.grouped:
+        w_shape = (case.groups, case.co, case.ci, *case.kernel)
+    else:
+        w_shape = (case.co, case.ci, *case.kernel)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    geometry = (case.strides, case.pads_begin, case.pads_end, case.dilations, case.auto_pad)
+    factory = opset1.group_convolution if case.grouped else opset1.convolution
+    got, want = run_both(lambda p: factory(p, opset1.constant(w), *geometry), [x], tmp_path)
+    assert_close(got, want, rtol=1e-4, atol=1e-5, scaled_atol=True, what=str(vars(case)))
+
+
+def test_convolution_cases_cover_the_attributes():
+    assert {c.n for c in CONV_CASES} == {1, 2, 3}
+    assert {c.auto_pad for c in CONV_CASES} == {"explicit", "valid", "same_upper", "same_lower"}
+    assert any(c.grouped and c.ci == c.co == 1 for c in CONV_CASES)
+    assert any(c.grouped and c.ci > 1 and c.groups > 1 for c in CONV_CASES)
+    assert any(max(c.strides) > 1 and max(c.dilations) > 1 for c in CONV_CASES)
+
+
+def test_convolution_by_hand(tmp_path):
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    w = np.array([[1, 0], [0, -1]], np.float32).reshape(1, 1, 2, 2)
+    got = _run_irrun(
+        lambda p: opset1.convolution(p, opset1.constant(w), [2, 2], [0, 0], [0, 0], [1, 1]),
+        [x], tmp_path,
+    )  # fmt: skip
+    assert got.tolist() == [[[[-5.0, -5.0], [-5.0, -5.0]]]]  # x[i,j] - x[i+1,j+1] = -5
+    # Depthwise with same_upper: each channel summed over its 3x3 neighbourhood.
+    x = np.ones((1, 2, 3, 3), np.float32)
+    w = np.stack([np.ones((1, 1, 3, 3)), 2 * np.ones((1, 1, 3, 3))]).astype(np.float32)
+    got = _run_irrun(
+        lambda p: opset1.group_convolution(p, opset1.constant(w), [1, 1], [0, 0], [0, 0],
+                                           [1, 1], "same_upper"),
+        [x], tmp_path,
+    )  # fmt: skip
+    counts = np.array([[4, 6, 4], [6, 9, 6], [4, 6, 4]], np.float32)
+    assert np.array_equal(got[0, 0], counts) and np.array_equal(got[0, 1], 2 * counts)
+
+
+# --------------------------------------------------------------------------- MatMul
+
+MATMUL_CASES = [
+    ((3, 4), (4, 5), False, False), ((4,), (4,), False, False), ((4,), (4,), True, True),
+    ((2, 4, 3), (4,), True, False), ((4,), (2, 4, 3), False, False), ((4,), (2, 3, 4), True, True),
+    ((2, 1, 4, 3), (5, 5, 4), True, True), ((1, 3, 2), (6, 2, 7), False, False),
+    ((3, 2, 5), (5, 1), False, False), ((5, 3), (2, 1, 3, 5), True, True),
+    ((1, 1), (1, 1), False, False), ((2, 7, 9), (2, 3, 9), False, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("a", "b", "ta", "tb"), MATMUL_CASES)
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+def test_matmul_matches_cpu(a, b, ta, tb, dtype, tmp_path):
+    rng = np.random.default_rng(len(a) * 10 + len(b))
+    if dtype == "f32":
+        x, y = rng.standard_normal(a).astype(np.float32), rng.standard_normal(b).astype(np.float32)
+    else:
+        x, y = rng.integers(-9, 10, a).astype(np.int32), rng.integers(-9, 10, b).astype(np.int32)
+    got, want = run_both(lambda p, q: opset1.matmul(p, q, ta, tb), [x, y], tmp_path)
+    if dtype == "i32":
+        assert_close(got, want, what=f"{a} {b} {ta} {tb}")
+        return
+    # Rounding depends on summation order: bound it by the size of the summed terms.
+    xa = np.swapaxes(np.abs(x), -1, -2) if ta and x.ndim > 1 else np.abs(x)
+    ya = np.swapaxes(np.abs(y), -1, -2) if tb and y.ndim > 1 else np.abs(y)
+    terms = np.matmul(xa, ya)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.all(np.abs(got - want) <= 1e-5 * np.abs(want) + 1e-6 * terms), (a, b, ta, tb)
+
+
+def test_matmul_by_hand(tmp_path):
+    a = np.array([[1, 2], [3, 4]], np.float32)
+    v = np.array([1, -1], np.float32)
+    def mm(ta, tb, x, y):
+        return _run_irrun(lambda p, q: opset1.matmul(p, q, ta, tb), [x, y], tmp_path).tolist()
+
+    assert mm(True, False, a, v) == [-2.0, -2.0]  # a.T @ v; the row vector is [1, -1]
+    assert mm(False, False, v, a) == [-2.0, -2.0]
+    assert mm(True, True, v, a) == [-1.0, -1.0]  # v @ a.T: transpose_a is ignored for 1-D v
+    assert mm(False, True, a, a) == [[5.0, 11.0], [11.0, 25.0]]
+
+
+# --------------------------------------------------------------------------- BatchNormInference
+
+
+@pytest.mark.parametrize("module", [opset1, opset5], ids=["v1", "v5"])
+@pytest.mark.parametrize("shape", [(2, 3), (1, 4, 5), (2, 3, 4, 5), (1, 2, 3, 2, 4)])
+def test_batch_norm_matches_cpu(module, shape, tmp_path):
+    rng = np.random.default_rng(shape[1] * 7 + len(shape))
+    c = shape[1]
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    gamma, beta, mean = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.01, 4, c).astype(np.float32)
+    stats = [opset1.constant(v) for v in (gamma, beta, mean, var)]
+    got, want = run_both(lambda p: module.batch_norm_inference(p, *stats, 1e-3), [x], tmp_path)
+    assert_close(got, want, rtol=1e-5, atol=1e-6, what=str(shape))
+
+
+@pytest.mark.parametrize("module", [opset1, opset5], ids=["v1", "v5"])
+def test_batch_norm_by_hand(module, tmp_path):
+    x = np.array([[1.0, 4.0], [3.0, 0.0]], np.float32)
+    c = [opset1.constant(np.array(v, np.float32)) for v in ([2, 2], [1, 1], [2, 2], [3, 3])]
+    got = _run_irrun(lambda p: module.batch_norm_inference(p, *c, 1.0), [x], tmp_path)
+    # gamma * (x - mean) / sqrt(var + eps) + beta with sqrt(4) = 2: x - 1.
+    assert got.tolist() == [[0.0, 3.0], [2.0, -1.0]]
