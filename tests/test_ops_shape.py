@@ -433,3 +433,40 @@ def draw_pad(rng):
 
 def test_pad_sweep(tmp_path, core):
     check_sweep(tmp_path, core, sweep(10, 40, draw_pad))
+
+
+# --------------------------------------------------------------------------- reductions
+
+
+REDUCE = {"ReduceMean": opset1.reduce_mean, "ReduceMax": opset1.reduce_max,
+          "ReduceSum": opset1.reduce_sum}  # fmt: skip
+
+
+def draw_reduce(rng):
+    op = rng.choice(tuple(REDUCE))
+    rank = rng.randint(1, 4)
+    shape = rand_shape(rng, rank, 1, 6)
+    # An empty axes list reduces nothing (the spec), but the CPU plugin refuses it.
+    axes = [rng.randint(-rank, rank - 1) for _ in range(rng.randint(1, rank))]
+    scalar = len(axes) == 1 and rng.random() < 0.3
+    keep = rng.random() < 0.5
+    et = "f32" if op == "ReduceMean" else rng.choice(("f32", "f32", "i32"))
+    return {"id": f"{op} axes={axes} keep_dims={keep}", "shapes": [shape], "et": et,
+            "make": lambda x: REDUCE[op](x, const(axes[0] if scalar else axes), keep)}
+
+
+def test_reduce_sweep(tmp_path, core):
+    check_sweep(tmp_path, core, sweep(11, 40, draw_reduce), compare=assert_close)
+
+
+def draw_softmax(rng):
+    version = rng.choice((1, 8))
+    rank = rng.randint(1, 4)
+    axis = rng.randint(-rank if version == 8 else 0, rank - 1)
+    module = opset1 if version == 1 else opset8
+    return {"id": f"SoftMax-v{version} axis={axis}", "shapes": [rand_shape(rng, rank, 1, 6)],
+            "make": lambda x: module.softmax(x, axis)}
+
+
+def test_softmax_sweep(tmp_path, core):
+    check_sweep(tmp_path, core, sweep(12, 15, draw_softmax), compare=assert_close)
