@@ -29,6 +29,8 @@ from openvino import (  # noqa: E402
     opset3,
     opset7,
     opset8,
+    opset10,
+    opset11,
     opset12,
     opset15,
 )
@@ -470,3 +472,80 @@ def draw_softmax(rng):
 
 def test_softmax_sweep(tmp_path, core):
     check_sweep(tmp_path, core, sweep(12, 15, draw_softmax), compare=assert_close)
+
+
+# --------------------------------------------------------------------------- Interpolate
+
+COORDS = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
+MODES = ("nearest", "linear", "linear_onnx", "cubic")
+NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
+
+
+def draw_interpolate(rng):
+    version = rng.choice((0, 4, 11, 11))
+    rank = rng.randint(3, 4) if version else 4
+    shape = [rng.randint(1, 2), rng.randint(1, 3), *rand_shape(rng, rank - 2, 1, 7)]
+    axes = list(range(2, rank)) if rng.random() < 0.7 else sorted(rng.sample(range(1, rank), 2))
+    mode = rng.choice(("nearest", "nearest", "linear_onnx", "linear", "cubic"))
+    by_sizes = version == 0 or rng.random() < 0.5
+    sizes = [rng.randint(1, 12) for _ in axes]
+    scales = [rng.choice((0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0)) for _ in axes]
+    pads = version > 0 and rng.random() < 0.2
+    pb = [rng.randint(0, 1) for _ in range(rank)] if pads else [0] * rank
+    pe = [rng.randint(0, 1) for _ in range(rank)] if pads else [0] * rank
+    coord = rng.choice(COORDS)
+    nearest = rng.choice(NEAREST)
+    antialias = mode == "linear" and rng.random() < 0.4
+    attrs = {"mode": mode, "shape_calculation_mode": "sizes" if by_sizes else "scales",
+             "coordinate_transformation_mode": coord, "nearest_mode": nearest,
+             "antialias": antialias, "pads_begin": pb, "pads_end": pe,
+             "cube_coeff": rng.choice((-0.75, -0.5))}
+    full_axes = rng.random() < 0.2 and version
+    if full_axes:  # no axes input: sizes/scales cover every dim
+        axes = list(range(rank))
+        sizes = [d + b + e for d, b, e in zip(shape, pb, pe, strict=True)]
+        scales = [1.0] * rank
+        sizes[-1], scales[-1] = rng.randint(1, 9), rng.choice((0.5, 2.0, 1.5))
+    f32 = np.float32
+    if version == 0:
+        mode0 = rng.choice(("nearest", "linear", "cubic"))
+        align = rng.random() < 0.5
+        attrs = {"axes": axes, "mode": mode0, "align_corners": align, "antialias": False,
+                 "pads_begin": pb, "pads_end": pe}
+
+        def make(x):
+            return opset1.interpolate(x, const(sizes), attrs)
+    elif version == 4:
+        def make(x):
+            extra = [] if full_axes else [const(axes)]
+            return opset4_interpolate(x, const(sizes), const(scales, f32), *extra, attrs)
+    else:
+        def make(x):
+            target = const(sizes) if by_sizes else const(scales, f32)
+            return opset11.interpolate(x, target, axes=None if full_axes else const(axes),
+                                       **attrs)
+    shown = {k: v for k, v in attrs.items() if k not in ("pads_begin", "pads_end") or pads}
+    return {"id": f"Interpolate-v{version} axes={axes} sizes={sizes} scales={scales} {shown}",
+            "shapes": [shape], "make": make, "mode": attrs["mode"]}
+
+
+def opset4_interpolate(x, sizes, scales, *rest):
+    """Interpolate-4 (the Python API builds it from opset10's function)."""
+    *axes, attrs = rest
+    return opset10.interpolate(x, sizes, scales, axes=axes[0] if axes else None, **attrs)
+
+
+def _interpolate_compare(got, want, what):
+    if "'nearest'" in what:
+        assert_exact(got, want, what)
+    else:
+        assert_close(got, want, what)
+
+
+def test_interpolate_sweep(tmp_path, core):
+    configs = sweep(13, 80, draw_interpolate)
+    seen = {(c["id"].split()[1], c["mode"]) for c in configs}
+    assert seen == {(f"Interpolate-v{v}", m) for v in (4, 11) for m in MODES} | {
+        ("Interpolate-v0", m) for m in ("nearest", "linear", "cubic")
+    }
+    check_sweep(tmp_path, core, configs, compare=_interpolate_compare)
