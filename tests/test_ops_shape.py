@@ -549,3 +549,157 @@ def test_interpolate_sweep(tmp_path, core):
         ("Interpolate-v0", m) for m in ("nearest", "linear", "cubic")
     }
     check_sweep(tmp_path, core, configs, compare=_interpolate_compare)
+
+
+# --------------------------------------------------------------------------- shape chains
+
+
+def _shape_chain(x):
+    """Reshape x to [batch, -1] with the batch taken from ShapeOf: what exporters write."""
+    batch = opset8.gather(opset3.shape_of(x), const([0]), const(0))
+    target = opset1.concat([batch, const([-1])], 0)
+    return opset1.reshape(x, target, False)
+
+
+def test_static_shape_chain_folds(tmp_path, core):
+    x = param([2, 3, 4, 4])
+    nodes = [_shape_chain(x), opset1.shape_of(x)]
+    feeds = {"x": data([2, 3, 4, 4])}
+    (flat, want), (shape, want_shape) = run_both(tmp_path, core, nodes, [x], feeds)
+    assert flat.shape == (2, 48)
+    assert_exact(flat, want)
+    assert_exact(shape, want_shape)
+    assert shape.tolist() == [2, 3, 4, 4]
+
+
+def test_dynamic_batch_reshape(tmp_path, core):
+    """Reshape [0, -1] keeps a dynamic batch and still knows the other dim."""
+    x = param([-1, 3, 4, 4])
+    nodes = [opset1.reshape(x, const([0, -1]), True), opset3.shape_of(x, "i32"),
+             opset1.unsqueeze(x, const([1])), opset1.concat([x, x], 0)]  # fmt: skip
+    feeds = {"x": data([5, 3, 4, 4])}
+    results = run_both(tmp_path, core, nodes, [x], feeds)  # shapes equal OpenVINO's
+    m = irrun.load(tmp_path / f"m{next(_models) - 1}.xml")
+    assert m.outputs[0].shape == (Interval(0, None), 48)
+    for got, want in results:
+        assert_exact(got, want)
+
+
+def test_dynamic_shape_chain(tmp_path, core):
+    """Through ShapeOf of a dynamic input only the rank is known, to OpenVINO's shape
+    inference as to irrun's; the values match on a concrete input."""
+    x = param([-1, 3, 4, 4])
+    node = _shape_chain(x)
+    model = ov.Model([opset1.result(node)], [x])
+    path = tmp_path / "chain.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    assert model.output(0).get_partial_shape() == ov.PartialShape([-1, -1])
+    m = irrun.load(path)
+    assert m.outputs[0].shape == (Interval(0, None), Interval(0, None))
+    feed = data([3, 3, 4, 4])
+    got = next(iter(m.run({"x": feed}).values()))
+    want = core.compile_model(model, "CPU", CPU_CONFIG)({"x": feed})[0]
+    assert_exact(got, want)
+
+
+def test_shape_rules_with_unknown_values(tmp_path):
+    """Shape-like inputs that are Parameters: ranks stay known where OpenVINO knows them."""
+    x = param([2, 3, 4])
+    axes = param([2], "i64", "axes")
+    one_axis = param([1], "i64", "one_axis")
+    target = param([3], "i64", "target")
+    nodes = [opset1.reduce_sum(x, axes, True), opset1.reduce_sum(x, axes, False),
+             opset1.reduce_max(x, one_axis, False),
+             opset1.reshape(x, target, False), opset1.transpose(x, param([3], "i64", "order")),
+             opset1.pad(x, param([3], "i64", "pb"), param([3], "i64", "pe"), "constant")]
+    results = [opset1.result(n) for n in nodes]
+    model = ov.Model(results, model_params(nodes))
+    path = tmp_path / "unknown.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    m = irrun.load(path)
+    for i, spec in enumerate(m.outputs):
+        assert spec.shape == ov_shape(model.output(i).get_partial_shape()), i
+
+
+def model_params(nodes):
+    """Every Parameter feeding ``nodes``, each once."""
+    found, stack, seen = [], list(nodes), set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.get_type_name() == "Parameter":
+            found.append(n)
+        stack.extend(v.get_node() for v in n.input_values())
+    return found
+
+
+# --------------------------------------------------------------------------- hand-computed
+
+
+def run_irrun(tmp_path, node, feeds):
+    model = ov.Model([opset1.result(node)], model_params([node]))
+    path = tmp_path / f"hand{next(_models)}.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    return next(iter(irrun.load(path).run(feeds).values()))
+
+
+def test_hand_values(tmp_path):
+    v = np.array([1, 2, 3], np.float32)
+    x = param([3])
+    feeds = {"x": v}
+    # A negative pad crops; reflect mirrors about the original edges.
+    pad = run_irrun(tmp_path, opset12.pad(x, const([2]), const([-1]), "reflect"), feeds)
+    assert pad.tolist() == [3, 2, 1, 2]
+    pad = run_irrun(tmp_path, opset12.pad(x, const([2]), const([1]), "symmetric"), feeds)
+    assert pad.tolist() == [2, 1, 1, 2, 3, 3]
+    pad = run_irrun(tmp_path, opset1.pad(x, const([1]), const([2]), "constant",
+                                         const(9.0, np.float32)), feeds)  # fmt: skip
+    assert pad.tolist() == [9, 1, 2, 3, 9, 9]
+    # Gather-8: negative indices count from the end.
+    got = run_irrun(tmp_path, opset8.gather(x, const([-1, 0, -3]), const(0)), feeds)
+    assert got.tolist() == [3, 1, 1]
+    # StridedSlice: a begin before the start with a negative stride still takes element 0.
+    masks = [[0], [1], [0], [0], [0]]
+    got = run_irrun(tmp_path, opset1.strided_slice(x, const([-7]), const([0]), const([-1]),
+                                                   *masks), feeds)  # fmt: skip
+    assert got.tolist() == [1]
+    got = run_irrun(tmp_path, opset1.strided_slice(x, const([2]), const([0]), const([-1]),
+                                                   [0], [0]), feeds)  # fmt: skip
+    assert got.tolist() == [3, 2]
+    m = np.array([[1, 2], [3, 4]], np.float32)
+    y = param([2, 2])
+    got = run_irrun(tmp_path, opset1.reduce_mean(y, const([-1]), True), {"x": m})
+    assert got.tolist() == [[1.5], [3.5]]
+    got = run_irrun(tmp_path, opset1.reduce_max(y, const(0), False), {"x": m})
+    assert got.tolist() == [3, 4]
+    got = run_irrun(tmp_path, opset3.broadcast(param([2, 1]), const([1, 3]),
+                                               broadcast_spec="bidirectional"),
+                    {"x": np.array([[1], [2]], np.float32)})  # fmt: skip
+    assert got.tolist() == [[1, 1, 1], [2, 2, 2]]
+    got = run_irrun(tmp_path, opset1.squeeze(param([1, 2, 1]), const([0, 1, 2])),
+                    {"x": np.array([[[5], [6]]], np.float32)})  # fmt: skip
+    assert got.tolist() == [5, 6]  # axis 1 (size 2) is left in place
+
+
+def test_hand_interpolate(tmp_path):
+    v = np.array([[[0, 4]]], np.float32)
+    x = param([1, 1, 2])
+
+    def resize(mode, coord, size=4, nearest="round_prefer_floor"):
+        node = opset11.interpolate(x, const([size]), mode, "sizes", axes=const([2]),
+                                   coordinate_transformation_mode=coord, nearest_mode=nearest)
+        return run_irrun(tmp_path, node, {"x": v}).ravel().tolist()
+
+    assert resize("nearest", "asymmetric", nearest="floor") == [0, 0, 4, 4]
+    # half_pixel: input coordinates -0.25, 0.25, 0.75, 1.25, clamped into [0, 1].
+    assert resize("linear_onnx", "half_pixel") == [0, 1, 3, 4]
+    assert resize("linear_onnx", "align_corners", 3) == [0, 2, 4]
+    # pytorch_half_pixel maps a single output to coordinate 0, half_pixel to 0.5.
+    assert resize("linear_onnx", "pytorch_half_pixel", 1) == [0]
+    assert resize("linear_onnx", "half_pixel", 1) == [2]
+    # Coordinates 0, 0.5, 1, 1.5: the ties go down, or up (1.5 -> 2, clamped to 1).
+    assert resize("nearest", "asymmetric") == [0, 0, 4, 4]
+    assert resize("nearest", "asymmetric", nearest="round_prefer_ceil") == [0, 4, 4, 4]
+    assert resize("nearest", "asymmetric", 3) == [0, 4, 4]  # 0, 0.67, 1.33

@@ -33,8 +33,10 @@ def _reduce_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
     if values is None:
         if a.keep_dims:
             return [TensorInfo((DYNAMIC,) * rank, x.element_type)]
+        # One unknown axis removes one dim; more may repeat one, as OpenVINO reasons.
         n = vector_length(axes_info)
-        return [TensorInfo(None if n is None else (DYNAMIC,) * max(rank - n, 0), x.element_type)]
+        out = (DYNAMIC,) * (rank - 1) if n == 1 and rank else None
+        return [TensorInfo(out, x.element_type)]
     axes = _axes(values, rank)
     if a.keep_dims:
         out = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
