@@ -19,10 +19,23 @@ class LayerRef:
     name: str
     type: str
     version: int | None = None  # the op's own version, once resolved
+    opset: str | None = None  # as written, shown while the op is unresolved
 
     def __str__(self) -> str:
-        typever = self.type if self.version is None else f"{self.type}-v{self.version}"
+        if self.version is not None:
+            typever = f"{self.type}-v{self.version}"
+        elif self.opset:
+            # An op irrun cannot resolve is still named by what the file says it is.
+            typever = f"{self.type}, {self.opset}"
+        else:
+            typever = self.type
         return f"layer {self.id} '{self.name}' ({typever})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "name": self.name, "type": self.type,
+            "version": self.version, "opset": self.opset,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -59,11 +72,13 @@ class IrrunError(Exception):
         location: Location | None = None,
         layer: LayerRef | None = None,
         port: int | None = None,
+        code: str | None = None,
     ) -> None:
         self.message = message
         self.location = location
         self.layer = layer
         self.port = port
+        self.code = code  # what kind of problem, for the checker's findings
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
@@ -79,6 +94,7 @@ class IrrunError(Exception):
             self.location or location,
             self.layer or layer,
             self.port,
+            self.code,
         )
 
 
@@ -86,15 +102,24 @@ class UsageError(IrrunError):
     """Command-line misuse (exit code 2)."""
 
 
+Level = Literal["error", "warning"]
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """One finding of the checker.
 
     ``code`` is a short stable identifier (``shape-mismatch``, ``bad-attribute``...)
-    that scripts can match on; ``message`` is for people.
+    that scripts can match on; ``message`` is for people.  ``expected`` and ``actual``
+    hold the values compared, where there are two (shapes, types, byte counts).
+
+    >>> d = Diagnostic("warning", "unknown-attribute", "unknown attribute 'colour' is ignored",
+    ...                Location("m.xml", 7), LayerRef("3", "pool", "MaxPool", 8))
+    >>> print(d)
+    m.xml:7: warning: layer 3 'pool' (MaxPool-v8): unknown attribute 'colour' is ignored
     """
 
-    level: Literal["error", "warning"]
+    level: Level
     code: str
     message: str
     location: Location | None = None
@@ -102,12 +127,46 @@ class Diagnostic:
     port: int | None = None
     expected: Any = None
     actual: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __str__(self) -> str:
-        prefix = _prefix(self.location, self.layer, self.port)
-        return f"{prefix} {self.message}" if prefix else self.message
+        """``FILE:LINE: LEVEL: layer ID 'NAME' (Type-vN) port P: message``."""
+        where = f"{self.location}: " if self.location is not None else ""
+        about = _prefix(None, self.layer, self.port)
+        return f"{where}{self.level}: {about + ' ' if about else ''}{self.message}"
+
+    @property
+    def line(self) -> int:
+        return self.location.line if self.location is not None else 0
+
+    def as_error(self) -> IrrunError:
+        """The error ``load`` raises for this finding."""
+        return IrrunError(self.message, self.location, self.layer, self.port, self.code)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The finding as JSON-ready data (``irrun validate --json``)."""
+        return {
+            "level": self.level,
+            "code": self.code,
+            "file": self.location.file if self.location is not None else None,
+            "line": self.line or None,
+            "layer": self.layer.as_dict() if self.layer is not None else None,
+            "port": self.port,
+            "message": self.message,
+            "expected": _jsonable(self.expected),
+            "actual": _jsonable(self.actual),
+        }
 
     @classmethod
-    def from_error(cls, err: IrrunError, code: str) -> Diagnostic:
-        return cls("error", code, err.message, err.location, err.layer, err.port)
+    def from_error(cls, err: IrrunError, code: str | None = None) -> Diagnostic:
+        return cls("error", err.code or code or "error", err.message, err.location, err.layer,
+                   err.port)  # fmt: skip
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values: tuples become lists, anything else unknown becomes its text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return str(value)

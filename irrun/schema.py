@@ -123,7 +123,7 @@ def check_structure(
     4 <dim>-2</dim> is not a dimension (expected an integer >= -1 or a range a..b)
     7 <edge> attribute to-layer="one" is not an unsigned integer
     >>> print(check_structure(root, "m.xml")[1])  # doctest: +NORMALIZE_WHITESPACE
-    m.xml:4: layer 0 'x' (Parameter-v1) port 0: <dim>-2</dim> is not a dimension
+    m.xml:4: error: layer 0 'x' (Parameter-v1) port 0: <dim>-2</dim> is not a dimension
     (expected an integer >= -1 or a range a..b)
     >>> check_structure(etree.parse("models/demo.xml"), "models/demo.xml")
     []
@@ -188,7 +188,9 @@ def _layer_of(el: etree._Element | None) -> LayerRef | None:
     if type_name and opset:
         with contextlib.suppress(registry.LookupFailure):
             version = registry.resolve(type_name, opset).version
-    return LayerRef(layer.get("id", "?"), layer.get("name", "?"), type_name or "?", version)
+    # Named as irrun.reader.Layer.ref names it, so that every finding about it reads alike.
+    return LayerRef(layer.get("id", "?"), layer.get("name", "?"), type_name or "?", version,
+                    opset or None if version is None else None)  # fmt: skip
 
 
 def _port_of(el: etree._Element | None) -> int | None:

@@ -303,7 +303,7 @@ CASES = [
          layer=LayerRef("-1", "stem_pool", "MaxPool", 8)),
     Case("missing-layer-type", ' type="MaxPool"', "", STEM_LAYER,
          "<layer> is missing the mandatory attribute 'type'",
-         layer=LayerRef("1", "stem_pool", "?")),
+         layer=LayerRef("1", "stem_pool", "?", opset="opset8")),
     Case("empty-layer-version", 'version="opset8"', 'version=""', STEM_LAYER,
          "<layer> attribute version is empty", layer=LayerRef("1", "stem_pool", "MaxPool")),
     Case("unknown-element-in-layer", STEM_DATA, STEM_DATA + "\n\t\t\t<blobs />", ("<blobs",),
@@ -407,8 +407,9 @@ def test_every_finding_is_reported_in_file_order(tmp_path: Path):
         line_of(text, "<dim>x"), line_of(text, *STEM_LAYER), line_of(text, 'to-port="first"')
     ]
     assert str(found[0]) == (
-        f"{tmp_path / 'bad.xml'}:{line_of(text, '<dim>x')}: layer 0 'image' (Parameter-v1) "
-        "port 0: <dim>x</dim> is not a dimension (expected an integer >= -1 or a range a..b)"
+        f"{tmp_path / 'bad.xml'}:{line_of(text, '<dim>x')}: error: layer 0 'image' "
+        "(Parameter-v1) port 0: <dim>x</dim> is not a dimension (expected an integer >= -1 or "
+        "a range a..b)"
     )
 
 
