@@ -2,11 +2,20 @@
 
 The parser is locked down: no entity expansion, no DTD, no network.  An IR
 file never needs any of them, so a document type declaration is refused.
+Memory is bounded by refusing files above a size limit (:func:`max_xml_bytes`),
+and libxml2 refuses elements nested more than 256 deep.
+
+:func:`read_document` reads what it can of a parsed file and lists what it could
+not: an element missing a mandatory attribute is skipped (a layer without an id,
+an edge without a port) or kept with a blank (a layer without a type), so that
+the checker can go on and report every other problem too.  :func:`read_ir`
+raises the first of them instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +37,7 @@ class Port:
     line: int
     precision: ElementType | None = None
     names: tuple[str, ...] = ()
-    dims: tuple[Dim, ...] = ()
+    dims: tuple[Dim, ...] | None = ()  # None: a <dim> could not be read
     rt_info: dict[str, Any] = field(default_factory=dict)
 
 
@@ -44,6 +53,10 @@ class Layer:
     inputs: list[Port] = field(default_factory=list)
     outputs: list[Port] = field(default_factory=list)
     rt_info: dict[str, Any] = field(default_factory=dict)
+    # The reader already reported that its type or version is missing: nothing to resolve.
+    unnamed_op: bool = False
+    # A port could not be read (no id): port counts and positions are unknown.
+    unreadable_ports: bool = False
 
     def ref(self, version: int | None = None) -> LayerRef:
         if version is None:
@@ -51,22 +64,30 @@ class Layer:
             # message about a layer reads the same, not only those issued after binding.
             with contextlib.suppress(registry.LookupFailure):
                 version = registry.resolve(self.type, self.version).version
-        return LayerRef(self.id, self.name, self.type, version)
+        return LayerRef(self.id, self.name, self.type, version,
+                        None if version is not None else self.version or None)  # fmt: skip
 
-    def port(self, port_id: int) -> Port | None:
-        for p in (*self.inputs, *self.outputs):
-            if p.id == port_id:
-                return p
-        return None
+    def output_port(self, port_id: int) -> Port | None:
+        """The first output port with this id (input and output ids may overlap)."""
+        return next((p for p in self.outputs if p.id == port_id), None)
+
+    def input_port(self, port_id: int) -> Port | None:
+        return next((p for p in self.inputs if p.id == port_id), None)
 
 
 @dataclass(frozen=True)
 class Edge:
-    from_layer: str
-    from_port: int
-    to_layer: str
-    to_port: int
+    """An ``<edge>``; a part is None when its attribute is missing or unreadable."""
+
+    from_layer: str | None
+    from_port: int | None
+    to_layer: str | None
+    to_port: int | None
     line: int
+
+    @property
+    def complete(self) -> bool:
+        return None not in (self.from_layer, self.from_port, self.to_layer, self.to_port)
 
 
 @dataclass
@@ -97,59 +118,102 @@ def _parser() -> etree.XMLParser:
 def read_ir(path: str | Path) -> IRDocument:
     """Read ``path`` into an :class:`IRDocument`; raise :class:`IrrunError` on bad XML."""
     path = Path(path)
-    return _read_net(parse_xml(path), path)
+    doc, problems = read_document(parse_xml(path), path)
+    if problems:
+        raise problems[0]
+    assert doc is not None
+    return doc
+
+
+# Files above this size are refused: parsing holds the whole tree in memory, about
+# fifteen times the file's size.  IRRUN_MAX_XML_MB overrides it.
+DEFAULT_MAX_XML_MB = 64
+_DOCTYPE_REFUSED = "document type declarations (<!DOCTYPE>, entities) are not allowed in IR files"
+
+
+def max_xml_bytes() -> int:
+    """The largest .xml irrun reads, in bytes: IRRUN_MAX_XML_MB megabytes, else 64 MB."""
+    text = os.environ.get("IRRUN_MAX_XML_MB", "").strip()
+    try:
+        megabytes = float(text) if text else DEFAULT_MAX_XML_MB
+    except ValueError:
+        raise IrrunError(
+            f"IRRUN_MAX_XML_MB={text!r} is not a number of megabytes", code="usage"
+        ) from None
+    return int(megabytes * 1_000_000)
+
+
+def _read_bounded(path: Path, loc: Location) -> bytes:
+    """The file's bytes, refusing more than :func:`max_xml_bytes` without reading them."""
+    limit = max_xml_bytes()
+    try:
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            # A regular file's size is known; a pipe or device is read only up to the limit.
+            data = b"" if size > limit else f.read(limit + 1)
+    except FileNotFoundError:
+        raise IrrunError("no such file", loc, code="unreadable") from None
+    except IsADirectoryError:
+        raise IrrunError("is a directory, expected an IR .xml file", loc,
+                         code="unreadable") from None  # fmt: skip
+    except OSError as exc:
+        raise IrrunError(f"cannot read: {exc.strerror or exc}", loc, code="unreadable") from None
+    if size > limit or len(data) > limit:
+        shown = f"{size / 1e6:.1f} MB" if size > limit else f"more than {limit / 1e6:g} MB"
+        raise IrrunError(
+            f"the file is {shown}, larger than irrun reads ({limit / 1e6:g} MB; set "
+            "IRRUN_MAX_XML_MB to change the limit)", loc, code="too-large",
+        )  # fmt: skip
+    return data
 
 
 def parse_xml(path: str | Path) -> etree._Element:
     """Parse ``path`` with the locked-down parser into its root element.
 
-    Raises :class:`IrrunError` (with the line) for a missing, empty, binary or malformed
-    file, or one with a document type declaration; the root is not checked to be <net>.
+    Raises :class:`IrrunError` (with the line) for a missing, empty, binary, too large or
+    malformed file, or one with a document type declaration; the root is not checked to
+    be <net>.
 
     >>> parse_xml("models/demo.xml").tag
     'net'
     """
     path = Path(path)
     loc = Location(str(path))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise IrrunError("no such file", loc) from None
-    except IsADirectoryError:
-        raise IrrunError("is a directory, expected an IR .xml file", loc) from None
-    except OSError as exc:
-        raise IrrunError(f"cannot read: {exc.strerror or exc}", loc) from None
+    data = _read_bounded(path, loc)
     if not data.strip():
-        raise IrrunError("the file is empty, expected an OpenVINO IR <net> document", loc)
+        raise IrrunError("the file is empty, expected an OpenVINO IR <net> document", loc,
+                         code="unreadable")  # fmt: skip
     if _looks_binary(data):
         hint = " (the weights file? pass the .xml)" if path.suffix.lower() == ".bin" else ""
-        raise IrrunError(f"binary data, not an IR .xml file{hint}", loc)
+        raise IrrunError(f"binary data, not an IR .xml file{hint}", loc, code="unreadable")
     doctype_line = _doctype_line(data)
     if doctype_line:
         # Refused before libxml2 sees it: libxml2 expands entities in attribute values
         # even with resolve_entities=False, so a billion-laughs <net name="&lol9;"> would
         # be expanded up to its amplification limit.
-        raise IrrunError(
-            "document type declarations (<!DOCTYPE>, entities) are not allowed in IR files",
-            Location(str(path), doctype_line),
-        )
+        raise IrrunError(_DOCTYPE_REFUSED, Location(str(path), doctype_line), code="doctype")
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as exc:
         line, column = exc.position if exc.position else (exc.lineno or 0, 0)
         # lxml appends ", line L, column C" to libxml2's message; the location says it already.
         msg = _LXML_POSITION.sub("", exc.msg if hasattr(exc, "msg") else str(exc))
+        depth = _EXCESSIVE_DEPTH.match(msg)
+        if depth:  # libxml2's advice to turn on XML_PARSE_HUGE is not the user's to take
+            msg = f"elements are nested more than {depth.group(1)} deep"
         col = f" (column {column})" if column else ""
-        raise IrrunError(f"malformed XML: {msg}{col}", Location(str(path), line)) from None
+        raise IrrunError(f"malformed XML: {msg}{col}", Location(str(path), line),
+                         code="malformed-xml") from None  # fmt: skip
+    except ValueError as exc:  # lxml refuses some inputs before libxml2 parses them
+        raise IrrunError(f"malformed XML: {exc}", loc, code="malformed-xml") from None
     tree = root.getroottree()
     if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
-        raise IrrunError(
-            "document type declarations (<!DOCTYPE>, entities) are not allowed in IR files", loc
-        )
+        raise IrrunError(_DOCTYPE_REFUSED, loc, code="doctype")
     return root
 
 
 _LXML_POSITION = re.compile(r", line \d+, column \d+$")
+_EXCESSIVE_DEPTH = re.compile(r"Excessive depth in document: (\d+)")
 
 # Byte-order marks and the first bytes of '<?' in the wide encodings libxml2 detects.
 _WIDE_ENCODINGS = (
@@ -213,92 +277,163 @@ def _scan_prolog(text: str) -> int:
     return -1
 
 
-def _need(el: etree._Element, attr: str, path: Path, what: str) -> str:
-    value = el.get(attr)
-    if value is None:
-        raise IrrunError(
-            f"<{what}> is missing the mandatory attribute '{attr}'",
-            Location(str(path), el.sourceline or 0),
+class _Reader:
+    """Reads a parsed document into records, listing what it cannot read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.problems: list[IrrunError] = []
+
+    def problem(self, message: str, line: int, layer: Layer | None = None,
+                port: int | None = None) -> None:  # fmt: skip
+        ref = layer.ref() if layer is not None else None
+        self.problems.append(
+            IrrunError(message, Location(str(self.path), line), ref, port, code="structure")
         )
-    return value
 
+    def need(self, el: etree._Element, attr: str, what: str) -> str | None:
+        value = el.get(attr)
+        if value is None:
+            self.problem(f"<{what}> is missing the mandatory attribute '{attr}'",
+                         el.sourceline or 0)  # fmt: skip
+        return value
 
-def _int_attr(el: etree._Element, attr: str, path: Path, what: str) -> int:
-    text = _need(el, attr, path, what)
-    try:
+    def integer(self, el: etree._Element, attr: str, what: str) -> int | None:
+        text = self.need(el, attr, what)
+        if text is None:
+            return None
+        # OpenVINO reads an unsigned integer: blanks and a plus sign before the digits only.
+        if not _UNSIGNED.fullmatch(text):
+            self.problem(f'<{what}> attribute {attr}="{text}" is not an unsigned integer',
+                         el.sourceline or 0)  # fmt: skip
+            return None
         return int(text)
-    except ValueError:
-        raise IrrunError(
-            f"<{what}> attribute {attr}=\"{text}\" is not an integer",
-            Location(str(path), el.sourceline or 0),
-        ) from None
+
+    def net(self, root: etree._Element) -> IRDocument | None:
+        line = root.sourceline or 0
+        if not isinstance(root.tag, str) or root.tag.lower() != "net":
+            self.problem(f"root element is <{root.tag}>, expected <net>", line)
+            return None
+        version_text = root.get("version")
+        if version_text is None or not version_text.strip().isdigit():
+            self.problem('<net> has no IR version (expected version="10" or "11")', line)
+            return None
+        version = int(version_text)
+        if version not in SUPPORTED_IR_VERSIONS:
+            self.problem(f"IR version {version} is not supported (expected 10 or 11)", line)
+            return None
+        layers_el = root.find("layers")
+        if layers_el is None:
+            self.problem("<net> has no <layers>", line)
+            return None
+        layers = [
+            layer for el in layers_el if el.tag == "layer" if (layer := self.layer(el)) is not None
+        ]
+        edges_el = root.find("edges")
+        edges = [] if edges_el is None else [self.edge(el) for el in edges_el if el.tag == "edge"]
+        rt = root.find("rt_info")
+        return IRDocument(
+            path=self.path,
+            ir_version=version,
+            name=root.get("name", self.path.stem),
+            layers=layers,
+            edges=edges,
+            rt_info=_read_rt_info(rt) if rt is not None else {},
+        )
+
+    def edge(self, el: etree._Element) -> Edge:
+        return Edge(
+            from_layer=self.need(el, "from-layer", "edge"),
+            from_port=self.integer(el, "from-port", "edge"),
+            to_layer=self.need(el, "to-layer", "edge"),
+            to_port=self.integer(el, "to-port", "edge"),
+            line=el.sourceline or 0,
+        )
+
+    def layer(self, el: etree._Element) -> Layer | None:
+        ident = [self.need(el, attr, "layer") for attr in ("id", "name", "type", "version")]
+        lid, name, type_name, version = ident
+        if lid is None:  # nothing can refer to it
+            return None
+        layer = Layer(
+            id=lid,
+            name=name or "",
+            type=type_name or "",
+            version=version or "",
+            line=el.sourceline or 0,
+            unnamed_op=type_name is None or version is None,
+        )
+        data = el.find("data")
+        if data is not None:
+            layer.data = dict(data.attrib)
+            layer.data_line = data.sourceline or 0
+        # OpenVINO reads only the first <input> and <output> lists.
+        for tag, ports, is_output in (("input", layer.inputs, False),
+                                      ("output", layer.outputs, True)):  # fmt: skip
+            group = el.find(tag)
+            if group is not None:
+                for p in group:
+                    if p.tag != "port":
+                        continue
+                    port = self.port(p, layer, is_output)
+                    if port is None:
+                        layer.unreadable_ports = True
+                    else:
+                        ports.append(port)
+        rt = el.find("rt_info")
+        if rt is not None:
+            layer.rt_info = _read_rt_info(rt)
+        return layer
+
+    def port(self, el: etree._Element, layer: Layer, is_output: bool) -> Port | None:
+        line = el.sourceline or 0
+        port_id = self.integer(el, "id", "port")
+        if port_id is None:
+            return None
+        port = Port(id=port_id, line=line)
+        precision = el.get("precision")
+        if precision is not None:
+            try:
+                port.precision = element_types.from_precision(precision)
+            except ValueError as exc:
+                self.problem(str(exc), line, layer, port.id)
+        elif is_output:
+            self.problem("output <port> has no precision", line, layer, port.id)
+        names = el.get("names")
+        if names:
+            port.names = _split_names(names)
+        dims: list[Dim] = []
+        for d in el.findall("dim"):
+            text = (d.text or "").strip()
+            try:
+                dims.append(parse_dim(text))
+            except ValueError:
+                self.problem(
+                    f"<dim>{text}</dim> is not a dimension "
+                    "(expected an integer >= -1 or a range a..b)",
+                    d.sourceline or line, layer, port.id,
+                )  # fmt: skip
+                port.dims = None
+        if port.dims is not None:
+            port.dims = tuple(dims)
+        rt = el.find("rt_info")
+        if rt is not None:
+            port.rt_info = _read_rt_info(rt)
+        return port
 
 
-def _read_net(root: etree._Element, path: Path) -> IRDocument:
-    loc = Location(str(path), root.sourceline or 0)
-    if not isinstance(root.tag, str) or root.tag.lower() != "net":
-        raise IrrunError(f"root element is <{root.tag}>, expected <net>", loc)
-    version_text = root.get("version")
-    if version_text is None or not version_text.strip().isdigit():
-        raise IrrunError("<net> has no IR version (expected version=\"10\" or \"11\")", loc)
-    version = int(version_text)
-    if version not in SUPPORTED_IR_VERSIONS:
-        raise IrrunError(f"IR version {version} is not supported (expected 10 or 11)", loc)
-
-    layers_el = root.find("layers")
-    if layers_el is None:
-        raise IrrunError("<net> has no <layers>", loc)
-    layers = [_read_layer(el, path) for el in layers_el if el.tag == "layer"]
-
-    edges: list[Edge] = []
-    edges_el = root.find("edges")
-    if edges_el is not None:
-        for el in edges_el:
-            if el.tag != "edge":
-                continue
-            edges.append(
-                Edge(
-                    from_layer=_need(el, "from-layer", path, "edge"),
-                    from_port=_int_attr(el, "from-port", path, "edge"),
-                    to_layer=_need(el, "to-layer", path, "edge"),
-                    to_port=_int_attr(el, "to-port", path, "edge"),
-                    line=el.sourceline or 0,
-                )
-            )
-    rt = root.find("rt_info")
-    return IRDocument(
-        path=path,
-        ir_version=version,
-        name=root.get("name", path.stem),
-        layers=layers,
-        edges=edges,
-        rt_info=_read_rt_info(rt) if rt is not None else {},
-    )
+_UNSIGNED = re.compile(r"\s*\+?[0-9]+")
 
 
-def _read_layer(el: etree._Element, path: Path) -> Layer:
-    layer = Layer(
-        id=_need(el, "id", path, "layer"),
-        name=_need(el, "name", path, "layer"),
-        type=_need(el, "type", path, "layer"),
-        version=_need(el, "version", path, "layer"),
-        line=el.sourceline or 0,
-    )
-    data = el.find("data")
-    if data is not None:
-        layer.data = dict(data.attrib)
-        layer.data_line = data.sourceline or 0
-    # OpenVINO reads only the first <input> and <output> lists.
-    inp = el.find("input")
-    if inp is not None:
-        layer.inputs = [_read_port(p, path, layer, is_output=False) for p in inp if p.tag == "port"]
-    out = el.find("output")
-    if out is not None:
-        layer.outputs = [_read_port(p, path, layer, is_output=True) for p in out if p.tag == "port"]
-    rt = el.find("rt_info")
-    if rt is not None:
-        layer.rt_info = _read_rt_info(rt)
-    return layer
+def read_document(root: etree._Element, path: str | Path) -> tuple[IRDocument | None, list]:
+    """Read a parsed document; return it (None if not even a <net>) and the problems.
+
+    Each problem is an :class:`IrrunError` with the code ``structure``; the elements
+    concerned are skipped or kept with a blank, as the module's docstring says.
+    """
+    reader = _Reader(Path(path))
+    doc = reader.net(root)
+    return doc, reader.problems
 
 
 def _split_names(text: str) -> tuple[str, ...]:
@@ -317,40 +452,6 @@ def _split_names(text: str) -> tuple[str, ...]:
             current.append(ch)
     names.append("".join(current))
     return tuple(n for n in names if n)
-
-
-def _read_port(el: etree._Element, path: Path, layer: Layer, is_output: bool) -> Port:
-    line = el.sourceline or 0
-    where = Location(str(path), line)
-    port = Port(id=_int_attr(el, "id", path, "port"), line=line)
-    precision = el.get("precision")
-    if precision is not None:
-        try:
-            port.precision = element_types.from_precision(precision)
-        except ValueError as exc:
-            raise IrrunError(str(exc), where, layer.ref(), port.id) from None
-    elif is_output:
-        raise IrrunError("output <port> has no precision", where, layer.ref(), port.id)
-    names = el.get("names")
-    if names:
-        port.names = _split_names(names)
-    dims = []
-    for d in el.findall("dim"):
-        text = (d.text or "").strip()
-        try:
-            dims.append(parse_dim(text))
-        except ValueError:
-            raise IrrunError(
-                f"<dim>{text}</dim> is not a dimension (expected an integer >= -1 or a range a..b)",
-                Location(str(path), d.sourceline or line),
-                layer.ref(),
-                port.id,
-            ) from None
-    port.dims = tuple(dims)
-    rt = el.find("rt_info")
-    if rt is not None:
-        port.rt_info = _read_rt_info(rt)
-    return port
 
 
 def _read_rt_info(el: etree._Element) -> dict[str, Any]:
