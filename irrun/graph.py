@@ -1,13 +1,23 @@
-"""The layer graph: a networkx DAG keyed by layer id, edges carrying port ids."""
+"""The layer graph: a networkx DAG keyed by layer id, edges carrying port ids.
+
+Building it checks the wiring and collects every problem as a :class:`Diagnostic`:
+duplicate layer and port ids, edges that name a missing layer or port, input ports
+fed twice or never, cycles (each listed with its layers), and, as warnings, output
+ports nothing reads and layers from which no Result can be reached (OpenVINO reads
+a model backwards from its Results and drops them).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 
-from .errors import Diagnostic, IrrunError, Location
-from .reader import IRDocument, Layer
+from .errors import Diagnostic, Level
+from .reader import IRDocument, Layer, Port
+
+# OpenVINO collects a model's layers by walking back from these.
+SINK_TYPES = ("result", "assign")
 
 
 @dataclass(frozen=True)
@@ -23,9 +33,11 @@ class LayerGraph:
     doc: IRDocument
     graph: nx.MultiDiGraph
     layers: dict[str, Layer]
-    order: list[str]  # topological, ties broken by XML order
+    # Topological, ties broken by XML order; layers on a cycle come last, in XML order.
+    order: list[str]
     sources: dict[tuple[str, int], Source]  # (layer id, input port id) -> producer
     problems: list[Diagnostic]
+    cyclic: set[str] = field(default_factory=set)  # layers on a cycle
 
     def consumers(self, layer_id: str) -> list[tuple[str, int, int]]:
         """(consumer id, from port, to port) for each edge leaving ``layer_id``."""
@@ -36,91 +48,177 @@ class LayerGraph:
 
 
 def build_graph(doc: IRDocument) -> LayerGraph:
-    """Build the DAG; wiring problems are collected, a cycle raises.
+    """Build the graph and collect every wiring problem; never raises for a bad file."""
+    builder = _Builder(doc)
+    builder.add_layers()
+    builder.add_edges()
+    builder.check_inputs_fed()
+    cyclic = builder.check_cycles()
+    builder.check_reachability()
+    return LayerGraph(doc, builder.graph, builder.layers, builder.order(cyclic),
+                      builder.sources, builder.problems, cyclic)  # fmt: skip
 
-    Problems that leave the graph usable (a dangling edge, a port fed twice or
-    never) are returned as diagnostics so that ``validate`` can report them all.
-    """
-    loc = doc.location
-    graph = nx.MultiDiGraph()
-    layers: dict[str, Layer] = {}
-    problems: list[Diagnostic] = []
-    for layer in doc.layers:
-        if layer.id in layers:
-            first = layers[layer.id]
-            problems.append(
-                Diagnostic(
-                    "error", "duplicate-layer-id",
-                    f"layer id {layer.id} is used again (first at line {first.line})",
-                    loc(layer.line), layer.ref(),
-                )
-            )  # fmt: skip
-            continue
-        layers[layer.id] = layer
-        graph.add_node(layer.id)
 
-    sources: dict[tuple[str, int], Source] = {}
-    for edge in doc.edges:
-        where = loc(edge.line)
-        src, dst = layers.get(edge.from_layer), layers.get(edge.to_layer)
-        ends = ((edge.from_layer, src), (edge.to_layer, dst))
-        missing = [lid for lid, lay in ends if lay is None]
-        if missing:
-            problems.append(
-                Diagnostic("error", "bad-edge",
+class _Builder:
+    def __init__(self, doc: IRDocument) -> None:
+        self.doc = doc
+        self.graph = nx.MultiDiGraph()
+        self.layers: dict[str, Layer] = {}
+        self.sources: dict[tuple[str, int], Source] = {}
+        self.problems: list[Diagnostic] = []
+        # Ends of edges the reader could not read whole: their ports are not reported
+        # as unfed or unused, since the reader has already reported the edge.
+        self.fed_by_broken_edge: set[tuple[str | None, int | None]] = set()
+        self.read_by_broken_edge: set[tuple[str | None, int | None]] = set()
+        self.used_outputs: set[tuple[str, int]] = set()
+
+    def error(self, code: str, message: str, line: int, layer: Layer | None = None,
+              port: int | None = None, level: Level = "error") -> None:  # fmt: skip
+        ref = layer.ref() if layer is not None else None
+        self.problems.append(Diagnostic(level, code, message, self.doc.location(line), ref, port))
+
+    def add_layers(self) -> None:
+        for layer in self.doc.layers:
+            first = self.layers.get(layer.id)
+            if first is not None:
+                self.error("duplicate-layer-id",
+                           f"layer id {layer.id} is used again (first at line {first.line})",
+                           layer.line, layer)  # fmt: skip
+                continue
+            self.layers[layer.id] = layer
+            self.graph.add_node(layer.id)
+            for kind, ports in (("input", layer.inputs), ("output", layer.outputs)):
+                self._check_port_ids(layer, kind, ports)
+
+    def _check_port_ids(self, layer: Layer, kind: str, ports: list[Port]) -> None:
+        # Input and output ids are separate namespaces in OpenVINO; within one, an edge
+        # naming a repeated id could mean either port.
+        seen: dict[int, Port] = {}
+        for port in ports:
+            if port.id in seen:
+                self.error("duplicate-port-id",
+                           f"{kind} port id {port.id} is used again (first at line "
+                           f"{seen[port.id].line})", port.line, layer, port.id)  # fmt: skip
+            else:
+                seen[port.id] = port
+
+    def add_edges(self) -> None:
+        for edge in self.doc.edges:
+            if not edge.complete:
+                self.fed_by_broken_edge.add((edge.to_layer, edge.to_port))
+                self.read_by_broken_edge.add((edge.from_layer, edge.from_port))
+                continue
+            assert edge.from_layer is not None and edge.to_layer is not None
+            assert edge.from_port is not None and edge.to_port is not None
+            src, dst = self.layers.get(edge.from_layer), self.layers.get(edge.to_layer)
+            missing = [lid for lid, lay in ((edge.from_layer, src), (edge.to_layer, dst))
+                       if lay is None]  # fmt: skip
+            if missing:
+                self.error("bad-edge",
                            f"edge from layer {edge.from_layer} port {edge.from_port} to layer "
                            f"{edge.to_layer} port {edge.to_port}: there is no layer with id "
-                           f"{missing[0]}", where)
-            )  # fmt: skip
-            continue
-        assert src is not None and dst is not None
-        if not any(p.id == edge.from_port for p in src.outputs):
-            problems.append(
-                Diagnostic("error", "bad-edge",
+                           f"{missing[0]}", edge.line)  # fmt: skip
+                # The other end exists: its port is not also reported as unfed or unused.
+                self.fed_by_broken_edge.add((edge.to_layer, edge.to_port))
+                self.read_by_broken_edge.add((edge.from_layer, edge.from_port))
+                continue
+            assert src is not None and dst is not None
+            ports_missing = (src.output_port(edge.from_port) is None
+                             or dst.input_port(edge.to_port) is None)  # fmt: skip
+            if ports_missing and (src.unreadable_ports or dst.unreadable_ports):
+                # The edge may name the port the reader could not read (and has reported).
+                self.fed_by_broken_edge.add((dst.id, edge.to_port))
+                self.read_by_broken_edge.add((src.id, edge.from_port))
+                continue
+            if src.output_port(edge.from_port) is None:
+                self.error("bad-edge",
                            f"edge to layer {dst.id} port {edge.to_port} leaves output port "
                            f"{edge.from_port}, but the layer has {_ports(src.outputs, 'output')}",
-                           where, src.ref())
-            )  # fmt: skip
-            continue
-        if not any(p.id == edge.to_port for p in dst.inputs):
-            problems.append(
-                Diagnostic("error", "bad-edge",
+                           edge.line, src)  # fmt: skip
+                self.fed_by_broken_edge.add((dst.id, edge.to_port))
+                continue
+            if dst.input_port(edge.to_port) is None:
+                self.error("bad-edge",
                            f"edge from layer {src.id} port {edge.from_port} enters input port "
                            f"{edge.to_port}, but the layer has {_ports(dst.inputs, 'input')}",
-                           where, dst.ref())
-            )  # fmt: skip
-            continue
-        key = (dst.id, edge.to_port)
-        if key in sources:
-            problems.append(
-                Diagnostic("error", "port-fed-twice",
-                           f"input port {edge.to_port} is fed by two edges", where, dst.ref(),
-                           edge.to_port)
-            )  # fmt: skip
-            continue
-        sources[key] = Source(src.id, edge.from_port)
-        graph.add_edge(src.id, dst.id, from_port=edge.from_port, to_port=edge.to_port)
+                           edge.line, dst)  # fmt: skip
+                self.used_outputs.add((src.id, edge.from_port))
+                continue
+            key = (dst.id, edge.to_port)
+            self.used_outputs.add((src.id, edge.from_port))
+            if key in self.sources:
+                self.error("port-fed-twice", f"input port {edge.to_port} is fed by two edges",
+                           edge.line, dst, edge.to_port)  # fmt: skip
+                continue
+            self.sources[key] = Source(src.id, edge.from_port)
+            self.graph.add_edge(src.id, dst.id, from_port=edge.from_port, to_port=edge.to_port)
 
-    for layer in layers.values():
-        for port in layer.inputs:
-            if (layer.id, port.id) not in sources:
-                problems.append(
-                    Diagnostic("error", "port-not-fed", f"input port {port.id} has no edge",
-                               loc(port.line), layer.ref(), port.id)
-                )  # fmt: skip
+    def check_inputs_fed(self) -> None:
+        for layer in self.layers.values():
+            for port in layer.inputs:
+                key = (layer.id, port.id)
+                if key not in self.sources and key not in self.fed_by_broken_edge:
+                    self.error("port-not-fed", f"input port {port.id} has no edge", port.line,
+                               layer, port.id)  # fmt: skip
 
-    position = {lid: i for i, lid in enumerate(layers)}
-    try:
-        order = list(nx.lexicographical_topological_sort(graph, key=position.__getitem__))
-    except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(graph)
-        ids = [u for u, *_ in cycle]
-        path = " -> ".join(f"{i} '{layers[i].name}'" for i in [*ids, ids[0]])
-        first = layers[ids[0]]
-        raise IrrunError(
-            f"the graph has a cycle: layers {path}", Location(str(doc.path), first.line)
-        ) from None
-    return LayerGraph(doc, graph, layers, order, sources, problems)
+    def check_cycles(self) -> set[str]:
+        """Report each strongly connected part once, with a cycle through it; return its layers."""
+        position = self.position()
+        cyclic: set[str] = set()
+        parts = [
+            part for part in nx.strongly_connected_components(self.graph)
+            if len(part) > 1 or self.graph.has_edge(next(iter(part)), next(iter(part)))
+        ]  # fmt: skip
+        for part in sorted(parts, key=lambda p: min(position[i] for i in p)):
+            cyclic |= part
+            first = min(part, key=position.__getitem__)
+            ids = [u for u, *_ in nx.find_cycle(self.graph.subgraph(part), source=first)]
+            start = ids.index(min(ids, key=position.__getitem__))
+            ids = ids[start:] + ids[:start]
+            path = " -> ".join(f"{i} '{self.layers[i].name}'" for i in [*ids, ids[0]])
+            others = sorted(part - set(ids), key=position.__getitem__)
+            also = (f" (layers {', '.join(f'{i} {self.layers[i].name!r}' for i in others)} "
+                    "are on cycles through them too)") if others else ""  # fmt: skip
+            head = self.layers[ids[0]]
+            self.error("cycle", f"the graph has a cycle: layers {path}{also}", head.line, head)
+        return cyclic
+
+    def check_reachability(self) -> None:
+        sinks = [lid for lid, layer in self.layers.items() if layer.type.lower() in SINK_TYPES]
+        if not sinks:
+            if self.layers:
+                first = next(iter(self.layers.values()))
+                self.error("no-result", "the model has no Result layer: OpenVINO keeps none of "
+                           "its layers", first.line, level="warning")  # fmt: skip
+            return
+        live = set(sinks)
+        stack = list(sinks)
+        while stack:
+            for producer in self.graph.predecessors(stack.pop()):
+                if producer not in live:
+                    live.add(producer)
+                    stack.append(producer)
+        for lid, layer in self.layers.items():
+            if lid not in live:
+                what = ("reaches no Result; OpenVINO keeps it as a model input all the same"
+                        if layer.type.lower() == "parameter"
+                        else "reaches no Result: OpenVINO drops it")  # fmt: skip
+                self.error("dead-layer", what, layer.line, layer, level="warning")
+                continue
+            for port in layer.outputs:
+                key = (lid, port.id)
+                if key not in self.used_outputs and key not in self.read_by_broken_edge:
+                    self.error("unused-output", f"output port {port.id} is not used",
+                               port.line, layer, port.id, level="warning")  # fmt: skip
+
+    def position(self) -> dict[str, int]:
+        return {lid: i for i, lid in enumerate(self.layers)}
+
+    def order(self, cyclic: set[str]) -> list[str]:
+        position = self.position()
+        acyclic = self.graph.subgraph(lid for lid in self.layers if lid not in cyclic)
+        order = list(nx.lexicographical_topological_sort(acyclic, key=position.__getitem__))
+        return order + sorted(cyclic, key=position.__getitem__)
 
 
 def _ports(ports: list, kind: str) -> str:
