@@ -16,6 +16,7 @@ from typing import Any
 
 from . import element_types
 from .dims import parse_partial_shape
+from .errors import Level
 
 
 class _Required:
@@ -143,19 +144,58 @@ class ParsedAttributes:
     warnings: tuple[str, ...] = ()
 
 
-def parse_attributes(attrs: tuple[Attr, ...], data: Mapping[str, str]) -> ParsedAttributes:
-    """Parse a layer's ``<data>`` against an op's declared attributes.
+@dataclass(frozen=True)
+class AttrFinding:
+    """One problem with a layer's ``<data>``, for the checker.
 
-    Unknown attributes are ignored, as OpenVINO ignores them, but reported as warnings.
+    ``code`` is ``missing-attribute`` or ``bad-attribute`` (errors: OpenVINO refuses
+    the layer), ``lenient-attribute`` or ``unknown-attribute`` (warnings: OpenVINO
+    ignores the value), or ``absent-attribute`` (a warning: OpenVINO uses its default).
+    """
+
+    level: Level
+    code: str
+    attr: str
+    message: str
+    expected: Any = None
+    actual: Any = None
+
+
+def read_attributes(
+    attrs: tuple[Attr, ...], data: Mapping[str, str]
+) -> tuple[dict[str, Any], list[AttrFinding]]:
+    """Parse a layer's ``<data>``, collecting a finding for every problem.
+
+    Values that cannot be read are left out of the returned dict, so a dict holding
+    every attribute means the layer's attributes are usable.
+
+    >>> attrs = (Attr("kernel", "ints"), Attr("exclude-pad", "bool", True),
+    ...          Attr("auto_pad", "enum", "explicit", ("explicit", "valid")))
+    >>> values, found = read_attributes(attrs, {"auto_pad": "same", "colour": "blue"})
+    >>> values
+    {'exclude_pad': True}
+    >>> for f in found:
+    ...     print(f.level, f.code, f.message)
+    error missing-attribute attribute 'kernel' is required
+    warning absent-attribute exclude-pad is absent; OpenVINO uses true
+    error bad-attribute attribute 'auto_pad'="same": expected one of explicit, valid
+    warning unknown-attribute unknown attribute 'colour' is ignored
     """
     values: dict[str, Any] = {}
-    warnings: list[str] = []
+    found: list[AttrFinding] = []
     for attr in attrs:
         text = data.get(attr.ir_name)
         if text is None:
             if attr.required:
-                raise AttrError(attr.ir_name, f"attribute '{attr.ir_name}' is required")
+                found.append(AttrFinding("error", "missing-attribute", attr.ir_name,
+                                         f"attribute '{attr.ir_name}' is required"))  # fmt: skip
+                continue
             values[attr.name] = attr.default
+            shown = _shown_default(attr)
+            if shown is not None:
+                found.append(AttrFinding("warning", "absent-attribute", attr.ir_name,
+                                         f"{attr.ir_name} is absent; OpenVINO uses {shown}",
+                                         expected=attr.ir_name))  # fmt: skip
             continue
         try:
             values[attr.name] = attr.parse(text)
@@ -163,18 +203,55 @@ def parse_attributes(attrs: tuple[Attr, ...], data: Mapping[str, str]) -> Parsed
             if attr.kind == "bool" and not attr.required:
                 # OpenVINO ignores a boolean it cannot read and keeps the default.
                 values[attr.name] = attr.default
-                warnings.append(
+                found.append(AttrFinding(
+                    "warning", "lenient-attribute", attr.ir_name,
                     f"attribute '{attr.ir_name}'=\"{text}\" is not true/false/1/0; "
-                    f"OpenVINO ignores it and uses {str(attr.default).lower()}"
-                )
+                    f"OpenVINO ignores it and uses {str(attr.default).lower()}",
+                    expected=attr.describe(), actual=text,
+                ))  # fmt: skip
                 continue
             detail = f" ({exc})" if attr.kind == "ints" else ""
-            raise AttrError(
-                attr.ir_name,
+            found.append(AttrFinding(
+                "error", "bad-attribute", attr.ir_name,
                 f"attribute '{attr.ir_name}'=\"{text}\": expected {attr.describe()}{detail}",
-            ) from exc
+                expected=attr.describe(), actual=text,
+            ))  # fmt: skip
     known = {a.ir_name for a in attrs}
     for key in data:
         if key not in known:
-            warnings.append(f"unknown attribute '{key}' is ignored")
-    return ParsedAttributes(values, tuple(warnings))
+            found.append(AttrFinding("warning", "unknown-attribute", key,
+                                     f"unknown attribute '{key}' is ignored", actual=key))
+    return values, found
+
+
+def _shown_default(attr: Attr) -> str | None:
+    """How an absent attribute's default reads in a warning, or None to stay silent.
+
+    An empty list default means something op-specific (zeros for pads, ones for
+    dilations), so only defaults that speak for themselves are shown.
+    """
+    default = attr.default
+    if default is None or default == "":
+        return None
+    if isinstance(default, bool):
+        return str(default).lower()
+    if attr.kind == "partial_shape" and default == ():
+        return "[] (a scalar)"
+    if isinstance(default, tuple):
+        return "[" + ", ".join(map(str, default)) + "]" if default else None
+    return str(default)
+
+
+def parse_attributes(attrs: tuple[Attr, ...], data: Mapping[str, str]) -> ParsedAttributes:
+    """Parse a layer's ``<data>`` against an op's declared attributes.
+
+    Raises :class:`AttrError` for the first value OpenVINO would refuse.  Unknown
+    attributes are ignored, as OpenVINO ignores them, but reported as warnings, and so
+    are booleans OpenVINO cannot read (it keeps the default).
+    """
+    values, found = read_attributes(attrs, data)
+    for f in found:
+        if f.level == "error":
+            raise AttrError(f.attr, f.message)
+    quiet = ("absent-attribute",)  # a default is what the op declares, not a problem here
+    return ParsedAttributes(values, tuple(f.message for f in found if f.code not in quiet))

@@ -1,20 +1,28 @@
 """Binding layers to ops: resolve each layer's op, parse and check its attributes.
 
 Every problem is collected as a :class:`Diagnostic` so that ``validate`` can
-show all of them; ``load`` refuses a model with any error among them.
+show all of them; ``load`` refuses a model with any error among them.  The
+checks are driven by the registry (each op's declared inputs and attributes and
+its own attribute check), so they cover every op irrun knows.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
-from .attributes import AttrError, parse_attributes
-from .errors import Diagnostic, LayerRef
+from . import element_types, registry
+from .attributes import read_attributes
+from .errors import Diagnostic, LayerRef, Level
 from .graph import LayerGraph
 from .reader import Layer
-from .registry import LookupFailure, OpDef, resolve
+from .registry import LookupFailure, OpDef, opset_number, resolve
 from .weights import Weights
+
+# Codes of the findings that mean irrun has no op for a layer: a type it lacks, and an
+# opset it does not know or that has no op of the layer's type.
+UNSUPPORTED_CODES = ("unsupported-op", "unknown-opset")
 
 
 @dataclass
@@ -30,57 +38,123 @@ class Node:
 
 
 def bind(lg: LayerGraph, weights: Weights) -> tuple[dict[str, Node], list[Diagnostic]]:
-    nodes: dict[str, Node] = {}
-    problems: list[Diagnostic] = []
-    for lid in lg.order:
-        layer = lg.layers[lid]
-        node, found = _bind_layer(layer, lg, weights)
-        nodes[lid] = node
-        problems.extend(found)
-    return nodes, problems
+    binder = _Binder(lg, weights)
+    nodes = {lid: binder.bind(lg.layers[lid]) for lid in lg.order}
+    return nodes, binder.problems
 
 
-def _bind_layer(layer: Layer, lg: LayerGraph, weights: Weights) -> tuple[Node, list[Diagnostic]]:
-    loc = lg.doc.location
-    try:
-        op = resolve(layer.type, layer.version)
-    except LookupFailure as exc:
-        code = "unknown-opset" if "opset" in str(exc).split("(")[0] else "unknown-op"
-        return Node(layer, None, None, layer.ref()), [
-            Diagnostic("error", code, str(exc), loc(layer.line), layer.ref())
-        ]
-    ref = layer.ref(op.version)
-    data_loc = loc(layer.data_line or layer.line)
-    problems: list[Diagnostic] = []
-
-    n_in = len(layer.inputs)
-    if not op.inputs[0] <= n_in <= op.inputs[1]:
-        want = op.inputs[0] if op.inputs[0] == op.inputs[1] else f"{op.inputs[0]} to {op.inputs[1]}"
-        problems.append(
-            Diagnostic("error", "input-count", f"has {n_in} input ports, expected {want}",
-                       loc(layer.line), ref)
-        )  # fmt: skip
-
-    try:
-        parsed = parse_attributes(op.attrs, layer.data)
-    except AttrError as exc:
-        code = "missing-attribute" if "required" in str(exc) else "bad-attribute"
-        problems.append(Diagnostic("error", code, str(exc), data_loc, ref))
-        return Node(layer, op, None, ref), problems
-    problems.extend(
-        Diagnostic("warning", "lenient-attribute", w, data_loc, ref) for w in parsed.warnings
+def supported_ops_text() -> str:
+    """``AdaptiveAvgPool-v8, ..., MaxPool-v1/v8/v14, ...``: every op version irrun runs."""
+    by_type: dict[str, list[int]] = {}
+    for op in registry.supported_ops():
+        by_type.setdefault(op.type, []).append(op.version)
+    return ", ".join(
+        f"{name}-" + "/".join(f"v{v}" for v in sorted(versions))
+        for name, versions in sorted(by_type.items(), key=lambda kv: kv[0].lower())
     )
-    attrs = SimpleNamespace(**parsed.values)
-    if op.check is not None:
+
+
+def _lookup_failure(layer: Layer, exc: LookupFailure) -> tuple[str, str]:
+    """The code and message for a layer whose op irrun cannot resolve."""
+    n = opset_number(layer.version)
+    if n is None or not 1 <= n <= registry.LATEST_OPSET or registry.describe_versions(layer.type):
+        return "unknown-opset", str(exc)
+    types = ", ".join(sorted({op.type for op in registry.supported_ops()}, key=str.lower))
+    return "unsupported-op", (
+        f"op {layer.type} ({layer.version}) is not supported by irrun (it supports {types})"
+    )
+
+
+class _Binder:
+    def __init__(self, lg: LayerGraph, weights: Weights) -> None:
+        self.lg = lg
+        self.weights = weights
+        self.problems: list[Diagnostic] = []
+
+    def report(self, level: Level, code: str, message: str, line: int, ref: LayerRef,
+               expected: Any = None, actual: Any = None) -> None:  # fmt: skip
+        where = self.lg.doc.location(line)
+        self.problems.append(Diagnostic(level, code, message, where, ref, None, expected, actual))
+
+    def bind(self, layer: Layer) -> Node:
+        if layer.unnamed_op:  # the reader has reported the missing type or version
+            return Node(layer, None, None, layer.ref())
         try:
-            op.check(attrs)
-        except ValueError as exc:
-            problems.append(Diagnostic("error", "bad-attribute", str(exc), data_loc, ref))
-            return Node(layer, op, None, ref), problems
-    if op.type == "Const":
+            op = resolve(layer.type, layer.version)
+        except LookupFailure as exc:
+            code, message = _lookup_failure(layer, exc)
+            self.report("error", code, message, layer.line, layer.ref(),
+                        actual=f"{layer.type} ({layer.version})")  # fmt: skip
+            return Node(layer, None, None, layer.ref())
+        ref = layer.ref(op.version)
+        data_line = layer.data_line or layer.line
+
+        n_in = len(layer.inputs)
+        low, high = op.inputs
+        if not layer.unreadable_ports and not low <= n_in <= high:
+            want = low if low == high else f"{low} to {high}"
+            self.report("error", "input-count", f"has {n_in} input ports, expected {want}",
+                        layer.line, ref, expected=want, actual=n_in)  # fmt: skip
+
+        values, found = read_attributes(op.attrs, layer.data)
+        for f in found:
+            self.report(f.level, f.code, f.message, data_line, ref, f.expected, f.actual)
+        if any(f.level == "error" for f in found):
+            return Node(layer, op, None, ref)
+        attrs = SimpleNamespace(**values)
+        if op.check is not None:
+            try:
+                op.check(attrs)
+            except ValueError as exc:
+                self.report("error", "bad-attribute", str(exc), data_line, ref)
+                return Node(layer, op, None, ref)
+            except Exception as exc:  # a bug in the op's check: report it, check the rest
+                self.problems.append(Diagnostic(
+                    "error", "internal-error",
+                    f"irrun's attribute check for {op.label} failed ({type(exc).__name__}: "
+                    f"{exc}); this is a bug in irrun", self.lg.doc.location(data_line), ref,
+                    extra={"exception": exc},
+                ))  # fmt: skip
+                return Node(layer, op, None, ref)
+        if op.type == "Const" and not self.read_const(ref, attrs, data_line):
+            # Its shape or size is in doubt: nothing is inferred from it, so the one
+            # mistake is not reported again at every layer it feeds.
+            return Node(layer, op, None, ref)
+        return Node(layer, op, attrs, ref)
+
+    def read_const(self, ref: LayerRef, a: SimpleNamespace, line: int) -> bool:
+        """Decode a Const's weights into ``a.value``; report why not and return False."""
+        w = self.weights
+        if not w.exists:
+            self.report("error", "bad-weights", f"weights file {w.path} does not exist", line, ref)
+            return False
+        et = a.element_type
+        count = 1
+        for d in a.shape:  # Python integers: a huge shape must not wrap around
+            count *= d
+        need = element_types.byte_size(et, count)
+        if a.size < need:
+            self.report("error", "bad-weights",
+                        f"size {a.size} bytes is too small for shape {list(a.shape)} of {et} "
+                        f"(needs {need} bytes)", line, ref, expected=need,
+                        actual=a.size)  # fmt: skip
+            return False
+        end = a.offset + a.size
+        if end > w.size:
+            self.report("error", "bad-weights",
+                        f"offset {a.offset} + size {a.size} = {end} is past the end of "
+                        f"{w.path.name} ({w.size} bytes)", line, ref, expected=w.size,
+                        actual=end)  # fmt: skip
+            return False
+        if a.size > need:
+            # OpenVINO reads the bytes it needs and ignores the rest.
+            self.report("warning", "const-size",
+                        f"size {a.size} bytes is more than shape {list(a.shape)} of {et} needs "
+                        f"({need} bytes); OpenVINO ignores the rest", line, ref,
+                        expected=need, actual=a.size)  # fmt: skip
         try:
-            attrs.value = weights.read(attrs.offset, attrs.size, attrs.element_type, attrs.shape)
-        except ValueError as exc:
-            problems.append(Diagnostic("error", "bad-weights", str(exc), data_loc, ref))
-            return Node(layer, op, None, ref), problems
-    return Node(layer, op, attrs, ref), problems
+            a.value = w.read(a.offset, a.size, et, a.shape)
+        except (ValueError, OSError) as exc:
+            self.report("error", "bad-weights", str(exc), line, ref)
+            return False
+        return True
