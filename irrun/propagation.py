@@ -1,9 +1,10 @@
 """Shape propagation: infer every tensor's shape and type, and check the declared ports.
 
 Shapes flow from the Parameters (or from given input shapes) through each op's
-shape rule.  Every declared ``<dim>`` is compared with what was inferred; all
-problems are collected.  Small constant subgraphs (a Const and a Convert
-feeding an adaptive pool's ``output_shape``) are folded so shapes stay known.
+shape rule.  Every declared ``<dim>`` is compared with what was inferred, and
+every output port's precision with the inferred element type; all problems are
+collected.  Small constant subgraphs (a Const and a Convert feeding an adaptive
+pool's ``output_shape``) are folded so shapes stay known.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from . import pool_checks
 from .binding import Node
-from .dims import Shape, dims_agree, format_shape
+from .dims import Shape, dims_agree, format_shape, is_static
 from .errors import Diagnostic
 from .graph import LayerGraph
 from .registry import ShapeError, TensorInfo
 
-# Constant inputs up to this many elements are folded through ops during propagation.
+# Constants up to this many elements are folded through ops during propagation.
 FOLD_LIMIT = 4096
 
 Infos = dict[tuple[str, int], TensorInfo]  # (layer id, output port id) -> info
@@ -54,13 +56,20 @@ def describe_attrs(node: Node) -> str:
 def propagate(
     lg: LayerGraph, nodes: Mapping[str, Node], shapes: Mapping[str, TensorInfo] | None = None
 ) -> tuple[Infos, list[Diagnostic]]:
-    """Infer all tensors. ``shapes`` overrides Parameters' infos by layer id."""
+    """Infer all tensors. ``shapes`` overrides Parameters' infos by layer id.
+
+    With ``shapes`` the declared ``<dim>``s are not compared: they describe the
+    shapes the file was written for, not the new ones.
+    """
     infos: Infos = {}
     problems: list[Diagnostic] = []
     loc = lg.doc.location
+    check_dims = not shapes
     for lid in lg.order:
         node = nodes[lid]
-        if not node.ok:
+        # Without all its ports (the reader reported one) a layer's outputs cannot be
+        # matched to what its op produces.
+        if not node.ok or node.layer.unreadable_ports:
             continue
         assert node.op is not None and node.attrs is not None
         inputs = input_infos(lg, node, infos)
@@ -82,25 +91,45 @@ def propagate(
                     )
                 )
                 continue
+            except Exception as exc:  # a bug in an op's shape rule: report it, check the rest
+                problems.append(
+                    Diagnostic(
+                        "error", "internal-error",
+                        f"irrun's shape rule for {node.op.label} failed ({type(exc).__name__}: "
+                        f"{exc}); this is a bug in irrun", loc(node.layer.line), node.ref,
+                        extra={"exception": exc},
+                    )
+                )
+                continue
             outputs = _fold(node, inputs, outputs)
+        if inputs:
+            problems.extend(
+                Diagnostic("warning", "empty-window", message, loc(node.layer.line), node.ref)
+                for message in pool_checks.empty_windows(node.attrs, inputs[0].shape)
+            )
         if len(outputs) != len(node.layer.outputs):
             problems.append(
                 Diagnostic(
                     "error", "output-count",
                     f"has {len(node.layer.outputs)} output ports, {node.op.label} produces "
                     f"{len(outputs)}", loc(node.layer.line), node.ref,
+                    expected=len(outputs), actual=len(node.layer.outputs),
                 )
             )
         for port, info in zip(node.layer.outputs, outputs, strict=False):
             infos[(lid, port.id)] = info
-            problems.extend(_check_port(lg, node, port, info, inputs))
-        for port, info in zip(node.layer.inputs, inputs, strict=True):
-            problems.extend(_check_port(lg, node, port, info, None))
+            problems.extend(_check_port(lg, node, port, info, inputs, check_dims))
+        if check_dims:
+            for port, info in zip(node.layer.inputs, inputs, strict=True):
+                problems.extend(_check_port(lg, node, port, info, None, check_dims))
     return infos, problems
 
 
 def _fold(node: Node, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> list[TensorInfo]:
     if not inputs or any(i.value is None or i.value.size > FOLD_LIMIT for i in inputs):
+        return outputs
+    # Small inputs can still make a huge output (a pool with enormous pads): bounded work only.
+    if not all(is_static(o.shape) and _count(o.shape) <= FOLD_LIMIT for o in outputs):
         return outputs
     assert node.op is not None
     try:
@@ -113,13 +142,35 @@ def _fold(node: Node, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> li
     ]
 
 
+def _count(shape: Shape | None) -> int:
+    count = 1
+    for d in shape or ():
+        assert isinstance(d, int)
+        count *= d
+    return count
+
+
 def _check_port(
-    lg: LayerGraph, node: Node, port, info: TensorInfo, inputs: list[TensorInfo] | None
+    lg: LayerGraph,
+    node: Node,
+    port,
+    info: TensorInfo,
+    inputs: list[TensorInfo] | None,
+    check_dims: bool = True,
 ) -> list[Diagnostic]:
-    """Compare a port's declared dims and precision with the inferred tensor."""
+    """Compare a port's declared dims and precision with the inferred tensor.
+
+    ``inputs`` is None for the layer's own input ports, whose precision OpenVINO
+    never reads.
+    """
     found: list[Diagnostic] = []
     where = lg.doc.location(port.line)
-    if info.shape is not None and not _shape_agrees(port.dims, info.shape):
+    if (
+        check_dims
+        and info.shape is not None
+        and port.dims is not None
+        and not _shape_agrees(port.dims, info.shape)
+    ):
         declared, inferred = format_shape(port.dims), format_shape(info.shape)
         detail = describe_attrs(node) if inputs is not None else ""
         found.append(
@@ -132,6 +183,8 @@ def _check_port(
     et = info.element_type
     # OpenVINO reads no input port's precision, and its serializer writes the compressed
     # type on a decompressing Convert that feeds a Result: neither is a mistake in the file.
+    # Anywhere else its serializer writes the tensor's own type, so a different one is an
+    # error (though one OpenVINO itself ignores: it re-infers every type).
     precision_matters = inputs is not None and "decompression" not in node.layer.rt_info
     if (
         precision_matters
@@ -141,7 +194,7 @@ def _check_port(
     ):
         found.append(
             Diagnostic(
-                "warning", "type-mismatch",
+                "error", "type-mismatch",
                 f"precision {port.precision.name}, but the tensor is {et.name}",
                 where, node.ref, port.id, expected=et.name, actual=port.precision.name,
             )

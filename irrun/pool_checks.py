@@ -1,0 +1,88 @@
+"""Pooling checks beyond the shape rule: windows that hold no input element.
+
+OpenVINO accepts a pool whose windows lie wholly outside the input: ``ceil``
+rounding can add a last window that starts past the end, and MaxPool allows
+pads as large as the kernel.  Such a window yields NaN (AvgPool on the CPU
+plugin; its reference kernel gives 0), 0 (AvgPool counting padding) or the
+lowest value of the type (MaxPool), which is rarely what the model's author
+meant, so the checker warns about it with the values that cause it.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from .dims import Shape
+from .registry import ShapeError
+from .window import output_size, pool_dilations, resolve_pads, with_defaults
+
+POOL_ATTRS = ("kernel", "strides", "pads_begin", "pads_end", "auto_pad", "rounding_type")
+# Axes with more windows than this are not examined (only absurd shapes have them).
+MAX_WINDOWS = 1_000_000
+_SHOWN = 5  # window indices listed in a message
+
+
+def is_pool(attrs: SimpleNamespace) -> bool:
+    """Whether an op's attributes describe a sliding-window pool (MaxPool, AvgPool)."""
+    return all(hasattr(attrs, name) for name in POOL_ATTRS)
+
+
+def empty_windows(attrs: SimpleNamespace, shape: Shape | None) -> list[str]:
+    """One message per spatial axis that has windows without any input element.
+
+    ``shape`` is the pool's input shape; axes of unknown size are skipped.
+
+    >>> a = SimpleNamespace(kernel=(1,), strides=(3,), pads_begin=(0,), pads_end=(0,),
+    ...                     auto_pad="explicit", rounding_type="ceil", exclude_pad=True)
+    >>> print(empty_windows(a, (1, 1, 5))[0])
+    1 window on spatial axis 0 holds no input element (output 2 starts at 6; input size 5, \
+kernel 1, stride 3, dilation 1, pads 0/0, rounding_type=ceil): OpenVINO's CPU plugin gives \
+NaN there (its reference implementation 0)
+    """
+    if not is_pool(attrs) or shape is None or len(shape) - 2 != len(attrs.kernel):
+        return []
+    a = with_defaults(attrs)
+    dil = pool_dilations(a)
+    found: list[tuple[int, int, np.ndarray, np.ndarray, tuple[int, ...]]] = []
+    any_pad = False
+    for axis, size in enumerate(shape[2:]):
+        if not isinstance(size, int):
+            continue
+        k, s, d = a.kernel[axis], a.strides[axis], dil[axis]
+        pb, pe = resolve_pads(size, k, s, d, a.auto_pad, a.pads_begin[axis], a.pads_end[axis])
+        any_pad = any_pad or pb > 0 or pe > 0
+        try:
+            out = output_size(size, k, s, d, pb, pe, a.rounding_type)
+        except ShapeError:
+            return []  # the shape rule reports it
+        if out > MAX_WINDOWS:
+            continue
+        starts = np.arange(out, dtype=np.int64) * s - pb
+        # The first tap at or after index 0, and whether it is a tap and inside the input.
+        first = np.maximum(0, -(starts // d))
+        empty = (first >= k) | (starts + first * d >= size)
+        if empty.any():
+            found.append((axis, size, np.flatnonzero(empty), starts, (k, s, d, pb, pe)))
+    return [_message(a, any_pad, *f) for f in found]
+
+
+def _message(a: SimpleNamespace, any_pad: bool, axis: int, size: int, empty: np.ndarray,
+             starts: np.ndarray, geometry: tuple[int, ...]) -> str:  # fmt: skip
+    k, s, d, pb, pe = geometry
+    n = len(empty)
+    shown = ", ".join(str(i) for i in empty[:_SHOWN]) + (", ..." if n > _SHOWN else "")
+    begins = ", ".join(str(starts[i]) for i in empty[:_SHOWN]) + (", ..." if n > _SHOWN else "")
+    several = n != 1
+    where = (f"output{'s' * several} {shown} start{'' if several else 's'} at {begins}; "
+             f"input size {size}, kernel {k}, stride {s}, dilation {d}, pads {pb}/{pe}, "
+             f"rounding_type={a.rounding_type}")  # fmt: skip
+    if not hasattr(a, "exclude_pad"):
+        effect = "OpenVINO gives the lowest value of the element type there (-3.4e38 for f32)"
+    elif not a.exclude_pad and any_pad:
+        effect = "their average is 0 (the divisor counts the padding)"
+    else:
+        effect = "OpenVINO's CPU plugin gives NaN there (its reference implementation 0)"
+    return (f"{n} window{'s' * several} on spatial axis {axis} hold{'' if several else 's'} "
+            f"no input element ({where}): {effect}")  # fmt: skip
