@@ -3,23 +3,29 @@
 ``irrun MODEL.xml ...`` is short for ``irrun run MODEL.xml ...``.  Errors are one
 line on stderr with exit code 1 (2 for misuse of the command line); ``--debug``
 shows the traceback instead.
+
+``irrun validate`` prints one line per finding and a summary, and exits 0 when
+there is no error (1 with errors, or with warnings under ``--strict``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
 from . import __version__
-from .errors import IrrunError, Location, UsageError
-from .model import Model, load, validate
+from .errors import Diagnostic, IrrunError, Location, UsageError
+from .model import Model, check_ir, internal_error, load
+from .reshape import describe, parse_shapes
 
 COMMANDS = ("run", "validate")
 
@@ -52,10 +58,37 @@ def _parser() -> argparse.ArgumentParser:
         "--seed", type=_seed, default=0, help="seed for random inputs (default 0)"
     )
 
-    sub.add_parser(
-        "validate", parents=[common], help="check an IR file and report every problem"
+    check = sub.add_parser(
+        "validate", parents=[common], help="check an IR file and report every problem",
+        description="Check an IR file and report every problem, one line each. Exit 0 when "
+        "there is no error, 1 when there is one (or a warning, with --strict).",
+    )  # fmt: skip
+    check.add_argument(
+        "--shape", type=_shapes, metavar="SHAPES",
+        help="give the inputs new shapes and report what breaks, in OpenVINO's syntax: "
+        "x[8,3,224,224],y[1,4], or [1,3,224,224] for a model with one input "
+        "(a dim may be ?, -1 or a range 1..10)",
+    )  # fmt: skip
+    check.add_argument("--strict", action="store_true", help="fail (exit 1) on warnings too")
+    check.add_argument(
+        "--json", action="store_true", help="print the report as JSON instead of lines"
+    )
+    check.add_argument(
+        "-o", "--output", metavar="REPORT.json", help="also write the report as JSON here"
     )
     return parser
+
+
+def _shapes(text: str) -> str:
+    # Checked here, so that a malformed --shape is a usage error before anything is read.
+    try:
+        parse_shapes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+_shapes.__name__ = "--shape"  # argparse names the type in "invalid --shape value: '...'"
 
 
 def _seed(text: str) -> int:
@@ -101,23 +134,69 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    found = validate(args.model, args.weights)
+    if args.output:
+        check_output_path(Path(args.output))
+    shapes_text = None
+    try:
+        checked = check_ir(args.model, args.weights, args.shape)
+    except UsageError:
+        raise
+    except Exception as exc:
+        if args.debug:
+            raise
+        found = [internal_error(args.model, exc)]  # never a traceback, whatever the file
+    else:
+        found = checked.findings
+        if checked.graph is not None and checked.shapes:
+            shapes_text = describe(checked.graph, checked.shapes)
     errors = sum(d.level == "error" for d in found)
     warnings = len(found) - errors
+    failed = bool(errors or (args.strict and warnings))
+    report = validation_report(args.model, found, shapes_text, args.strict)
+    if args.output:
+        write_atomically(Path(args.output), lambda f: _dump_json(report, f))
+    if args.json:
+        _dump_json(report, sys.stdout)
+        return int(failed)
     for d in found:
-        if d.level == "error":
-            print(d)
-        else:
-            where = f"{d.location}: " if d.location else ""
-            layer = f"{d.layer}" + (f" port {d.port}" if d.port is not None else "") + ": "
-            print(f"{where}warning: {layer if d.layer else ''}{d.message}")
-    if errors:
-        print(f"{args.model}: {errors} error{'s' * (errors != 1)}, "
-              f"{warnings} warning{'s' * (warnings != 1)}")  # fmt: skip
+        print(d)
+    subject = f"{args.model} with {shapes_text}" if shapes_text else args.model
+    counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    if failed:
+        print(f"{subject}: {counts}" + (" (--strict: warnings fail)" * (not errors)))
+    elif warnings:
+        print(f"{subject}: valid ({counts.split(', ')[1]})")
     else:
-        extra = f" ({warnings} warning{'s' * (warnings != 1)})" if warnings else ""
-        print(f"{args.model}: valid{extra}")
-    return 1 if errors else 0
+        print(f"{subject}: valid")
+    return int(failed)
+
+
+def validation_report(
+    model: str, found: list[Diagnostic], shapes: str | None = None, strict: bool = False
+) -> dict[str, Any]:
+    """The JSON report of ``irrun validate``: a summary and every finding.
+
+    >>> validation_report("m.xml", [])["summary"]
+    {'passed': True, 'errors': 0, 'warnings': 0, 'strict': False}
+    """
+    errors = sum(d.level == "error" for d in found)
+    warnings = len(found) - errors
+    return {
+        "file": model,
+        "shapes": shapes,
+        "summary": {
+            "passed": not errors and not (strict and warnings),
+            "errors": errors,
+            "warnings": warnings,
+            "strict": strict,
+        },
+        "findings": [d.as_dict() for d in found],
+    }
+
+
+def _dump_json(report: dict[str, Any], f: IO[str]) -> None:
+    json.dump(report, f, indent=2)
+    f.write("\n")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -231,6 +310,14 @@ def check_output_path(path: Path) -> None:
 
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write ``arrays`` to ``path`` atomically: a temporary file renamed into place."""
+    write_atomically(path, lambda f: np.savez(f, **arrays), binary=True)
+
+
+def write_atomically(path: Path, write: Callable[[Any], object], binary: bool = False) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then rename it into place.
+
+    The file appears whole or not at all; an existing one is left as it was on failure.
+    """
     check_output_path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
@@ -238,8 +325,8 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     except OSError as exc:
         raise IrrunError(f"cannot write: {exc.strerror or exc}", Location(str(path))) from None
     try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
+            write(f)
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)

@@ -10,14 +10,16 @@ from typing import Any
 import numpy as np
 
 from . import element_types, ops  # noqa: F401  (ops registers every kernel)
-from .binding import Node, bind
+from .binding import UNSUPPORTED_CODES, Node, bind, supported_ops_text
 from .dims import Shape, format_shape, shape_fits
-from .errors import Diagnostic, IrrunError, Location
+from .errors import Diagnostic, IrrunError, Location, UsageError
 from .executor import Plan
 from .graph import LayerGraph, build_graph
-from .propagation import propagate
-from .reader import read_ir
+from .propagation import Infos, propagate
+from .reader import parse_xml, read_document
 from .registry import TensorInfo
+from .reshape import ShapeSpec, input_shapes
+from .schema import check_structure
 from .weights import Weights
 
 
@@ -37,12 +39,126 @@ class TensorSpec:
         )
 
 
-_FATAL_SHAPE_PROBLEMS = ("shape-error", "output-count")
+# Errors that do not stop a model from loading: OpenVINO reads neither a port's dims nor
+# its precision (it infers both), so irrun runs such a model too.
+INFORMATIONAL_CODES = ("shape-mismatch", "type-mismatch")
 
 
 def _weights_path(xml: Path, weights: str | Path | None) -> Path:
-    # Not with_suffix: it raises for a path with no name ("."), which read_ir reports better.
+    # Not with_suffix: it raises for a path with no name ("."), which parse_xml reports better.
     return Path(weights) if weights is not None else xml.parent / f"{xml.stem}.bin"
+
+
+def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
+    """Each finding once, in the order given."""
+    return list({(d.code, str(d)): d for d in found}.values())
+
+
+def _by_line(found: list[Diagnostic]) -> list[Diagnostic]:
+    """In file order (stable: one line's findings keep their order), each finding once."""
+    return sorted(_unique(found), key=lambda d: d.line)
+
+
+@dataclass
+class Checked:
+    """What checking an IR file found, and the graph it built on the way.
+
+    ``findings`` are what ``validate`` reports, in file order; ``blocking`` the errors
+    among them that stop ``load`` (everything but the structure checks that are
+    stricter than OpenVINO and the comparisons with declared dims and precisions), in
+    the order of the stages that found them, so that the first is the likeliest cause
+    of the others.
+    """
+
+    path: Path
+    findings: list[Diagnostic]
+    blocking: list[Diagnostic]
+    graph: LayerGraph | None = None
+    nodes: dict[str, Node] | None = None
+    infos: Infos | None = None
+    shapes: dict[str, TensorInfo] | None = None  # new input shapes, by Parameter layer id
+
+    def refuse(self) -> None:
+        """Raise the error that stops ``load``, if there is one.
+
+        Ops irrun does not support come first, all of them named at once; then the first
+        other problem, with the count of the rest.  A bug in an op's shape rule re-raises
+        the original exception, so that ``--debug`` shows where it happened.
+        """
+        unsupported = [d for d in self.blocking if d.code in UNSUPPORTED_CODES]
+        if len(unsupported) > 1:
+            raise _unsupported_error(self.path, unsupported)
+        first = unsupported[0] if unsupported else (self.blocking[0] if self.blocking else None)
+        if first is None:
+            return
+        if "exception" in first.extra:
+            raise first.extra["exception"]
+        err = first.as_error()
+        others = len(self.blocking) - 1
+        if others:
+            err = IrrunError(f"{err.message} (and {others} more: run 'irrun validate')",
+                             err.location, err.layer, err.port, err.code)  # fmt: skip
+        raise err
+
+
+def _unsupported_error(path: Path, found: list[Diagnostic]) -> IrrunError:
+    """One line naming every layer whose op irrun lacks, grouped by op, and what it has."""
+    groups: dict[str, list[Diagnostic]] = {}
+    for d in found:
+        assert d.layer is not None
+        groups.setdefault(f"{d.layer.type} ({d.layer.opset})", []).append(d)
+    parts = []
+    for op, ds in groups.items():
+        layers = ", ".join(f"{d.layer.id} '{d.layer.name}' (line {d.line})" for d in ds
+                           if d.layer is not None)  # fmt: skip
+        parts.append(f"{op}: layer{'s' * (len(ds) > 1)} {layers}")
+    return IrrunError(
+        f"{len(found)} layers have ops irrun does not support: {'; '.join(parts)} "
+        f"(irrun supports {supported_ops_text()})",
+        Location(str(path), found[0].line), code="unsupported-op",
+    )  # fmt: skip
+
+
+def check_ir(
+    xml: str | Path, weights: str | Path | Weights | None = None, shapes: ShapeSpec | None = None
+) -> Checked:
+    """Check an IR file through every stage irrun has, collecting every finding.
+
+    Stages: the file and its XML, the structure against irrun's schema (the reader
+    reads what it can beside it), the graph's wiring, each layer's op and attributes
+    and constants, then shapes and types.  A stage that cannot start (no XML, no
+    <net>) ends the check.  ``shapes`` (see :mod:`irrun.reshape`) gives the inputs
+    new shapes; a bad one raises :class:`~irrun.errors.UsageError`.
+    """
+    path = Path(xml)
+    if not isinstance(weights, Weights):
+        weights = Weights(_weights_path(path, weights))
+    try:
+        root = parse_xml(path)
+    except IrrunError as exc:
+        unreadable = [Diagnostic.from_error(exc, "unreadable")]
+        return Checked(path, unreadable, list(unreadable))
+    structure = check_structure(root, path)
+    doc, read_problems = read_document(root, path)
+    del root  # the records hold all that is needed; the tree is the largest thing in memory
+    # The reader fails on elements the schema rejects as well: keep the schema's finding,
+    # which says more, and let it stop the load as the reader's would have.
+    schema_lines = {d.line for d in structure}
+    reader_lines = {p.location.line for p in read_problems if p.location is not None}
+    read_findings = [Diagnostic.from_error(p) for p in read_problems]
+    unseen = [d for d in read_findings if d.line not in schema_lines]
+    blocking = unseen + [d for d in structure if d.line in reader_lines]
+    findings = structure + unseen
+    if doc is None:
+        return Checked(path, _by_line(findings), _unique(blocking))
+    lg = build_graph(doc)
+    nodes, bound = bind(lg, weights)
+    new_shapes = input_shapes(lg, nodes, shapes) if shapes is not None else None
+    infos, propagated = propagate(lg, nodes, new_shapes)
+    later = lg.problems + bound + propagated
+    findings += later
+    blocking += [d for d in later if d.level == "error" and d.code not in INFORMATIONAL_CODES]
+    return Checked(path, _by_line(findings), _unique(blocking), lg, nodes, infos, new_shapes)
 
 
 class Model:
@@ -59,28 +175,16 @@ class Model:
     def __init__(self, xml: str | Path, weights: str | Path | None = None) -> None:
         self.path = Path(xml)
         self.weights = Weights(_weights_path(self.path, weights))
-        self._build()
-
-    def _build(self) -> None:
-        doc = read_ir(self.path)
-        self.ir_version = doc.ir_version
-        self.rt_info: dict[str, Any] = doc.rt_info
-        self._graph: LayerGraph = build_graph(doc)
-        self._nodes, bind_problems = bind(self._graph, self.weights)
-        problems = self._graph.problems + bind_problems
-        errors = [p for p in problems if p.level == "error"]
-        if errors:
-            first = errors[0]
-            more = f" (and {len(errors) - 1} more: run 'irrun validate')" if len(errors) > 1 else ""
-            raise IrrunError(first.message + more, first.location, first.layer, first.port)
-        self._infos, shape_problems = propagate(self._graph, self._nodes)
-        # A layer whose shape rule fails cannot run on any input the model accepts (OpenVINO
-        # refuses it at read_model); a declared <dim> that disagrees is only informational.
-        fatal = [p for p in shape_problems if p.code in _FATAL_SHAPE_PROBLEMS]
-        if fatal:
-            first = fatal[0]
-            raise IrrunError(first.message, first.location, first.layer, first.port)
-        self._diagnostics = problems + shape_problems
+        checked = check_ir(self.path, self.weights)
+        checked.refuse()
+        assert checked.graph is not None and checked.nodes is not None
+        assert checked.infos is not None
+        self._checked = checked
+        self.ir_version = checked.graph.doc.ir_version
+        self.rt_info: dict[str, Any] = checked.graph.doc.rt_info
+        self._graph: LayerGraph = checked.graph
+        self._nodes: dict[str, Node] = checked.nodes
+        self._infos = checked.infos
         self._plan = Plan(self._graph, self._nodes)
         self._index_names()
 
@@ -110,7 +214,7 @@ class Model:
                     self._input_ids.setdefault(alias, lid)
             elif node.op is not None and node.op.type == "Result":
                 src = lg.sources[(lid, layer.inputs[0].id)]
-                producer_port = lg.layers[src.layer].port(src.port)
+                producer_port = lg.layers[src.layer].output_port(src.port)
                 names = producer_port.names if producer_port is not None else ()
                 name = names[0] if names else layer.name
                 info = self._infos.get((src.layer, src.port), TensorInfo(None, None))
@@ -125,9 +229,21 @@ class Model:
             return None
         return next(s for s in self.inputs if self._input_ids[s.name] == lid)
 
-    def validate(self) -> list[Diagnostic]:
-        """Every problem found in the model, errors and warnings, in file order."""
-        return sorted(self._diagnostics, key=lambda d: d.location.line if d.location else 0)
+    def validate(self, shapes: ShapeSpec | None = None) -> list[Diagnostic]:
+        """Every problem found in the model, errors and warnings, in file order.
+
+        The same findings as :func:`validate` gives for the file.  A model that loaded
+        has no error that stops it from running, but may have others (a declared dim
+        that disagrees with the inferred one).  With ``shapes`` the inputs get new shapes
+        first (``{"x": [8, 3, 224, 224]}`` or ``"x[8,3,224,224]"``), and what breaks is
+        reported instead of the comparisons with the declared dims.
+        """
+        if shapes is None:
+            return list(self._checked.findings)
+        new_shapes = input_shapes(self._graph, self._nodes, shapes)
+        _, propagated = propagate(self._graph, self._nodes, new_shapes)
+        kept = [d for d in self._checked.findings if d.code not in _PROPAGATION_CODES]
+        return _by_line(kept + propagated)
 
     def run(
         self,
@@ -244,23 +360,38 @@ def load(xml: str | Path, weights: str | Path | None = None) -> Model:
     return Model(xml, weights)
 
 
-def validate(xml: str | Path, weights: str | Path | None = None) -> list[Diagnostic]:
-    """Every problem in an IR file, as diagnostics; never raises for a bad file.
+# Findings of shape and type propagation, which new input shapes replace.
+_PROPAGATION_CODES = ("shape-error", "internal-error", "empty-window", "output-count",
+                      "shape-mismatch", "type-mismatch")  # fmt: skip
 
-    >>> validate("models/demo.xml")
+
+def validate(
+    xml: str | Path, weights: str | Path | None = None, shapes: ShapeSpec | None = None
+) -> list[Diagnostic]:
+    """Every problem in an IR file, as diagnostics in file order; never raises for a bad file.
+
+    ``shapes`` gives the inputs new shapes, as :meth:`Model.validate` does (a bad
+    ``shapes`` raises :class:`~irrun.errors.UsageError`).
+
+    >>> validate("models/maxpool_example1.xml")
     []
+    >>> for d in validate("models/demo.xml", shapes="image[1,3,2,2]"):
+    ...     print(d.level, d.code, d.layer.name)
+    warning unused-output stem_pool
+    error shape-error avg_pool
     """
-    xml = Path(xml)
     try:
-        doc = read_ir(xml)
-    except IrrunError as exc:
-        return [Diagnostic.from_error(exc, "unreadable")]
-    try:
-        lg = build_graph(doc)
-    except IrrunError as exc:
-        return [Diagnostic.from_error(exc, "cycle")]
-    w = Weights(_weights_path(xml, weights))
-    nodes, bind_problems = bind(lg, w)
-    _, shape_problems = propagate(lg, nodes)
-    found = lg.problems + bind_problems + shape_problems
-    return sorted(found, key=lambda d: d.location.line if d.location else 0)
+        return check_ir(xml, weights, shapes).findings
+    except UsageError:
+        raise
+    except Exception as exc:  # a bug in irrun is reported, not raised, like the file's problems
+        return [internal_error(xml, exc)]
+
+
+def internal_error(xml: str | Path, exc: Exception) -> Diagnostic:
+    """The finding that stands for a bug irrun hit while checking ``xml``."""
+    return Diagnostic(
+        "error", "internal-error",
+        f"irrun failed while checking the file ({type(exc).__name__}: {exc}); this is a bug "
+        "in irrun (run with --debug for details)", Location(str(xml)), extra={"exception": exc},
+    )  # fmt: skip
