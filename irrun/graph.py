@@ -71,9 +71,14 @@ class _Builder:
         self.fed_by_broken_edge: set[tuple[str | None, int | None]] = set()
         self.read_by_broken_edge: set[tuple[str | None, int | None]] = set()
         self.used_outputs: set[tuple[str, int]] = set()
+        # Set by any problem that leaves edges out of the graph: which layers reach a
+        # Result is then unknown, and warnings about it would only echo that problem.
+        self.wiring_broken = False
 
     def error(self, code: str, message: str, line: int, layer: Layer | None = None,
               port: int | None = None, level: Level = "error") -> None:  # fmt: skip
+        if level == "error" and code != "cycle":
+            self.wiring_broken = True
         ref = layer.ref() if layer is not None else None
         self.problems.append(Diagnostic(level, code, message, self.doc.location(line), ref, port))
 
@@ -87,6 +92,7 @@ class _Builder:
                 continue
             self.layers[layer.id] = layer
             self.graph.add_node(layer.id)
+            self.wiring_broken |= layer.unreadable_ports
             for kind, ports in (("input", layer.inputs), ("output", layer.outputs)):
                 self._check_port_ids(layer, kind, ports)
 
@@ -105,6 +111,7 @@ class _Builder:
     def add_edges(self) -> None:
         for edge in self.doc.edges:
             if not edge.complete:
+                self.wiring_broken = True
                 self.fed_by_broken_edge.add((edge.to_layer, edge.to_port))
                 self.read_by_broken_edge.add((edge.from_layer, edge.from_port))
                 continue
@@ -184,6 +191,8 @@ class _Builder:
         return cyclic
 
     def check_reachability(self) -> None:
+        if self.wiring_broken:
+            return
         sinks = [lid for lid, layer in self.layers.items() if layer.type.lower() in SINK_TYPES]
         if not sinks:
             if self.layers:

@@ -117,7 +117,8 @@ def propagate(
                 )
             )
         for port, info in zip(node.layer.outputs, outputs, strict=False):
-            infos[(lid, port.id)] = info
+            # Of two ports with one id (reported by the graph), edges read the first.
+            infos.setdefault((lid, port.id), info)
             problems.extend(_check_port(lg, node, port, info, inputs, check_dims))
         if check_dims:
             for port, info in zip(node.layer.inputs, inputs, strict=True):
