@@ -1,0 +1,409 @@
+"""Valid IR gives no error: the bundled models, hand-edited variants OpenVINO reads, and IR
+saved by OpenVINO itself with a layer of every op version irrun supports.
+
+Warnings are allowed only where the file really has what they describe (an output port
+nothing reads: OpenVINO writes MaxPool's indices port whether or not it is used).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irrun
+from irrun import registry
+
+ov = pytest.importorskip("openvino")
+import openvino.opset1 as o1  # noqa: E402
+import openvino.opset2 as o2  # noqa: E402
+import openvino.opset3 as o3  # noqa: E402
+import openvino.opset4 as o4  # noqa: E402
+import openvino.opset5 as o5  # noqa: E402
+import openvino.opset7 as o7  # noqa: E402
+import openvino.opset8 as o8  # noqa: E402
+import openvino.opset10 as o10  # noqa: E402
+import openvino.opset11 as o11  # noqa: E402
+import openvino.opset12 as o12  # noqa: E402
+import openvino.opset14 as o14  # noqa: E402
+import openvino.opset15 as o15  # noqa: E402
+import openvino.opset16 as o16  # noqa: E402
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+DEMO_XML = (MODELS / "demo.xml").read_text()
+DEMO_BIN = (MODELS / "demo.bin").read_bytes()
+
+
+def errors(found) -> list[str]:
+    return [str(d) for d in found if d.level == "error"]
+
+
+# --- the bundled models and hand-edited variants --------------------------------------------
+
+
+@pytest.mark.parametrize("xml", sorted(MODELS.glob("*.xml")), ids=lambda p: p.stem)
+def test_bundled_models_have_no_error(xml: Path):
+    found = irrun.validate(xml)
+    assert errors(found) == []
+    assert irrun.load(xml).validate() == found
+
+
+# avg_pool's input port, the only one whose first three dims are 1, 3, 8.
+AVG_INPUT = "\n\t\t\t\t\t".join(('<port id="0" precision="FP32">', "<dim>1</dim>", "<dim>3</dim>",
+                                   "<dim>8"))
+
+VARIANTS = {
+    # OpenVINO writes -1 for a dynamic dim; a range is irrun's own, read as written.
+    "dynamic-input": [('shape="1,3,16,16"', 'shape="1,3,?,?"')],
+    "interval-input": [('shape="1,3,16,16"', 'shape="1,3,16..32,16"')],
+    "declared-minus-one": [("<dim>8</dim>", "<dim>-1</dim>")],
+    "declared-range": [("<dim>16</dim>", "<dim>1..16</dim>")],
+    # OpenVINO ignores an input port's precision (and its serializer writes the producer's).
+    "input-precision-ignored": [(AVG_INPUT, AVG_INPUT.replace('"FP32"', '"I8"'))],
+    "ir-v10": [('version="11"', 'version="10"')],
+    "lower-case-precisions": [('precision="FP32"', 'precision="f32"')],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_valid_variants_of_demo(variant, tmp_path):
+    text = DEMO_XML
+    for old, new in VARIANTS[variant]:
+        assert old in text
+        text = text.replace(old, new)
+    path = tmp_path / "m.xml"
+    path.write_text(text)
+    path.with_suffix(".bin").write_bytes(DEMO_BIN)
+    found = irrun.validate(path)
+    assert errors(found) == []
+    assert {d.code for d in found} == {"unused-output"}  # stem_pool's indices
+    assert ov.Core().read_model(str(path)) is not None
+
+
+# --- IR written by OpenVINO, one model per op version ---------------------------------------
+
+F32 = np.float32
+
+
+def param(shape, et=F32, name="x"):
+    return o1.parameter(shape, et, name=name)
+
+
+def const(values, dtype=np.int64):
+    return o1.constant(np.array(values, dtype))
+
+
+def _image(shape=(1, 3, 8, 8)):
+    return param(list(shape))
+
+
+def _unary(make):
+    def build():
+        x = _image()
+        return [make(x)], [x]
+
+    return build
+
+
+def _binary(make):
+    def build():
+        x, y = _image(), param([1, 3, 1, 8], name="y")
+        return [make(x, y)], [x, y]
+
+    return build
+
+
+def _pool(make):
+    def build():
+        x = _image()
+        return [make(x)], [x]
+
+    return build
+
+
+def _max_pool_with_indices(module):
+    def build():
+        x = _image()
+        pool = module.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [3, 3], "ceil", "explicit",
+                               "i32")  # fmt: skip
+        return [pool.output(0), pool.output(1)], [x]
+
+    return build
+
+
+def _conv():
+    x = _image()
+    w = o1.constant(np.full((4, 3, 3, 3), 0.25, F32))
+    return [o1.convolution(x, w, [1, 1], [1, 1], [1, 1], [1, 1])], [x]
+
+
+def _group_conv():
+    x = _image()
+    w = o1.constant(np.full((3, 1, 1, 3, 3), 0.5, F32))
+    return [o1.group_convolution(x, w, [2, 2], [0, 0], [0, 0], [1, 1])], [x]
+
+
+def _matmul():
+    a, b = param([2, 3], name="a"), param([4, 3], name="b")
+    return [o1.matmul(a, b, False, True)], [a, b]
+
+
+def _batch_norm(module):
+    def build():
+        x = _image()
+        c = [o1.constant(np.full(3, v, F32)) for v in (1.0, 0.5, 0.1, 2.0)]
+        return [module.batch_norm_inference(x, *c, 1e-5)], [x]
+
+    return build
+
+
+def _adaptive(make):
+    def build():
+        x = _image()
+        node = make(x, const([3, 2]))
+        return [node.output(i) for i in range(node.get_output_size())], [x]
+
+    return build
+
+
+def _shape_of(module):
+    def build():
+        x = _image()
+        return [module.shape_of(x)], [x]
+
+    return build
+
+
+def _reshape():
+    x = _image()
+    return [o1.reshape(x, const([1, -1]), False)], [x]
+
+
+def _transpose():
+    x = _image()
+    return [o1.transpose(x, const([0, 2, 3, 1]))], [x]
+
+
+def _concat():
+    x, y = _image(), param([1, 2, 8, 8], name="y")
+    return [o1.concat([x, y], 1)], [x, y]
+
+
+def _squeeze(module):
+    def build():
+        x = param([1, 3, 1, 8])
+        return [module.squeeze(x, const([2]))], [x]
+
+    return build
+
+
+def _unsqueeze():
+    x = param([3, 8])
+    return [o1.unsqueeze(x, const([0]))], [x]
+
+
+def _gather(module):
+    def build():
+        x = _image()
+        return [module.gather(x, const([2, 0]), const(1))], [x]
+
+    return build
+
+
+def _broadcast(module):
+    def build():
+        x = param([3, 1])
+        return [module.broadcast(x, const([2, 3, 4]))], [x]
+
+    return build
+
+
+def _pad(module):
+    def build():
+        x = _image()
+        return [module.pad(x, const([0, 0, 1, 2]), const([0, 0, 2, 1]), "constant")], [x]
+
+    return build
+
+
+def _strided_slice():
+    x = _image()
+    node = o1.strided_slice(x, const([0, 0, 1, 0]), const([1, 3, 7, 8]), const([1, 1, 2, 1]),
+                            [0, 0, 0, 0], [0, 0, 0, 0])  # fmt: skip
+    return [node], [x]
+
+
+def _reduce(make):
+    def build():
+        x = _image()
+        return [make(x, const([2, 3]), True)], [x]
+
+    return build
+
+
+def _interpolate_0():
+    x = _image()
+    attrs = {"axes": [2, 3], "mode": "nearest", "align_corners": False, "antialias": False,
+             "pads_begin": [0, 0, 0, 0], "pads_end": [0, 0, 0, 0]}  # fmt: skip
+    return [o1.interpolate(x, const([16, 16]), attrs)], [x]
+
+
+def _interpolate_4():
+    x = _image()
+    # opset10's Python function builds Interpolate-4 (opset4 re-exports opset1's).
+    node = o10.interpolate(x, const([16, 16]), o1.constant(np.array([2, 2], F32)), "linear",
+                           "sizes", axes=const([2, 3]))  # fmt: skip
+    return [node], [x]
+
+
+def _interpolate_11():
+    x = _image()
+    return [o11.interpolate(x, o1.constant(np.array([2, 2], F32)), "nearest", "scales",
+                            axes=const([2, 3]))], [x]  # fmt: skip
+
+
+def _convert():
+    x = _image()
+    return [o1.convert(x, "i32")], [x]
+
+
+def _clamp():
+    x = _image()
+    return [o1.clamp(x, -1.0, 2.5)], [x]
+
+
+def _power():
+    x = _image()
+    return [o1.power(x, o1.constant(np.array(2.0, F32)))], [x]
+
+
+# (irrun op type, version) -> a function returning (outputs, parameters) of an OpenVINO model
+# that holds that op.  Every op version in irrun's registry needs one (see the test below).
+BUILDERS: dict[tuple[str, int], Callable] = {
+    ("Parameter", 1): _unary(o1.relu),
+    ("Result", 1): _unary(o1.relu),
+    ("Const", 1): _power,
+    ("Convert", 1): _convert,
+    ("MaxPool", 1): _pool(lambda x: o1.max_pool(x, [2, 2], [0, 0], [1, 1], [3, 3], "floor")),
+    ("MaxPool", 8): _max_pool_with_indices(o8),
+    ("MaxPool", 14): _max_pool_with_indices(o14),
+    ("AvgPool", 1): _pool(lambda x: o1.avg_pool(x, [2, 2], [1, 1], [1, 1], [3, 3], False)),
+    ("AvgPool", 14): _pool(lambda x: o14.avg_pool(x, [2, 2], [1, 1], [1, 1], [2, 2], True,
+                                                  "ceil_torch")),
+    ("AvgPool", 16): _pool(lambda x: o16.avg_pool(x, [1, 1], [0, 0], [0, 0], [2, 2], True,
+                                                  dilations=[2, 2])),
+    ("AdaptiveAvgPool", 8): _adaptive(o8.adaptive_avg_pool),
+    ("AdaptiveMaxPool", 8): _adaptive(lambda x, s: o8.adaptive_max_pool(x, s, "i32")),
+    ("Convolution", 1): _conv,
+    ("GroupConvolution", 1): _group_conv,
+    ("MatMul", 1): _matmul,
+    ("BatchNormInference", 1): _batch_norm(o1),
+    ("BatchNormInference", 5): _batch_norm(o5),
+    ("Add", 1): _binary(o1.add),
+    ("Subtract", 1): _binary(o1.subtract),
+    ("Multiply", 1): _binary(o1.multiply),
+    ("Divide", 1): _binary(o1.divide),
+    ("Maximum", 1): _binary(o1.maximum),
+    ("Minimum", 1): _binary(o1.minimum),
+    ("Power", 1): _power,
+    ("Abs", 1): _unary(o1.abs),
+    ("Exp", 1): _unary(o1.exp),
+    ("Sqrt", 1): _unary(lambda x: o1.sqrt(o1.abs(x))),
+    ("Tanh", 1): _unary(o1.tanh),
+    ("Sigmoid", 1): _unary(o1.sigmoid),
+    ("ReLU", 1): _unary(o1.relu),
+    ("Clamp", 1): _clamp,
+    ("HSwish", 4): _unary(o4.hswish),
+    ("HSigmoid", 5): _unary(o5.hsigmoid),
+    ("Swish", 4): _unary(o4.swish),
+    ("Gelu", 2): _unary(o2.gelu),
+    ("Gelu", 7): _unary(lambda x: o7.gelu(x, "tanh")),
+    ("SoftMax", 1): _unary(lambda x: o1.softmax(x, 1)),
+    ("SoftMax", 8): _unary(lambda x: o8.softmax(x, -1)),
+    ("ReduceMax", 1): _reduce(o1.reduce_max),
+    ("ReduceMean", 1): _reduce(o1.reduce_mean),
+    ("ReduceSum", 1): _reduce(o1.reduce_sum),
+    ("Reshape", 1): _reshape,
+    ("Transpose", 1): _transpose,
+    ("Concat", 0): _concat,
+    ("Squeeze", 0): _squeeze(o1),
+    ("Squeeze", 15): _squeeze(o15),
+    ("Unsqueeze", 0): _unsqueeze,
+    ("ShapeOf", 0): _shape_of(o1),
+    ("ShapeOf", 3): _shape_of(o3),
+    ("Gather", 1): _gather(o1),
+    ("Gather", 7): _gather(o7),
+    ("Gather", 8): _gather(o8),
+    ("Broadcast", 1): _broadcast(o1),
+    ("Broadcast", 3): _broadcast(o3),
+    ("Pad", 1): _pad(o1),
+    ("Pad", 12): _pad(o12),
+    ("StridedSlice", 1): _strided_slice,
+    ("Interpolate", 0): _interpolate_0,
+    ("Interpolate", 4): _interpolate_4,
+    ("Interpolate", 11): _interpolate_11,
+}
+
+
+def test_every_supported_op_has_an_openvino_model():
+    """A new op in the registry needs a builder here, so that valid IR of it is checked."""
+    registered = {(op.type, op.version) for op in registry.supported_ops()}
+    missing = sorted(registered - set(BUILDERS))
+    assert missing == [], f"no OpenVINO model for {missing}: add a builder to BUILDERS"
+
+
+def _save(key, tmp_path: Path, compress: bool = False) -> Path:
+    outputs, params = BUILDERS[key]()
+    results = [o1.result(out) for out in outputs]
+    path = tmp_path / f"{key[0]}-{key[1]}.xml"
+    ov.save_model(ov.Model(results, params, f"{key[0]}_{key[1]}"), str(path),
+                  compress_to_fp16=compress)  # fmt: skip
+    return path
+
+
+def _ops_in(path: Path) -> set[tuple[str, int]]:
+    """The (op type, version) of every layer in an IR file, as irrun resolves them."""
+    found = set()
+    for type_name, opset in re.findall(r'<layer [^>]*type="([^"]+)" version="([^"]+)"',
+                                       path.read_text()):  # fmt: skip
+        op = registry.resolve(type_name, opset)
+        found.add((op.type, op.version))
+    return found
+
+
+@pytest.mark.parametrize("key", sorted(BUILDERS), ids=lambda k: f"{k[0]}-v{k[1]}")
+def test_ir_saved_by_openvino_has_no_error(key, tmp_path):
+    if key not in {(op.type, op.version) for op in registry.supported_ops()}:
+        pytest.skip(f"{key[0]}-v{key[1]} is not registered")
+    path = _save(key, tmp_path)
+    assert key in _ops_in(path)
+    found = irrun.validate(path)
+    assert errors(found) == []
+    # OpenVINO writes every attribute and uses every output of these models.
+    assert [str(d) for d in found] == []
+    model = irrun.load(path)
+    assert model.validate() == found
+
+
+@pytest.mark.parametrize("key", [("Convolution", 1), ("GroupConvolution", 1),
+                                 ("BatchNormInference", 5)],
+                         ids=lambda k: f"{k[0]}-v{k[1]}")  # fmt: skip
+def test_f16_compressed_weights_have_no_error(key, tmp_path):
+    """ov.save_model stores f32 constants as f16 with a decompressing Convert."""
+    path = _save(key, tmp_path, compress=True)
+    text = path.read_text()
+    assert 'element_type="f16"' in text and "decompression" in text
+    assert errors(irrun.validate(path)) == []
+
+
+def test_unused_indices_are_the_only_warning(tmp_path):
+    """MaxPool-8's indices port is written even when nothing reads it."""
+    x = _image()
+    pool = o8.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2])
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([o1.result(pool.output(0))], [x]), str(path))
+    found = irrun.validate(path)
+    assert [(d.level, d.code, d.port) for d in found] == [("warning", "unused-output", 2)]
