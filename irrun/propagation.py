@@ -75,6 +75,9 @@ def propagate(
         inputs = input_infos(lg, node, infos)
         if inputs is None:
             continue
+        if check_dims:  # before the shape rule, which may refuse these very inputs
+            for port, info in zip(node.layer.inputs, inputs, strict=True):
+                problems.extend(_check_port(lg, node, port, info, None))
         if node.op.type == "Parameter" and shapes and lid in shapes:
             outputs = [shapes[lid]]
         else:
@@ -120,9 +123,6 @@ def propagate(
             # Of two ports with one id (reported by the graph), edges read the first.
             infos.setdefault((lid, port.id), info)
             problems.extend(_check_port(lg, node, port, info, inputs, check_dims))
-        if check_dims:
-            for port, info in zip(node.layer.inputs, inputs, strict=True):
-                problems.extend(_check_port(lg, node, port, info, None, check_dims))
     return infos, problems
 
 
