@@ -49,6 +49,16 @@ class Location:
         return f"{self.file}:{self.line}" if self.line else self.file
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks escaped: a layer's name or an attribute's value may hold
+    them (written ``&#10;`` in the XML), and a finding must stay one line.
+
+    >>> one_line('attribute "3\\n3"')
+    'attribute "3\\\\n3"'
+    """
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def _prefix(location: Location | None, layer: LayerRef | None, port: int | None) -> str:
     parts = []
     if location is not None:
@@ -83,7 +93,7 @@ class IrrunError(Exception):
 
     def __str__(self) -> str:
         prefix = _prefix(self.location, self.layer, self.port)
-        return f"{prefix} {self.message}" if prefix else self.message
+        return one_line(f"{prefix} {self.message}" if prefix else self.message)
 
     def with_context(
         self, location: Location | None = None, layer: LayerRef | None = None
@@ -133,7 +143,7 @@ class Diagnostic:
         """``FILE:LINE: LEVEL: layer ID 'NAME' (Type-vN) port P: message``."""
         where = f"{self.location}: " if self.location is not None else ""
         about = _prefix(None, self.layer, self.port)
-        return f"{where}{self.level}: {about + ' ' if about else ''}{self.message}"
+        return one_line(f"{where}{self.level}: {about + ' ' if about else ''}{self.message}")
 
     @property
     def line(self) -> int:

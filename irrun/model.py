@@ -135,6 +135,8 @@ def check_ir(
         weights = Weights(_weights_path(path, weights))
     try:
         root = parse_xml(path)
+    except UsageError:
+        raise
     except IrrunError as exc:
         unreadable = [Diagnostic.from_error(exc, "unreadable")]
         return Checked(path, unreadable, list(unreadable))

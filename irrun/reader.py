@@ -26,7 +26,7 @@ from lxml import etree
 from . import element_types, registry
 from .dims import Dim, parse_dim
 from .element_types import ElementType
-from .errors import IrrunError, LayerRef, Location
+from .errors import IrrunError, LayerRef, Location, UsageError
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 
@@ -137,9 +137,9 @@ def max_xml_bytes() -> int:
     try:
         megabytes = float(text) if text else DEFAULT_MAX_XML_MB
     except ValueError:
-        raise IrrunError(
-            f"IRRUN_MAX_XML_MB={text!r} is not a number of megabytes", code="usage"
-        ) from None
+        megabytes = -1.0
+    if not megabytes > 0:  # NaN too
+        raise UsageError(f"IRRUN_MAX_XML_MB={text!r} is not a number of megabytes above 0")
     return int(megabytes * 1_000_000)
 
 
@@ -197,7 +197,8 @@ def parse_xml(path: str | Path) -> etree._Element:
     except etree.XMLSyntaxError as exc:
         line, column = exc.position if exc.position else (exc.lineno or 0, 0)
         # lxml appends ", line L, column C" to libxml2's message; the location says it already.
-        msg = _LXML_POSITION.sub("", exc.msg if hasattr(exc, "msg") else str(exc))
+        msg = " ".join((exc.msg if hasattr(exc, "msg") else str(exc)).split())
+        msg = _LXML_POSITION.sub("", msg)
         depth = _EXCESSIVE_DEPTH.match(msg)
         if depth:  # libxml2's advice to turn on XML_PARSE_HUGE is not the user's to take
             msg = f"elements are nested more than {depth.group(1)} deep"
