@@ -39,7 +39,7 @@ def empty_windows(attrs: SimpleNamespace, shape: Shape | None) -> list[str]:
     >>> print(empty_windows(a, (1, 1, 5))[0])
     1 window on spatial axis 0 holds no input element (output 2 starts at 6; input size 5, \
 kernel 1, stride 3, dilation 1, pads 0/0, rounding_type=ceil): OpenVINO's CPU plugin gives \
-NaN there (its reference implementation 0)
+NaN or -0.0 there (its reference implementation 0)
     """
     if not is_pool(attrs) or shape is None or len(shape) - 2 != len(attrs.kernel):
         return []
@@ -83,6 +83,8 @@ def _message(a: SimpleNamespace, any_pad: bool, axis: int, size: int, empty: np.
     elif not a.exclude_pad and any_pad:
         effect = "their average is 0 (the divisor counts the padding)"
     else:
-        effect = "OpenVINO's CPU plugin gives NaN there (its reference implementation 0)"
+        # The plugin divides 0 by (size - start): NaN for a window starting at the end,
+        # -0.0 for one starting past it.
+        effect = "OpenVINO's CPU plugin gives NaN or -0.0 there (its reference implementation 0)"
     return (f"{n} window{'s' * several} on spatial axis {axis} hold{'' if several else 's'} "
             f"no input element ({where}): {effect}")  # fmt: skip

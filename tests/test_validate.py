@@ -507,3 +507,69 @@ def test_two_cycles_are_two_findings(tmp_path):
     cycles = [d for d in irrun.validate(path) if d.code == "cycle"]
     assert [(d.line, d.layer.id) for d in cycles] == [(15, "1"), (67, "4")]
     assert cycles[1].message == "the graph has a cycle: layers 4 'head_pool' -> 4 'head_pool'"
+
+
+# --- pooling windows with no input element ---------------------------------------------------
+
+
+def _pool_attrs(**changes):
+    from types import SimpleNamespace
+
+    attrs = dict(kernel=(2,), strides=(1,), pads_begin=(0,), pads_end=(0,), auto_pad="explicit",
+                 rounding_type="floor")  # fmt: skip
+    attrs.update(changes)
+    return SimpleNamespace(**attrs)
+
+
+@pytest.mark.parametrize(
+    ("changes", "size", "expected"),
+    [
+        # MaxPool allows pads as large as the kernel: the first and last windows are empty.
+        (dict(pads_begin=(2,), pads_end=(2,)), 3,
+         ["2 windows on spatial axis 0 hold no input element (outputs 0, 5 start at -2, 3; input "
+          "size 3, kernel 2, stride 1, dilation 1, pads 2/2, rounding_type=floor): OpenVINO gives "
+          "the lowest value of the element type there (-3.4e38 for f32)"]),
+        # Dilated taps can straddle the input: -2 and 3, -1 and 4 on an input of size 3.
+        (dict(kernel=(2,), dilations=(5,), pads_begin=(3,), pads_end=(3,)), 3,
+         ["2 windows on spatial axis 0 hold no input element (outputs 1, 2 start at -2, -1; "
+          "input size 3, kernel 2, stride 1, dilation 5, pads 3/3, rounding_type=floor): OpenVINO "
+          "gives the lowest value of the element type there (-3.4e38 for f32)"]),
+        # AvgPool counting the padding: the average of an empty window is 0, not NaN.
+        (dict(kernel=(1,), strides=(2,), pads_begin=(1,), pads_end=(1,), exclude_pad=False,
+              rounding_type="ceil"), 2,
+         ["2 windows on spatial axis 0 hold no input element (outputs 0, 2 start at -1, 3; input "
+          "size 2, kernel 1, stride 2, dilation 1, pads 1/1, rounding_type=ceil): their average "
+          "is 0 (the divisor counts the padding)"]),
+        # valid padding with ceil rounding: the last window starts inside the input (the
+        # docs' "valid + ceil" example), at its end, or past it; no pad is counted.
+        (dict(kernel=(2,), strides=(2,), auto_pad="valid", exclude_pad=False,
+              rounding_type="ceil"), 3, []),
+        (dict(kernel=(1,), strides=(2,), auto_pad="valid", exclude_pad=False,
+              rounding_type="ceil"), 2,
+         ["1 window on spatial axis 0 holds no input element (output 1 starts at 2; input size "
+          "2, kernel 1, stride 2, dilation 1, pads 0/0, rounding_type=ceil): OpenVINO's CPU "
+          "plugin gives NaN or -0.0 there (its reference implementation 0)"]),
+        (dict(kernel=(1,), strides=(3,), auto_pad="valid", exclude_pad=False,
+              rounding_type="ceil"), 5,
+         ["1 window on spatial axis 0 holds no input element (output 2 starts at 6; input size "
+          "5, kernel 1, stride 3, dilation 1, pads 0/0, rounding_type=ceil): OpenVINO's CPU "
+          "plugin gives NaN or -0.0 there (its reference implementation 0)"]),
+        (dict(kernel=(3,), strides=(2,), pads_begin=(1,), pads_end=(1,)), 16, []),
+    ],
+    ids=["maxpool-pads", "dilation-straddles", "avgpool-counts-pads", "valid-ceil-inside",
+         "valid-ceil-at-the-end", "valid-ceil-past-the-end", "ordinary"],
+)  # fmt: skip
+def test_empty_windows(changes, size, expected):
+    from irrun.pool_checks import empty_windows
+
+    assert empty_windows(_pool_attrs(**changes), (1, 1, size)) == expected
+
+
+def test_empty_windows_skip_unknown_sizes():
+    from irrun.dims import DYNAMIC
+    from irrun.pool_checks import empty_windows
+
+    attrs = _pool_attrs(pads_begin=(2,), pads_end=(2,))
+    assert empty_windows(attrs, (1, 1, DYNAMIC)) == []
+    assert empty_windows(attrs, None) == []
+    assert empty_windows(attrs, (1, 1, 4, 4)) == []  # the shape rule reports the rank
