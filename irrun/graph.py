@@ -66,8 +66,8 @@ class _Builder:
         self.layers: dict[str, Layer] = {}
         self.sources: dict[tuple[str, int], Source] = {}
         self.problems: list[Diagnostic] = []
-        # Ends of edges the reader could not read whole: their ports are not reported
-        # as unfed or unused, since the reader has already reported the edge.
+        # Ends of edges left out of the graph (unreadable, or naming a missing layer or
+        # port): their ports are not reported as unfed or unused, since the edge is.
         self.fed_by_broken_edge: set[tuple[str | None, int | None]] = set()
         self.read_by_broken_edge: set[tuple[str | None, int | None]] = set()
         self.used_outputs: set[tuple[str, int]] = set()
@@ -75,7 +75,7 @@ class _Builder:
         # Result is then unknown, and warnings about it would only echo that problem.
         self.wiring_broken = False
 
-    def error(self, code: str, message: str, line: int, layer: Layer | None = None,
+    def report(self, code: str, message: str, line: int, layer: Layer | None = None,
               port: int | None = None, level: Level = "error") -> None:  # fmt: skip
         if level == "error" and code != "cycle":
             self.wiring_broken = True
@@ -86,7 +86,7 @@ class _Builder:
         for layer in self.doc.layers:
             first = self.layers.get(layer.id)
             if first is not None:
-                self.error("duplicate-layer-id",
+                self.report("duplicate-layer-id",
                            f"layer id {layer.id} is used again (first at line {first.line})",
                            layer.line, layer)  # fmt: skip
                 continue
@@ -102,7 +102,7 @@ class _Builder:
         seen: dict[int, Port] = {}
         for port in ports:
             if port.id in seen:
-                self.error("duplicate-port-id",
+                self.report("duplicate-port-id",
                            f"{kind} port id {port.id} is used again (first at line "
                            f"{seen[port.id].line})", port.line, layer, port.id)  # fmt: skip
             else:
@@ -121,7 +121,7 @@ class _Builder:
             missing = [lid for lid, lay in ((edge.from_layer, src), (edge.to_layer, dst))
                        if lay is None]  # fmt: skip
             if missing:
-                self.error("bad-edge",
+                self.report("bad-edge",
                            f"edge from layer {edge.from_layer} port {edge.from_port} to layer "
                            f"{edge.to_layer} port {edge.to_port}: there is no layer with id "
                            f"{missing[0]}", edge.line)  # fmt: skip
@@ -138,14 +138,14 @@ class _Builder:
                 self.read_by_broken_edge.add((src.id, edge.from_port))
                 continue
             if src.output_port(edge.from_port) is None:
-                self.error("bad-edge",
+                self.report("bad-edge",
                            f"edge to layer {dst.id} port {edge.to_port} leaves output port "
                            f"{edge.from_port}, but the layer has {_ports(src.outputs, 'output')}",
                            edge.line, src)  # fmt: skip
                 self.fed_by_broken_edge.add((dst.id, edge.to_port))
                 continue
             if dst.input_port(edge.to_port) is None:
-                self.error("bad-edge",
+                self.report("bad-edge",
                            f"edge from layer {src.id} port {edge.from_port} enters input port "
                            f"{edge.to_port}, but the layer has {_ports(dst.inputs, 'input')}",
                            edge.line, dst)  # fmt: skip
@@ -154,7 +154,7 @@ class _Builder:
             key = (dst.id, edge.to_port)
             self.used_outputs.add((src.id, edge.from_port))
             if key in self.sources:
-                self.error("port-fed-twice", f"input port {edge.to_port} is fed by two edges",
+                self.report("port-fed-twice", f"input port {edge.to_port} is fed by two edges",
                            edge.line, dst, edge.to_port)  # fmt: skip
                 continue
             self.sources[key] = Source(src.id, edge.from_port)
@@ -165,7 +165,7 @@ class _Builder:
             for port in layer.inputs:
                 key = (layer.id, port.id)
                 if key not in self.sources and key not in self.fed_by_broken_edge:
-                    self.error("port-not-fed", f"input port {port.id} has no edge", port.line,
+                    self.report("port-not-fed", f"input port {port.id} has no edge", port.line,
                                layer, port.id)  # fmt: skip
 
     def check_cycles(self) -> set[str]:
@@ -187,7 +187,7 @@ class _Builder:
             also = (f" (layers {', '.join(f'{i} {self.layers[i].name!r}' for i in others)} "
                     "are on cycles through them too)") if others else ""  # fmt: skip
             head = self.layers[ids[0]]
-            self.error("cycle", f"the graph has a cycle: layers {path}{also}", head.line, head)
+            self.report("cycle", f"the graph has a cycle: layers {path}{also}", head.line, head)
         return cyclic
 
     def check_reachability(self) -> None:
@@ -197,7 +197,7 @@ class _Builder:
         if not sinks:
             if self.layers:
                 first = next(iter(self.layers.values()))
-                self.error("no-result", "the model has no Result layer: OpenVINO keeps none of "
+                self.report("no-result", "the model has no Result layer: OpenVINO keeps none of "
                            "its layers", first.line, level="warning")  # fmt: skip
             return
         live = set(sinks)
@@ -212,12 +212,12 @@ class _Builder:
                 what = ("reaches no Result; OpenVINO keeps it as a model input all the same"
                         if layer.type.lower() == "parameter"
                         else "reaches no Result: OpenVINO drops it")  # fmt: skip
-                self.error("dead-layer", what, layer.line, layer, level="warning")
+                self.report("dead-layer", what, layer.line, layer, level="warning")
                 continue
             for port in layer.outputs:
                 key = (lid, port.id)
                 if key not in self.used_outputs and key not in self.read_by_broken_edge:
-                    self.error("unused-output", f"output port {port.id} is not used",
+                    self.report("unused-output", f"output port {port.id} is not used",
                                port.line, layer, port.id, level="warning")  # fmt: skip
 
     def position(self) -> dict[str, int]:

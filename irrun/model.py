@@ -103,15 +103,12 @@ class Checked:
 
 def _unsupported_error(path: Path, found: list[Diagnostic]) -> IrrunError:
     """One line naming every layer whose op irrun lacks, grouped by op, and what it has."""
-    groups: dict[str, list[Diagnostic]] = {}
+    groups: dict[str, list[str]] = {}
     for d in found:
-        assert d.layer is not None
-        groups.setdefault(f"{d.layer.type} ({d.layer.opset})", []).append(d)
-    parts = []
-    for op, ds in groups.items():
-        layers = ", ".join(f"{d.layer.id} '{d.layer.name}' (line {d.line})" for d in ds
-                           if d.layer is not None)  # fmt: skip
-        parts.append(f"{op}: layer{'s' * (len(ds) > 1)} {layers}")
+        assert d.layer is not None  # binding reports these at the layer
+        layer = f"{d.layer.id} '{d.layer.name}' (line {d.line})"
+        groups.setdefault(f"{d.layer.type} ({d.layer.opset})", []).append(layer)
+    parts = [f"{op}: layer{'s' * (len(ls) > 1)} {', '.join(ls)}" for op, ls in groups.items()]
     return IrrunError(
         f"{len(found)} layers have ops irrun does not support: {'; '.join(parts)} "
         f"(irrun supports {supported_ops_text()})",
