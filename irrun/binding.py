@@ -112,7 +112,8 @@ class _Binder:
                 self.problems.append(Diagnostic(
                     "error", "internal-error",
                     f"irrun's attribute check for {op.label} failed ({type(exc).__name__}: "
-                    f"{exc}); this is a bug in irrun", self.lg.doc.location(data_line), ref,
+                    f"{exc}); this is a bug in irrun (--debug shows where)",
+                    self.lg.doc.location(data_line), ref,
                     extra={"exception": exc},
                 ))  # fmt: skip
                 return Node(layer, op, None, ref)

@@ -149,6 +149,10 @@ def _validate(args: argparse.Namespace) -> int:
         found = checked.findings
         if checked.graph is not None and checked.shapes:
             shapes_text = describe(checked.graph, checked.shapes)
+    if args.debug:  # a bug an op's rule hit was reported; the traceback is wanted instead
+        for d in found:
+            if "exception" in d.extra:
+                raise d.extra["exception"]
     errors = sum(d.level == "error" for d in found)
     warnings = len(found) - errors
     failed = bool(errors or (args.strict and warnings))

@@ -99,7 +99,8 @@ def propagate(
                     Diagnostic(
                         "error", "internal-error",
                         f"irrun's shape rule for {node.op.label} failed ({type(exc).__name__}: "
-                        f"{exc}); this is a bug in irrun", loc(node.layer.line), node.ref,
+                        f"{exc}); this is a bug in irrun (--debug shows where)",
+                        loc(node.layer.line), node.ref,
                         extra={"exception": exc},
                     )
                 )

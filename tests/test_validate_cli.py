@@ -292,3 +292,60 @@ def test_shapes_of_a_broken_file_report_the_file(work, capsys):
     rc, out, _ = run_cli(capsys, "validate", "empty.xml", "--shape", "x[1]")
     assert rc == 1
     assert out.splitlines()[-1] == "empty.xml: 1 error, 0 warnings"
+
+
+# --- a bug in irrun is a finding, never a traceback (unless --debug) ---------------------------
+
+
+@pytest.fixture
+def broken_max_pool_rule(monkeypatch):
+    """MaxPool-8's shape rule raising as a buggy rule would."""
+    import dataclasses
+
+    from irrun import registry
+
+    def infer(attrs, inputs):
+        raise ZeroDivisionError("division by zero")
+
+    versions = [dataclasses.replace(op, infer=infer) if op.version == 8 else op
+                for op in registry._REGISTRY["maxpool"]]  # fmt: skip
+    monkeypatch.setitem(registry._REGISTRY, "maxpool", versions)
+
+
+def test_a_failing_shape_rule_is_reported_at_its_layer(work, capsys, broken_max_pool_rule):
+    rc, out, err = run_cli(capsys, "validate", "demo.xml")
+    assert (rc, err) == (1, "")
+    assert out.splitlines() == [
+        "demo.xml:15: error: layer 1 'stem_pool' (MaxPool-v8): irrun's shape rule for MaxPool-v8 "
+        "failed (ZeroDivisionError: division by zero); this is a bug in irrun (--debug shows "
+        "where)",
+        UNUSED,
+        "demo.xml: 1 error, 1 warning",
+    ]
+    with pytest.raises(ZeroDivisionError):
+        main(["validate", "demo.xml", "--debug"])
+    # Running re-raises the original error: one line, or its traceback with --debug.
+    rc, out, err = run_cli(capsys, "demo.xml")
+    assert (rc, out) == (1, "")
+    assert err == ("irrun: internal error: ZeroDivisionError: division by zero (run with --debug "
+                   "for details)\n")  # fmt: skip
+
+
+def test_a_bug_anywhere_in_the_checker_is_one_finding(work, capsys, monkeypatch):
+    import irrun.model
+
+    def broken(doc):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(irrun.model, "build_graph", broken)
+    (finding,) = irrun.validate("demo.xml")
+    assert (finding.level, finding.code, finding.line) == ("error", "internal-error", 0)
+    rc, out, _ = run_cli(capsys, "validate", "demo.xml")
+    assert rc == 1
+    assert out.splitlines() == [
+        "demo.xml: error: irrun failed while checking the file (RuntimeError: boom); this is a bug "
+        "in irrun (run with --debug for details)",
+        "demo.xml: 1 error, 0 warnings",
+    ]
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["validate", "demo.xml", "--debug"])
