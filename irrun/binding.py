@@ -124,14 +124,19 @@ class _Binder:
         return Node(layer, op, attrs, ref)
 
     def read_const(self, ref: LayerRef, a: SimpleNamespace, line: int) -> bool:
-        """Decode a Const's weights into ``a.value``; report why not and return False."""
+        """Decode a Const's weights into ``a.value``; report why not and return False.
+
+        The sizes are checked here rather than left to :meth:`Weights.read`: in Python
+        integers (a huge shape must not wrap around) and with the values compared kept
+        in the finding.
+        """
         w = self.weights
         if not w.exists:
             self.report("error", "bad-weights", f"weights file {w.path} does not exist", line, ref)
             return False
         et = a.element_type
         count = 1
-        for d in a.shape:  # Python integers: a huge shape must not wrap around
+        for d in a.shape:
             count *= d
         need = element_types.byte_size(et, count)
         if a.size < need:

@@ -344,9 +344,9 @@ class _Reader:
 
     def edge(self, el: etree._Element) -> Edge:
         return Edge(
-            from_layer=self.need(el, "from-layer", "edge"),
+            from_layer=_layer_id(self.need(el, "from-layer", "edge")),
             from_port=self.integer(el, "from-port", "edge"),
-            to_layer=self.need(el, "to-layer", "edge"),
+            to_layer=_layer_id(self.need(el, "to-layer", "edge")),
             to_port=self.integer(el, "to-port", "edge"),
             line=el.sourceline or 0,
         )
@@ -354,6 +354,7 @@ class _Reader:
     def layer(self, el: etree._Element) -> Layer | None:
         ident = [self.need(el, attr, "layer") for attr in ("id", "name", "type", "version")]
         lid, name, type_name, version = ident
+        lid = _layer_id(lid)
         if lid is None:  # nothing can refer to it
             return None
         layer = Layer(
@@ -424,6 +425,17 @@ class _Reader:
 
 
 _UNSIGNED = re.compile(r"\s*\+?[0-9]+")
+
+
+def _layer_id(text: str | None) -> str | None:
+    """A layer id as OpenVINO compares them, as numbers: ``" +07"`` is ``"7"``.
+
+    Anything else is kept as written (the structure check reports it).
+
+    >>> _layer_id(" +07"), _layer_id("one")
+    ('7', 'one')
+    """
+    return str(int(text)) if text is not None and _UNSIGNED.fullmatch(text) else text
 
 
 def read_document(root: etree._Element, path: str | Path) -> tuple[IRDocument | None, list]:

@@ -64,6 +64,9 @@ VARIANTS = {
     # OpenVINO ignores an input port's precision (and its serializer writes the producer's).
     "input-precision-ignored": [(AVG_INPUT, AVG_INPUT.replace('"FP32"', '"I8"'))],
     "ir-v10": [('version="11"', 'version="10"')],
+    # OpenVINO reads ids as unsigned numbers: blanks and a plus sign before the digits.
+    "ids-as-numbers": [('<layer id="1" ', '<layer id="01" '),
+                       ('to-layer="1" to-port="0"', 'to-layer=" +1" to-port="0"')],
     "lower-case-precisions": [('precision="FP32"', 'precision="f32"')],
 }  # fmt: skip
 
