@@ -165,14 +165,18 @@ def _validate(args: argparse.Namespace) -> int:
     for d in found:
         print(d)
     subject = f"{args.model} with {shapes_text}" if shapes_text else args.model
-    counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
     if failed:
-        print(f"{subject}: {counts}" + (" (--strict: warnings fail)" * (not errors)))
+        strict = "" if errors else " (--strict: warnings fail)"
+        print(f"{subject}: {_count(errors, 'error')}, {_count(warnings, 'warning')}{strict}")
     elif warnings:
-        print(f"{subject}: valid ({counts.split(', ')[1]})")
+        print(f"{subject}: valid ({_count(warnings, 'warning')})")
     else:
         print(f"{subject}: valid")
     return int(failed)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 def validation_report(
