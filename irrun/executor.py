@@ -2,13 +2,14 @@
 
 The plan turns every tensor into a numbered slot and every layer into a step
 holding its kernel and parsed attributes, so running is a tight loop.  Each
-intermediate is dropped as soon as its last consumer has run.
+intermediate is dropped as soon as its last consumer has run, and a layer whose
+op can skip outputs is told which of its outputs the run actually uses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import SimpleNamespace
 
@@ -23,10 +24,12 @@ from .registry import ShapeError
 @dataclass(frozen=True)
 class Step:
     node: Node
-    kernel: Callable[..., tuple[np.ndarray, ...]]
+    kernel: Callable[..., tuple[np.ndarray | None, ...]]
     attrs: SimpleNamespace
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    # Which outputs a scheduled run uses, when the op can skip the others (None: all).
+    needed: tuple[bool, ...] | None = None
 
 
 class Plan:
@@ -59,16 +62,20 @@ class Plan:
     def _make_schedule(
         self, wanted: tuple[int, ...]
     ) -> tuple[tuple[Step, tuple[int, ...]], ...]:
-        """The steps ``wanted`` needs, each with the slots it is the last reader of."""
-        needed: set[int] = set()
+        """The steps ``wanted`` needs, each with the slots it is the last reader of.
+
+        A step whose op can skip outputs and has some that nothing reads is scheduled
+        as a copy that carries the mask of the used ones.
+        """
+        required: set[int] = set()
         stack = [self.producer[s] for s in wanted if s in self.producer]
         while stack:
             i = stack.pop()
-            if i in needed:
+            if i in required:
                 continue
-            needed.add(i)
+            required.add(i)
             stack.extend(self.producer[s] for s in self.steps[i].inputs if s in self.producer)
-        chosen = [self.steps[i] for i in sorted(needed)]
+        chosen = [self.steps[i] for i in sorted(required)]
         last_reader: dict[int, int] = {}
         for pos, step in enumerate(chosen):
             for slot in step.inputs:
@@ -78,19 +85,29 @@ class Plan:
         for slot, pos in last_reader.items():
             if slot not in keep:
                 frees[pos].append(slot)
-        for pos, step in enumerate(chosen):  # outputs nobody reads go at once
-            frees[pos].extend(s for s in step.outputs if s not in last_reader and s not in keep)
-        return tuple((step, tuple(f)) for step, f in zip(chosen, frees, strict=True))
+        schedule = []
+        for pos, step in enumerate(chosen):
+            used = tuple(s in last_reader or s in keep for s in step.outputs)
+            # Outputs nobody reads go at once.
+            frees[pos].extend(s for s, u in zip(step.outputs, used, strict=True) if not u)
+            if step.node.op.optional_outputs and not all(used):
+                step = replace(step, needed=used)
+            schedule.append((step, tuple(frees[pos])))
+        return tuple(schedule)
 
     def run(self, feeds: Mapping[int, np.ndarray], wanted: Sequence[int]) -> dict[int, np.ndarray]:
-        values: dict[int, np.ndarray] = dict(feeds)
-        path = str(self.lg.doc.path)
+        values: dict[int, np.ndarray | None] = dict(feeds)
         for step, frees in self._schedule(tuple(wanted)):
+            args = [values[s] for s in step.inputs]
             try:
-                results = step.kernel(step.attrs, *(values[s] for s in step.inputs))
+                if step.needed is None:
+                    results = step.kernel(step.attrs, *args)
+                else:
+                    results = step.kernel(step.attrs, *args, needed=step.needed)
             except (ShapeError, ValueError) as exc:
                 layer = step.node.layer
-                raise IrrunError(str(exc), Location(path, layer.line), step.node.ref) from exc
+                where = Location(str(self.lg.doc.path), layer.line)
+                raise IrrunError(str(exc), where, step.node.ref) from exc
             for slot, value in zip(step.outputs, results, strict=False):
                 values[slot] = value
             for slot in frees:

@@ -42,8 +42,10 @@ class ShapeError(ValueError):
 
 # A shape rule: (attributes, input infos) -> output infos. Raises ShapeError.
 ShapeRule = Callable[[SimpleNamespace, Sequence[TensorInfo]], list[TensorInfo]]
-# A kernel: (attributes, input arrays) -> output arrays.
-Kernel = Callable[..., tuple[np.ndarray, ...]]
+# A kernel: (attributes, input arrays) -> output arrays.  A kernel of an op with
+# ``optional_outputs`` also takes ``needed=`` (see OpDef) and may return None for
+# an output it was told is not needed.
+Kernel = Callable[..., tuple[np.ndarray | None, ...]]
 # Checks attribute values that no single attribute parser can (lengths, ranges).
 AttrCheck = Callable[[SimpleNamespace], None]
 
@@ -61,6 +63,10 @@ class OpDef:
     # Attributes whose values explain a shape, shown in shape-mismatch messages.
     shape_attrs: tuple[str, ...] = ()
     doc: str = field(default="", compare=False)
+    # The kernel can skip outputs: when some output of a layer feeds nothing that a
+    # run computes, the executor calls ``kernel(attrs, *inputs, needed=mask)`` with
+    # one bool per output (never all True) and ignores what it returns for the others.
+    optional_outputs: bool = False
 
     @property
     def label(self) -> str:
