@@ -175,6 +175,80 @@ def pooled_shape(shape: Shape | None, a: SimpleNamespace, exclude_pad: bool | No
 
 
 @dataclass(frozen=True)
+class Axis:
+    """One spatial axis of a resolved pool: which outputs each tap reaches.
+
+    Tap ``j`` of output ``o`` reads input ``o*stride + offset(j)``; the outputs for
+    which that lies inside ``[0, size)`` form one range, so a kernel can handle a
+    tap for all its outputs with one strided slice instead of a padded copy.
+
+    >>> ax = Axis(size=5, kernel=3, stride=2, dilation=1, pad_begin=1, out=3)
+    >>> [ax.reach(j) for j in range(3)], ax.full(), ax.taps_of(0)
+    ([(1, 3), (0, 3), (0, 2)], (1, 2), (1, 2))
+    """
+
+    size: int
+    kernel: int
+    stride: int
+    dilation: int
+    pad_begin: int
+    out: int
+
+    def offset(self, j: int) -> int:
+        return j * self.dilation - self.pad_begin
+
+    def reach(self, j: int) -> tuple[int, int]:
+        """The outputs ``[lo, hi)`` whose tap ``j`` falls inside the input."""
+        c, s = self.offset(j), self.stride
+        lo = min(max(0, -(c // s) if c < 0 else 0), self.out)
+        hi = max(min(self.out, (self.size - 1 - c) // s + 1), lo)
+        return lo, hi
+
+    def full(self) -> tuple[int, int]:
+        """The outputs ``[lo, hi)`` whose every tap falls inside (``lo >= hi``: none)."""
+        reaches = [self.reach(j) for j in range(self.kernel)]
+        return max(r[0] for r in reaches), min(r[1] for r in reaches)
+
+    def taps_of(self, o: int) -> tuple[int, ...]:
+        """The taps of output ``o`` that fall inside the input, in order."""
+        first = o * self.stride
+        return tuple(j for j in range(self.kernel) if 0 <= first + self.offset(j) < self.size)
+
+    def borders(self) -> list[int]:
+        """The outputs that some tap misses (all of them when no window is full)."""
+        lo, hi = self.full()
+        if lo >= hi:
+            return list(range(self.out))
+        return [*range(lo), *range(hi, self.out)]
+
+    @property
+    def identity(self) -> bool:
+        """Does pooling along this axis leave it unchanged (one tap, no step, no pad)?"""
+        return (self.kernel, self.stride, self.pad_begin, self.out) == (1, 1, 0, self.size)
+
+    @property
+    def aligned(self) -> bool:
+        """Stride 1 and as many outputs as inputs: tap ``j`` of every output is the
+        input at one fixed distance, so a whole tensor's taps are one flat slice."""
+        return self.stride == 1 and self.out == self.size
+
+
+def plane_chunks(planes: int, plane_bytes: int, target: int) -> list[slice]:
+    """Split ``planes`` (N*C) into equal runs of about ``target`` bytes each.
+
+    Pools work chunk by chunk so that a chunk's intermediates stay in the CPU's
+    cache and the memory they take stays small next to the tensors themselves.
+
+    >>> plane_chunks(10, 100, 450)
+    [slice(0, 4, None), slice(4, 8, None), slice(8, 10, None)]
+    """
+    per = max(1, target // max(plane_bytes, 1))
+    count = -(-planes // per)
+    per = -(-planes // count)
+    return [slice(i, min(i + per, planes)) for i in range(0, planes, per)]
+
+
+@dataclass(frozen=True)
 class Windows:
     """Resolved geometry of a pool over a concrete input, one entry per spatial axis."""
 
@@ -200,6 +274,19 @@ class Windows:
             tuple(spatial), tuple(a.kernel), tuple(a.strides), dil,
             tuple(begins), tuple(ends), tuple(outs),
         )  # fmt: skip
+
+    @property
+    def axes(self) -> tuple[Axis, ...]:
+        return tuple(
+            Axis(*fields)
+            for fields in zip(self.sizes, self.kernel, self.strides, self.dilations,
+                              self.pads_begin, self.out, strict=True)
+        )  # fmt: skip
+
+    @property
+    def steps(self) -> tuple[int, ...]:
+        """Flat distance between neighbours along each spatial axis of a plane."""
+        return tuple(int(v) for v in np.cumprod((1, *self.sizes[:0:-1]))[::-1])
 
     def taps(self) -> Iterator[tuple[int, ...]]:
         """Kernel offsets in row-major (D, H, W) order: the order OpenVINO scans them."""
