@@ -10,6 +10,7 @@ Indices are flat over the whole input, taken modulo ``prod(shape[axis:])``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -21,8 +22,11 @@ from ..registry import OpDef, ShapeError, TensorInfo, register
 from ..window import (
     AUTO_PADS,
     ROUNDING_TYPES,
+    Axis,
     Windows,
     check_pool_attributes,
+    plane_chunks,
+    pool_dilations,
     pooled_shape,
     with_defaults,
 )
@@ -91,10 +95,306 @@ def infer_max_pool(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Ten
     return [values, TensorInfo(out_shape, a.index_element_type)]
 
 
+# Bytes of input per chunk of planes: large enough that NumPy's cost per call is
+# spread thin, small enough that a chunk's intermediates stay in the CPU's cache and
+# take little memory next to the tensors themselves.
+CHUNK_BYTES = 1 << 22
+
+_ALL = slice(None)
+
+
+def _fold(dst: np.ndarray, srcs: list[np.ndarray]) -> None:
+    """``dst`` = fmax over ``srcs`` in order (NaN only where every source is NaN)."""
+    if len(srcs) == 1:
+        np.copyto(dst, srcs[0])
+        return
+    np.fmax(srcs[0], srcs[1], out=dst)
+    for src in srcs[2:]:
+        np.fmax(dst, src, out=dst)
+
+
+class _AxisMax:
+    """The maximum over one axis of ``(P, S, R)`` into ``(P, O, R)``, sliced in advance.
+
+    Full windows are done as one operation per tap over all of them; the few
+    outputs at the borders, which some taps miss, one by one.  NaN is kept where a
+    window has nothing else (``_finish`` replaces it).
+    """
+
+    def __init__(self, ax: Axis, p: int, inner: int, slide: bool) -> None:
+        self.shape_in, self.shape_out = (p, ax.size, inner), (p, ax.out, inner)
+        self.flat = self.sliding = self.strided = None
+        lo, hi = ax.full()
+        s, offsets = ax.stride, [ax.offset(j) for j in range(ax.kernel)]
+        if lo < hi and ax.aligned:
+            # Every full window's taps are the flat input shifted by a fixed amount;
+            # positions past a row's end get garbage here and are redone as borders.
+            qa, qb = lo * inner, ((p - 1) * ax.size + hi) * inner
+            self.flat = (slice(qa, qb), [slice(qa + c * inner, qb + c * inner) for c in offsets])
+        elif lo < hi and slide and inner == 1 and s > 1 and ax.kernel > 1:
+            # NumPy's float max over a strided view is several times slower than
+            # over contiguous memory: take the window maximum at every input
+            # position over the flat rows, then copy out every ``stride``-th one.
+            # grid[j] is the window starting at flat input position qa + j, so row
+            # r's output o is grid[r * size + (o - lo) * stride].
+            qa = lo * s + offsets[0]
+            n = (p - 1) * ax.size + (hi - 1 - lo) * s + 1
+            srcs = [slice(qa + c - offsets[0], qa + c - offsets[0] + n) for c in offsets]
+            take = (_ALL, slice(0, (hi - 1 - lo) * s + 1, s))
+            self.sliding = (n, srcs, (_ALL, slice(lo, hi)), take)
+        elif lo < hi:
+            last = (hi - 1) * s + 1
+            self.strided = ((_ALL, slice(lo, hi)),
+                            [(_ALL, slice(lo * s + c, last + c, s)) for c in offsets])  # fmt: skip
+        self.borders = []
+        for o in ax.borders():
+            taps = ax.taps_of(o)
+            self.borders.append(((_ALL, o), [(_ALL, o * s + offsets[j]) for j in taps]))
+
+    def __call__(self, a: np.ndarray, out: np.ndarray, low: np.generic) -> None:
+        a3, o3 = a.reshape(self.shape_in), out.reshape(self.shape_out)
+        if self.flat is not None:
+            dst, srcs = self.flat
+            af = a3.reshape(-1)
+            _fold(o3.reshape(-1)[dst], [af[i] for i in srcs])
+        elif self.sliding is not None:
+            n, srcs, cols, take = self.sliding
+            af = a3.reshape(-1)
+            grid = np.empty(self.shape_in[0] * self.shape_in[1], a.dtype)
+            _fold(grid[:n], [af[i] for i in srcs])
+            o3.reshape(self.shape_out[:2])[cols] = grid.reshape(self.shape_in[:2])[take]
+        elif self.strided is not None:
+            dst, srcs = self.strided
+            _fold(o3[dst], [a3[i] for i in srcs])
+        for dst, srcs in self.borders:
+            if srcs:
+                _fold(o3[dst], [a3[i] for i in srcs])
+            else:
+                o3[dst] = low
+
+
+class _AxisArgmax:
+    """Max over one axis with where in its window each output's first maximum is.
+
+    The input holds the maxima over the inner axes (already reduced) and where
+    they are relative to their window's first tap (None on the innermost axis).
+    The first tap whose value equals the maximum wins (NaN equals nothing) and its
+    offset is carried along: with the inner axes already reduced to their first
+    maximum, that is the first maximum in row-major order.  Offsets are small
+    unsigned integers and the choice is arithmetic on 0/1 masks (exact modulo the
+    type's range, since every result fits), because masked writes are far slower
+    in NumPy.
+
+    With a stride, the rows (columns) each tap reads are first copied out by phase
+    (``phase::stride``): then every tap is a contiguous slice, and the dozen
+    operations per tap run at full speed instead of over short strided runs.
+    """
+
+    def __init__(self, ax: Axis, p: int, inner: int, step: int) -> None:
+        self.shape_in, self.shape_out = (p, ax.size, inner), (p, ax.out, inner)
+        s, offsets = ax.stride, [ax.offset(j) for j in range(ax.kernel)]
+        self.distance = ax.dilation * step  # of consecutive taps, in the plane
+        self.groups = []  # (dst, srcs, offset of the first tap); srcs slice the input
+        self.phases = None
+        lo, hi = ax.full()
+        if lo < hi and s > 1 and ax.kernel > 1:
+            width = max(ax.out, *(hi + c // s for c in offsets))
+            self.phase_shape = (p, width, inner)
+            self.phases = {}
+            for c in offsets:
+                ph = c % s
+                count = min(width, len(range(ph, ax.size, s)))
+                self.phases[ph] = ((_ALL, slice(0, count)), (_ALL, slice(ph, ph + count * s, s)))
+            if width == ax.out:  # one flat slice per tap over all planes
+                qa, qb = lo * inner, ((p - 1) * width + hi) * inner
+                self.phase_dst = slice(qa, qb)
+                self.phase_srcs = [(c % s, slice(qa + c // s * inner, qb + c // s * inner))
+                                   for c in offsets]  # fmt: skip
+            else:
+                self.phase_dst = (_ALL, slice(lo, hi))
+                self.phase_srcs = [(c % s, (_ALL, slice(lo + c // s, hi + c // s)))
+                                   for c in offsets]  # fmt: skip
+        elif lo < hi:
+            last = (hi - 1) * s + 1
+            self.groups.append(((_ALL, slice(lo, hi)),
+                                [(_ALL, slice(lo * s + c, last + c, s)) for c in offsets], 0))
+        for o in ax.borders():
+            taps = ax.taps_of(o)
+            srcs = [(_ALL, o * s + offsets[j]) for j in taps]
+            self.groups.append(((_ALL, o), srcs, taps[0] * self.distance if taps else 0))
+
+    def _copies(self, a3: np.ndarray) -> dict[int, np.ndarray]:
+        copies = {}
+        for ph, (fill, rows) in self.phases.items():
+            copy = np.empty(self.phase_shape, a3.dtype)
+            np.copyto(copy[fill], a3[rows])
+            copies[ph] = copy.reshape(-1) if isinstance(self.phase_dst, slice) else copy
+        return copies
+
+    def __call__(self, a, rel, vout, rel_out, low) -> None:
+        a3, v3 = a.reshape(self.shape_in), vout.reshape(self.shape_out)
+        r3 = None if rel is None else rel.reshape(self.shape_in)
+        ro3 = rel_out.reshape(self.shape_out)
+        if self.phases is not None:
+            values = self._copies(a3)
+            carried = None if r3 is None else self._copies(r3)
+            dst, srcs = self.phase_dst, self.phase_srcs
+            flat = isinstance(dst, slice)
+            v = vout.reshape(-1)[dst] if flat else v3[dst]
+            r = rel_out.reshape(-1)[dst] if flat else ro3[dst]
+            _first_max(v, r, [values[ph][i] for ph, i in srcs], 0, self.distance,
+                       None if carried is None else [carried[ph][i] for ph, i in srcs])
+        for dst, srcs, first in self.groups:
+            if not srcs:
+                v3[dst] = low
+                ro3[dst] = 0
+                continue
+            _first_max(v3[dst], ro3[dst], [a3[i] for i in srcs], first, self.distance,
+                       None if r3 is None else [r3[i] for i in srcs])  # fmt: skip
+
+
+def _first_max(v, rel, taps, first, distance, carried) -> None:
+    """``v`` = max of ``taps``; ``rel`` = ``first`` + ``distance`` * (position of the
+    first tap equal to it) + (that tap's entry of ``carried``, if any)."""
+    _fold(v, taps)
+    kind = rel.dtype.type
+    if carried is None:
+        rel[...] = first
+    else:
+        np.add(carried[0], kind(first), out=rel)
+    later = None  # the first maximum comes after tap t
+    for t in range(1, len(taps)):
+        ne = np.not_equal(taps[t - 1], v)
+        later = ne if later is None else np.logical_and(later, ne, out=later)
+        if carried is None:
+            step = np.multiply(later, kind(distance), dtype=rel.dtype)
+        else:
+            step = np.subtract(carried[t], carried[t - 1])
+            step += kind(distance)
+            step *= later
+        rel += step
+
+
+def _finish(out: np.ndarray, low: np.generic) -> None:
+    """Raise what is below the running maximum's start value to it (NaN included)."""
+    if out.dtype.kind == "f":
+        m = out.min()
+        if not m >= low:  # NaN, or -inf below f32's lowest
+            np.fmax(out, low, out=out)
+    elif low > np.iinfo(out.dtype).min and out.min() < low:
+        np.maximum(out, low, out=out)
+
+
+def _zero_signs(xc: np.ndarray, w: Windows, out: np.ndarray) -> None:
+    """Give each zero maximum the sign of the window's first zero in row-major order.
+
+    ``fmax`` picks either zero of a tie, and NumPy's choice differs between its
+    loops; OpenVINO keeps the first.  Maxima of exactly zero are rare, so they are
+    redone here one tap at a time over just those positions.
+    """
+    where = np.flatnonzero(out == 0)
+    if where.size == 0:
+        return
+    coords = np.unravel_index(where, out.shape)
+    found = np.zeros(where.size, bool)
+    negative = np.zeros(where.size, bool)
+    for tap in w.taps():
+        pos, valid = [coords[0]], np.ones(where.size, bool)
+        for ax, o, j in zip(w.axes, coords[1:], tap, strict=True):
+            i = o * ax.stride + ax.offset(j)
+            valid &= (i >= 0) & (i < ax.size)
+            pos.append(np.clip(i, 0, ax.size - 1))
+        v = xc[tuple(pos)]
+        first = valid & ~found & (v == 0)
+        negative |= first & np.signbit(v)
+        found |= first
+    out.reshape(-1)[where] = np.where(negative, -0.0, 0.0).astype(out.dtype)
+
+
+class _Plan:
+    """Everything about one max pool over one input shape and type, worked out once."""
+
+    def __init__(self, shape: tuple[int, ...], a: SimpleNamespace, dtype: np.dtype) -> None:
+        self.w = w = Windows.of(shape[2:], a)
+        self.dtype, self.low = dtype, lowest(dtype)
+        self.planes = shape[0] * shape[1]
+        self.plane = int(np.prod(shape[2:], dtype=np.int64))
+        # Index within a plane (may be negative for a window starting in the padding).
+        self.within_dtype = np.dtype(np.int64 if self.plane >= 2**31 else np.int32)
+        # Offsets of a tap from its window's first tap, as carried by _AxisArgmax.
+        reach = sum((k - 1) * d * st for k, d, st in zip(w.kernel, w.dilations, w.steps,
+                                                          strict=True))  # fmt: skip
+        self.rel_dtype = next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)
+                              if reach <= np.iinfo(t).max)  # fmt: skip
+        self.chunks = plane_chunks(self.planes, self.plane * dtype.itemsize, CHUNK_BYTES)
+        self._values: dict[int, list] = {}
+        self._indices: dict[int, list] = {}
+
+    def _axis_runs(self, p: int, order: list[int]):
+        """(axis, rows before it, elements after it, shape after it) for each pass."""
+        spatial = list(self.w.sizes)
+        for i in order:
+            outer = p * int(np.prod(spatial[:i], dtype=np.int64))
+            inner = int(np.prod(spatial[i + 1 :], dtype=np.int64))
+            spatial[i] = self.w.out[i]
+            yield i, outer, inner, (p, *spatial)
+
+    def values_passes(self, p: int) -> list:
+        """Passes over a chunk of ``p`` planes, outer axes first.
+
+        The value of a maximum does not depend on the order the axes are reduced
+        in; reducing the outer ones first leaves the strided innermost pass the
+        least data.
+        """
+        if p not in self._values:
+            order = [i for i, ax in enumerate(self.w.axes) if not ax.identity]
+            slide = self.dtype.kind == "f"
+            self._values[p] = [(_AxisMax(self.w.axes[i], outer, inner, slide), shape)
+                               for i, outer, inner, shape in self._axis_runs(p, order)]  # fmt: skip
+        return self._values[p]
+
+    def index_passes(self, p: int) -> list:
+        """Passes over a chunk of ``p`` planes, innermost axis first (see _AxisArgmax)."""
+        if p not in self._indices:
+            w, order = self.w, list(range(len(self.w.sizes)))[::-1]
+            self._indices[p] = [
+                (_AxisArgmax(w.axes[i], outer, inner, w.steps[i]), shape)
+                for i, outer, inner, shape in self._axis_runs(p, order)
+            ]
+        return self._indices[p]
+
+    def first_taps(self) -> np.ndarray:
+        """The index in the plane of each window's first tap (negative in the padding)."""
+        first = np.zeros(self.w.out, self.within_dtype)
+        for i, (ax, st) in enumerate(zip(self.w.axes, self.w.steps, strict=True)):
+            shape = [1] * len(self.w.out)
+            shape[i] = ax.out
+            starts = np.arange(ax.out) * ax.stride + ax.offset(0)
+            first = first + (starts * st).astype(self.within_dtype).reshape(shape)
+        return first[None]
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(shape: tuple[int, ...], key: tuple, dtype: np.dtype) -> _Plan:
+    kernel, strides, dilations, pb, pe, auto_pad, rounding = key
+    a = SimpleNamespace(kernel=kernel, strides=strides, dilations=dilations, pads_begin=pb,
+                        pads_end=pe, auto_pad=auto_pad, rounding_type=rounding)  # fmt: skip
+    return _Plan(shape, a, dtype)
+
+
 def max_pool(
-    x: np.ndarray, a: SimpleNamespace, with_indices: bool = True
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Max-pool ``x`` (N, C, *spatial); return values and flat int64 indices.
+    x: np.ndarray,
+    a: SimpleNamespace,
+    with_indices: bool = True,
+    with_values: bool = True,
+    index_dtype: np.dtype | type = np.int64,
+    axis: int = 0,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Max-pool ``x`` (N, C, *spatial); return values and flat indices.
+
+    The pool is separable: a maximum over a window is the maximum over its rows
+    of the maxima along them, so each spatial axis is reduced on its own.  Indices
+    are flat over the whole input, modulo ``prod(x.shape[axis:])``.
 
     >>> a = SimpleNamespace(kernel=(2,), strides=(1,), pads_begin=(0,), pads_end=(0,),
     ...                     rounding_type="floor", auto_pad="explicit")
@@ -102,38 +402,72 @@ def max_pool(
     >>> v.tolist(), i.tolist()
     ([[[1.0, 3.0, 3.0]]], [[[0, 2, 2]]])
     """
-    a = with_defaults(a)
-    w = Windows.of(x.shape[2:], a)
-    low = lowest(x.dtype)
-    xp = w.padded(x, low)
-    out_shape = x.shape[:2] + w.out
-    best = np.full(out_shape, low, dtype=x.dtype)
-    index = np.zeros(out_shape, np.int64) if with_indices else None
-    start = w.start_index() if with_indices else None
-    for tap in w.taps():
-        v = w.tap_view(xp, tap)
-        # Strictly greater: NaN never wins and the first of equal values stays.
-        better = v > best
-        np.copyto(best, v, where=better)
-        if index is not None:
-            np.copyto(index, start + w.tap_offset(tap), where=better)
-    if index is not None:
-        plane = int(np.prod(x.shape[2:], dtype=np.int64))
-        offsets = np.arange(x.shape[0] * x.shape[1], dtype=np.int64) * plane
-        index += offsets.reshape(x.shape[:2] + (1,) * len(w.out))
-    return best, index
+    zeros = (0,) * len(a.kernel)
+    key = (tuple(a.kernel), tuple(a.strides), pool_dilations(a), tuple(a.pads_begin) or zeros,
+           tuple(a.pads_end) or zeros, a.auto_pad, a.rounding_type)  # fmt: skip
+    plan = _plan(x.shape, key, x.dtype)
+    w, low = plan.w, plan.low
+    x = np.ascontiguousarray(x)
+    xp = x.reshape(plan.planes, *w.sizes)
+    values = np.empty((plan.planes, *w.out), x.dtype)
+    shape = x.shape[:2] + w.out
+    floats = x.dtype.kind == "f"
+    if not with_indices:
+        for ch in plan.chunks:
+            passes = plan.values_passes(ch.stop - ch.start)
+            if not passes:  # every axis is the identity, but NaN still never wins
+                np.copyto(values[ch], xp[ch])
+                _finish(values[ch], low)
+                continue
+            cur = xp[ch]
+            for n, (run, out_shape) in enumerate(passes):
+                dst = values[ch] if n == len(passes) - 1 else np.empty(out_shape, x.dtype)
+                run(cur, dst, low)
+                cur = dst
+            _finish(values[ch], low)
+            if floats:
+                _zero_signs(xp[ch], w, values[ch])
+        return values.reshape(shape), None
+    first = plan.first_taps()
+    modulo = int(np.prod(x.shape[axis:], dtype=np.int64))
+    plane_start = (np.arange(plan.planes, dtype=np.int64) * plan.plane) % modulo
+    plane_start = plane_start.reshape((plan.planes,) + (1,) * len(w.out))
+    index = np.empty((plan.planes, *w.out), index_dtype)
+    for ch in plan.chunks:
+        p = ch.stop - ch.start
+        cur, rel = xp[ch], None
+        passes = plan.index_passes(p)
+        for n, (run, out_shape) in enumerate(passes):
+            v = values[ch] if n == len(passes) - 1 else np.empty(out_shape, x.dtype)
+            rel_out = np.empty(out_shape, plan.rel_dtype)
+            run(cur, rel, v, rel_out, low)
+            cur, rel = v, rel_out
+        vals = values[ch]
+        _finish(vals, low)
+        within = np.add(rel, first, dtype=plan.within_dtype)
+        if floats:
+            zero = vals == 0
+            if zero.any():  # fmax may pick either zero of a tie; the first one wins
+                flat = xp[ch].reshape(p, -1)
+                vals[zero] = flat[np.nonzero(zero)[0], within[zero]]
+        if modulo < plan.plane:
+            within %= modulo
+        np.add(within, plane_start[ch], out=index[ch], casting="unsafe")
+        # Nothing strictly above the start value: the window keeps the plane's start.
+        empty = vals == low
+        if empty.any():
+            index[ch][empty] = np.broadcast_to(plane_start[ch], empty.shape)[empty]
+    return (values.reshape(shape) if with_values else None), index.reshape(shape)
 
 
 def _kernel(version: int):
-    def kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    def kernel(a: SimpleNamespace, x: np.ndarray, needed=(True, True)) -> tuple:
         if version == 1:
             values, _ = max_pool(x, a, with_indices=False)
             return (values,)
-        values, index = max_pool(x, a)
         axis = _normalized_axis(a.axis, x.ndim)
-        if axis != 0:
-            index %= int(np.prod(x.shape[axis:], dtype=np.int64))
-        return values, index.astype(a.index_element_type.dtype)
+        return max_pool(x, a, with_indices=needed[1], with_values=needed[0],
+                        index_dtype=a.index_element_type.dtype, axis=axis)  # fmt: skip
 
     return kernel
 
@@ -149,5 +483,6 @@ for _version, _since, _attrs in ((1, 1, COMMON_ATTRS), (8, 8, V8_ATTRS), (14, 14
             kernel=_kernel(_version),
             check=_check(_version),
             shape_attrs=SHAPE_ATTRS,
+            optional_outputs=_version >= 8,
         )
     )
