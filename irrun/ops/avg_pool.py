@@ -11,6 +11,7 @@ at all is 0/0 = NaN, which integer outputs turn into 0.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -23,6 +24,8 @@ from ..window import (
     ROUNDING_TYPES,
     Windows,
     check_pool_attributes,
+    plane_chunks,
+    pool_dilations,
     pooled_shape,
     with_defaults,
 )
@@ -74,6 +77,162 @@ def to_input_type(mean: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return mean.astype(dtype, copy=False)
 
 
+# Bytes of input per chunk of planes (see max_pool.CHUNK_BYTES).
+CHUNK_BYTES = 1 << 22
+
+_ALL = slice(None)
+
+
+class _Plan:
+    """One average pool over one input shape and type, worked out once.
+
+    The sum of each window is built tap by tap in row-major kernel order, as the
+    plugin builds it, so each output sees the same f32 additions in the same
+    order; only which outputs one NumPy call covers differs.  Three ways:
+
+    * a window covering whole planes: a sum over the flattened plane;
+    * stride 1 and as many outputs as inputs on every axis: every tap of the full
+      windows is the flat input shifted by a fixed amount, one call per tap over
+      the whole chunk; the border windows, which some taps miss, are redone as
+      boxes;
+    * otherwise one box, the whole output: per tap, one call over the outputs it
+      reaches.
+    """
+
+    def __init__(self, shape: tuple[int, ...], a: SimpleNamespace, dtype: np.dtype) -> None:
+        self.w = w = Windows.of(shape[2:], a)
+        self.dtype, self.acc = dtype, accumulator_dtype(dtype)
+        self.planes = shape[0] * shape[1]
+        self.plane = int(np.prod(shape[2:], dtype=np.int64))
+        self.chunks = plane_chunks(self.planes, self.plane * self.acc.itemsize, CHUNK_BYTES)
+        # OpenVINO decides this once for the whole op, not per axis or per window.
+        self.pads_in_average = not a.exclude_pad and any((*w.pads_begin, *w.pads_end))
+        # The 8-bit kernel multiplies by the f32 reciprocal of the count; that rounds
+        # some exact halves (2475/30) up before half-to-even.
+        self.by_reciprocal = dtype.kind in "iu" and dtype.itemsize == 1
+        self.steps = w.steps
+        axes = w.axes
+        full = [ax.full() for ax in axes]
+        self.whole = all(
+            ax.out == 1 and ax.dilation == 1 and ax.offset(0) <= 0
+            and ax.offset(ax.kernel - 1) >= ax.size - 1 for ax in axes
+        )  # fmt: skip
+        self.aligned = (not self.whole and all(ax.aligned for ax in axes)
+                        and all(lo < hi for lo, hi in full))  # fmt: skip
+        if self.aligned:
+            self.interior = full
+            self.offsets = [
+                sum(ax.offset(j) * st for ax, j, st in zip(axes, tap, self.steps, strict=True))
+                for tap in w.taps()
+            ]
+            self.boxes = [self._box(box) for box in _complement(full, w.out)]
+            # Every tap of a full window counts, whatever exclude-pad says.
+            count = np.array(np.prod(w.kernel), self.acc)
+            self.interior_divisor = np.ones((), self.acc) / count if self.by_reciprocal else count
+        elif self.whole:
+            self.whole_divisor = self.divisor([(0, 1)] * len(w.out)).reshape(-1)
+        else:
+            self.boxes = [self._box([(0, o) for o in w.out])]
+
+    def count(self, box: list[tuple[int, int]]) -> np.ndarray:
+        """The divisor of each window in ``box`` (0 for a window with no element)."""
+        if self.pads_in_average:
+            return np.array(np.prod(self.w.kernel), self.acc)
+        count = np.ones((1,) * (len(box) + 1), self.acc)
+        for i, (ax, (lo, hi)) in enumerate(zip(self.w.axes, box, strict=True)):
+            valid = np.array([len(ax.taps_of(o)) for o in range(lo, hi)], self.acc)
+            shape = [1] * (len(box) + 1)
+            shape[i + 1] = hi - lo
+            count = count * valid.reshape(shape)
+        return count
+
+    def _box(self, box: list[tuple[int, int]]):
+        """The outputs ``box`` (a range per axis) summed tap by tap over what each reaches."""
+        adds = []
+        for tap in self.w.taps():
+            dst, src = [_ALL], [_ALL]
+            for ax, j, (lo, hi) in zip(self.w.axes, tap, box, strict=True):
+                rlo, rhi = ax.reach(j)
+                rlo, rhi = max(rlo, lo), min(rhi, hi)
+                if rlo >= rhi:
+                    break
+                c = ax.offset(j)
+                dst.append(slice(rlo - lo, rhi - lo))
+                src.append(slice(rlo * ax.stride + c, (rhi - 1) * ax.stride + c + 1, ax.stride))
+            else:
+                adds.append((tuple(dst), tuple(src)))
+        region = (_ALL, *(slice(lo, hi) for lo, hi in box))
+        return region, tuple(hi - lo for lo, hi in box), adds, self.divisor(box)
+
+    def divisor(self, box: list[tuple[int, int]]) -> np.ndarray:
+        """What :meth:`divide` takes: the count, or the 8-bit kernel's reciprocal of it."""
+        count = self.count(box)
+        if not self.by_reciprocal:
+            return count
+        with np.errstate(divide="ignore"):  # an empty window: 0 * inf is NaN, as 0/0 is
+            return np.ones((), self.acc) / count
+
+    def divide(self, acc: np.ndarray, divisor: np.ndarray, out: np.ndarray) -> None:
+        if self.by_reciprocal:
+            np.multiply(acc, divisor, out=out)
+        else:
+            np.divide(acc, divisor, out=out)
+
+    def run(self, xc: np.ndarray, out: np.ndarray) -> None:
+        """Average planes ``xc`` (already in the accumulator type) into ``out``."""
+        p = xc.shape[0]
+        if self.whole:
+            # Rows are the positions of the plane in order, so reducing over the
+            # first axis of a C-ordered array adds them one row at a time.
+            rows = np.ascontiguousarray(xc.reshape(p, self.plane).T)
+            acc = np.add.reduce(rows, axis=0)
+            acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
+            self.divide(acc, self.whole_divisor, acc)
+            np.copyto(out.reshape(p), acc)
+            return
+        if self.aligned:
+            xf, of = xc.reshape(-1), out.reshape(-1)
+            qa = sum(lo * st for (lo, _), st in zip(self.interior, self.steps, strict=True))
+            last = zip(self.interior, self.steps, strict=True)
+            qb = (p - 1) * self.plane + sum((hi - 1) * st for (_, hi), st in last) + 1
+            dst = of[qa:qb]
+            # Positions between full windows get garbage here, redone as boxes below.
+            np.add(xf[qa + self.offsets[0] : qb + self.offsets[0]], 0.0, out=dst)
+            for off in self.offsets[1:]:
+                np.add(dst, xf[qa + off : qb + off], out=dst)
+            self.divide(dst, self.interior_divisor, dst)
+        for region, sizes, adds, divisor in self.boxes:
+            acc = np.zeros((p, *sizes), self.acc)
+            for dst, src in adds:
+                np.add(acc[dst], xc[src], out=acc[dst])
+            self.divide(acc, divisor, out[region])
+
+
+def _complement(box: list[tuple[int, int]], outs: tuple[int, ...]) -> list[list[tuple[int, int]]]:
+    """Boxes that cover the outputs outside ``box``, each once.
+
+    >>> _complement([(1, 3), (1, 3)], (4, 4))
+    [[(0, 1), (0, 4)], [(3, 4), (0, 4)], [(1, 3), (0, 1)], [(1, 3), (3, 4)]]
+    """
+    found = []
+    for i, ((lo, hi), out) in enumerate(zip(box, outs, strict=True)):
+        before = list(box[:i])
+        after = [(0, o) for o in outs[i + 1 :]]
+        for part in ((0, lo), (hi, out)):
+            if part[0] < part[1]:
+                found.append([*before, part, *after])
+    return found
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(shape: tuple[int, ...], key: tuple, dtype: np.dtype) -> _Plan:
+    kernel, strides, dilations, pb, pe, auto_pad, rounding, exclude_pad = key
+    a = SimpleNamespace(kernel=kernel, strides=strides, dilations=dilations, pads_begin=pb,
+                        pads_end=pe, auto_pad=auto_pad, rounding_type=rounding,
+                        exclude_pad=exclude_pad)  # fmt: skip
+    return _Plan(shape, a, dtype)
+
+
 def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     """Average-pool ``x`` (N, C, *spatial).
 
@@ -82,33 +241,18 @@ def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     >>> avg_pool(np.array([[[[1., 3.], [7., 11.]]]], np.float32), a)[0, 0, 0].tolist()
     [0.25, 1.0, 0.75]
     """
-    a = with_defaults(a)
-    w = Windows.of(x.shape[2:], a)
-    acc_dtype = accumulator_dtype(x.dtype)
-    xp = w.padded(x.astype(acc_dtype, copy=False), 0)
-    acc = np.zeros(x.shape[:2] + w.out, acc_dtype)
-    # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
-    with np.errstate(invalid="ignore", over="ignore"):
-        for tap in w.taps():
-            np.add(acc, w.tap_view(xp, tap), out=acc)
-    # OpenVINO decides this once for the whole op, not per axis or per window.
-    pads_in_average = not a.exclude_pad and any((*w.pads_begin, *w.pads_end))
-    if pads_in_average:
-        count = np.array(np.prod(w.kernel), acc_dtype)
-    else:
-        count = np.ones((), acc_dtype)
-        for axis in range(len(w.out)):
-            shape = [1] * len(w.out)
-            shape[axis] = w.out[axis]
-            count = count * w.valid_taps(axis).astype(acc_dtype).reshape(shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if x.dtype.kind in "iu" and x.dtype.itemsize == 1:
-            # The CPU plugin's 8-bit kernel multiplies by the f32 reciprocal of the
-            # count; that rounds some exact halves (2475/30) up before half-to-even.
-            mean = acc * (np.ones((), acc_dtype) / count)
-        else:
-            mean = acc / count
-    return to_input_type(mean, x.dtype)
+    zeros = (0,) * len(a.kernel)
+    key = (tuple(a.kernel), tuple(a.strides), pool_dilations(a), tuple(a.pads_begin) or zeros,
+           tuple(a.pads_end) or zeros, a.auto_pad, a.rounding_type, a.exclude_pad)  # fmt: skip
+    plan = _plan(x.shape, key, x.dtype)
+    x = np.ascontiguousarray(x)
+    xp = x.reshape(plan.planes, *plan.w.sizes)
+    out = np.empty((plan.planes, *plan.w.out), plan.acc)
+    # inf - inf, overflow to inf and 0/0 are the IEEE results OpenVINO gives too.
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for ch in plan.chunks:
+            plan.run(xp[ch].astype(plan.acc, copy=False), out[ch])
+    return to_input_type(out, x.dtype).reshape(x.shape[:2] + plan.w.out)
 
 
 def _kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
