@@ -10,6 +10,7 @@ plane.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -20,6 +21,7 @@ from .. import element_types
 from ..attributes import Attr
 from ..dims import DYNAMIC, Dim
 from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..window import plane_chunks
 from .avg_pool import accumulator_dtype, to_input_type
 
 
@@ -72,24 +74,67 @@ def _infer(with_indices: bool):
     return infer
 
 
-def _taps(sizes: Sequence[int], outs: Sequence[int], pad_index: bool):
-    """Per-axis index arrays, one per tap, broadcastable over the output grid.
+# Bytes of input per chunk of planes (see max_pool.CHUNK_BYTES).
+CHUNK_BYTES = 1 << 22
 
-    Taps past a window's end point at ``size`` (a zero appended by the caller) when
-    ``pad_index``, else repeat the window's last element, which a strict maximum ignores.
+
+class _Plan:
+    """The windows of one adaptive pool, as flat positions in the plane, per tap.
+
+    Tap ``t`` (row-major over the largest window) of output ``o`` is input position
+    ``taps[t][o]`` of the plane.  A window shorter than the largest on some axis
+    has taps past its end: for the average they point at position ``plane``, a
+    zero the caller appends (adding +0.0 to a sum that starts at +0.0 changes
+    nothing); for the maximum at the window's last element, which a first strict
+    maximum never picks twice.
+
+    Planes are worked on transposed, one row per position: a tap is then one
+    gather of whole contiguous rows instead of one element per plane.
     """
-    per_axis = []
-    for axis, (size, out) in enumerate(zip(sizes, outs, strict=True)):
-        start, end = window_bounds(size, out)
-        shape = [1] * len(sizes)
-        shape[axis] = out
-        taps = []
-        for j in range(int((end - start).max())):
-            pos = start + j
-            pos = np.where(pos < end, pos, size if pad_index else end - 1)
-            taps.append(pos.reshape(shape))
-        per_axis.append(taps)
-    return per_axis
+
+    def __init__(self, shape: tuple[int, ...], outs: tuple[int, ...], pad_index: bool) -> None:
+        sizes = shape[2:]
+        self.planes = shape[0] * shape[1]
+        self.plane = int(np.prod(sizes, dtype=np.int64))
+        self.outs = outs
+        self.out_count = int(np.prod(outs, dtype=np.int64))
+        steps = np.cumprod([1, *sizes[:0:-1]])[::-1]
+        per_axis, counts = [], np.ones((), np.int64)
+        for axis, (size, out) in enumerate(zip(sizes, outs, strict=True)):
+            start, end = window_bounds(size, out)
+            shape_a = [1] * len(sizes)
+            shape_a[axis] = out
+            counts = counts * (end - start).reshape(shape_a)
+            taps = []
+            for j in range(int((end - start).max())):
+                pos = start + j
+                inside = pos < end
+                pos = np.where(inside, pos, end - 1)
+                taps.append(((pos * steps[axis]).reshape(shape_a), inside.reshape(shape_a)))
+            per_axis.append(taps)
+        self.taps = []
+        for combo in itertools.product(*per_axis):
+            index = np.broadcast_to(sum(p for p, _ in combo), outs).reshape(-1)
+            if pad_index:
+                inside = functools.reduce(np.logical_and, [i for _, i in combo])
+                index = np.where(np.broadcast_to(inside, outs).reshape(-1), index, self.plane)
+            self.taps.append(np.ascontiguousarray(index, np.intp))
+        self.counts = counts.reshape(-1, 1)
+        self.chunks = plane_chunks(self.planes, self.plane * 8, CHUNK_BYTES)
+
+
+@functools.lru_cache(maxsize=256)
+def _plan(shape: tuple[int, ...], outs: tuple[int, ...], pad_index: bool) -> _Plan:
+    return _Plan(shape, outs, pad_index)
+
+
+def _rows(xc: np.ndarray, plane: int, dtype: np.dtype, zero_row: bool) -> np.ndarray:
+    """Planes ``xc`` transposed to one row per position (and a row of zeros after)."""
+    rows = np.empty((plane + zero_row, xc.shape[0]), dtype)
+    np.copyto(rows[:plane], xc.reshape(xc.shape[0], plane).T, casting="unsafe")
+    if zero_row:
+        rows[plane] = 0
+    return rows
 
 
 def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
@@ -98,49 +143,82 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
     >>> adaptive_avg_pool(np.arange(1, 9, dtype=np.float32).reshape(1, 1, 8), (3,)).tolist()
     [[[2.0, 4.5, 7.0]]]
     """
-    sizes = x.shape[2:]
+    plan = _plan(x.shape, tuple(out_sizes), True)
     acc_dtype = accumulator_dtype(x.dtype)
-    # One zero past the end of every spatial axis stands in for taps beyond a window.
-    xz = np.pad(x.astype(acc_dtype, copy=False), [(0, 0), (0, 0)] + [(0, 1)] * len(sizes))
-    acc = np.zeros(x.shape[:2] + tuple(out_sizes), acc_dtype)
-    per_axis = _taps(sizes, out_sizes, pad_index=True)
+    xp = x.reshape(plan.planes, plan.plane)
+    out = np.empty((plan.planes, plan.out_count), acc_dtype)
+    counts = plan.counts.astype(acc_dtype)
     # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
     with np.errstate(invalid="ignore", over="ignore"):
-        for tap in itertools.product(*per_axis):
-            np.add(acc, xz[(Ellipsis, *tap)], out=acc)
-    count = np.ones((), acc_dtype)
-    for axis, (size, out) in enumerate(zip(sizes, out_sizes, strict=True)):
-        start, end = window_bounds(size, out)
-        shape = [1] * len(sizes)
-        shape[axis] = out
-        count = count * (end - start).astype(acc_dtype).reshape(shape)
-    return to_input_type(acc / count, x.dtype)
+        for ch in plan.chunks:
+            rows = _rows(xp[ch], plan.plane, acc_dtype, zero_row=True)
+            acc = np.take(rows, plan.taps[0], axis=0)
+            acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
+            gathered = np.empty_like(acc)
+            for index in plan.taps[1:]:
+                np.take(rows, index, axis=0, out=gathered)
+                acc += gathered
+            acc /= counts
+            np.copyto(out[ch], acc.T)
+    return to_input_type(out, x.dtype).reshape(x.shape[:2] + tuple(out_sizes))
 
 
-def adaptive_max_pool(x: np.ndarray, out_sizes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    sizes = x.shape[2:]
-    flat_strides = np.cumprod((1, *sizes[:0:-1]))[::-1]
-    best = index = None
-    for tap in itertools.product(*_taps(sizes, out_sizes, pad_index=False)):
-        v = x[(Ellipsis, *tap)]
-        tap_index = sum(p * int(fs) for p, fs in zip(tap, flat_strides, strict=True))
-        if best is None:
-            best = v.copy()
-            index = np.broadcast_to(tap_index, v.shape).astype(np.int64)
-            continue
-        better = v > best
-        np.copyto(best, v, where=better)
-        np.copyto(index, np.broadcast_to(tap_index, v.shape), where=better)
-    return best, index
+def adaptive_max_pool(
+    x: np.ndarray, out_sizes: Sequence[int], with_indices: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The first strict maximum of each adaptive window and its index in the plane.
+
+    Like the plugin, the running maximum starts at the window's first element, so a
+    leading NaN is the result; after it NaN never wins.
+
+    >>> v, i = adaptive_max_pool(np.array([[[1, 3, 3, 2, np.nan, 0]]], np.float32), (2,))
+    >>> v.tolist(), i.tolist()
+    ([[[3.0, 2.0]]], [[[1, 3]]])
+    """
+    plan = _plan(x.shape, tuple(out_sizes), False)
+    xp = x.reshape(plan.planes, plan.plane)
+    values = np.empty((plan.planes, plan.out_count), x.dtype)
+    index = np.empty((plan.planes, plan.out_count), np.int64) if with_indices else None
+    floats = x.dtype.kind == "f"
+    for ch in plan.chunks:
+        rows = _rows(xp[ch], plan.plane, x.dtype, zero_row=False)
+        taps = [np.take(rows, t, axis=0) for t in plan.taps]
+        first = taps[0]
+        best = first.copy()
+        for t in taps[1:]:
+            np.fmax(best, t, out=best)
+        if floats:
+            nan_first = np.isnan(first)
+            if nan_first.any():  # a leading NaN stays: nothing is greater than it
+                best[nan_first] = first[nan_first]
+        sel = None
+        if with_indices or floats:
+            # The first tap equal to the maximum (NaN equals nothing: the first tap).
+            sel = np.broadcast_to(plan.taps[0][:, None], best.shape).astype(np.int64)
+            for t in range(len(taps) - 1, -1, -1):
+                diff = plan.taps[t][:, None] - sel
+                diff *= np.equal(taps[t], best)
+                sel += diff
+        if floats:
+            zero = best == 0  # fmax may pick either zero of a tie; the first one wins
+            if zero.any():
+                best[zero] = np.take_along_axis(rows, sel, axis=0)[zero]
+        np.copyto(values[ch], best.T)
+        if with_indices:
+            np.copyto(index[ch], sel.T)
+    shape = x.shape[:2] + tuple(out_sizes)
+    return values.reshape(shape), (None if index is None else index.reshape(shape))
 
 
 def _avg_kernel(a: SimpleNamespace, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, ...]:
     return (adaptive_avg_pool(x, _output_sizes(target, x.ndim)),)
 
 
-def _max_kernel(a: SimpleNamespace, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, ...]:
-    values, index = adaptive_max_pool(x, _output_sizes(target, x.ndim))
-    return values, index.astype(a.index_element_type.dtype)
+def _max_kernel(
+    a: SimpleNamespace, x: np.ndarray, target: np.ndarray, needed=(True, True)
+) -> tuple:
+    values, index = adaptive_max_pool(x, _output_sizes(target, x.ndim), with_indices=needed[1])
+    return values, (None if index is None else index.astype(a.index_element_type.dtype))
 
 
 def _check_max(a: SimpleNamespace) -> None:
@@ -169,5 +247,6 @@ register(
         kernel=_max_kernel,
         inputs=(2, 2),
         check=_check_max,
+        optional_outputs=True,
     )
 )
