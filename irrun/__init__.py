@@ -1,7 +1,7 @@
 """irrun: run and check OpenVINO IR models with NumPy.
 
 >>> import irrun
->>> m = irrun.load("models/demo.xml")
+>>> m = irrun.load("models/pooling_chain.xml")
 >>> [o.name for o in m.outputs]
 ['pooled', 'indices']
 """

@@ -163,7 +163,7 @@ def check_ir(
 class Model:
     """A loaded IR model, planned and ready to run.
 
-    >>> m = load("models/demo.xml")
+    >>> m = load("models/pooling_chain.xml")
     >>> m.inputs
     [TensorSpec(name='image', shape=[1,3,16,16], element_type='f32')]
     >>> outs = m.run({"image": np.ones((1, 3, 16, 16), np.float32)})
@@ -374,7 +374,7 @@ def validate(
 
     >>> validate("models/maxpool_example1.xml")
     []
-    >>> for d in validate("models/demo.xml", shapes="image[1,3,2,2]"):
+    >>> for d in validate("models/pooling_chain.xml", shapes="image[1,3,2,2]"):
     ...     print(d.level, d.code, d.layer.name)
     warning unused-output stem_pool
     error shape-error avg_pool

@@ -174,7 +174,7 @@ def parse_xml(path: str | Path) -> etree._Element:
     malformed file, or one with a document type declaration; the root is not checked to
     be <net>.
 
-    >>> parse_xml("models/demo.xml").tag
+    >>> parse_xml("models/pooling_chain.xml").tag
     'net'
     """
     path = Path(path)

@@ -125,7 +125,7 @@ def check_structure(
     >>> print(check_structure(root, "m.xml")[1])  # doctest: +NORMALIZE_WHITESPACE
     m.xml:4: error: layer 0 'x' (Parameter-v1) port 0: <dim>-2</dim> is not a dimension
     (expected an integer >= -1 or a range a..b)
-    >>> check_structure(etree.parse("models/demo.xml"), "models/demo.xml")
+    >>> check_structure(etree.parse("models/pooling_chain.xml"), "models/pooling_chain.xml")
     []
     """
     if isinstance(root_or_tree, etree._ElementTree):

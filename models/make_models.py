@@ -112,8 +112,8 @@ def adaptive_example():
     )
 
 
-def demo():
-    """The README's demo: three pooling layers of different kinds in a chain."""
+def pooling_chain():
+    """Three pooling layers of different kinds in a chain (the validate examples' model)."""
     p = _param("image", (1, 3, 16, 16))
     mp = op8.max_pool(p, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3], name="stem_pool",
                       index_element_type="i32")  # fmt: skip
@@ -122,9 +122,38 @@ def demo():
     size = op1.constant(np.array([2, 2], np.int64), name="head_size")
     head = op8.adaptive_max_pool(ap, size, index_element_type="i32", name="head_pool")
     model = ov.Model(
-        [_named(head.output(0), "pooled"), _named(head.output(1), "indices")], [p], "demo"
+        [_named(head.output(0), "pooled"), _named(head.output(1), "indices")], [p],
+        "pooling_chain",
     )
     x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(F32)
+    return "pooling_chain", model, {"image": x}, None
+
+
+def demo():
+    """The README's demo: a small CNN (convolutions, ReLU, max and average pooling, a
+    global adaptive average, a linear layer and softmax), weights stored as f16 the way
+    ``ov.save_model`` compresses them by default."""
+    rng = np.random.default_rng(7)
+
+    def weights(*shape):
+        fan_in = int(np.prod(shape[1:]))
+        return op1.constant((rng.standard_normal(shape) * np.sqrt(2 / fan_in)).astype(F32))
+
+    p = _param("image", (1, 3, 32, 32))
+    y = op1.relu(op1.convolution(p, weights(16, 3, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1],
+                                 name="conv1"))  # fmt: skip
+    y = op1.max_pool(y, [2, 2], [1, 1], [1, 1], [3, 3], name="pool1")
+    y = op1.relu(op1.convolution(y, weights(32, 16, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1],
+                                 name="conv2"))  # fmt: skip
+    y = op14.avg_pool(y, [2, 2], [0, 0], [0, 0], [2, 2], exclude_pad=True,
+                      rounding_type="ceil_torch", name="pool2")  # fmt: skip
+    y = op8.adaptive_avg_pool(y, op1.constant(np.array([1, 1], np.int64)), name="global_pool")
+    y = op1.reshape(y, op1.constant(np.array([0, -1], np.int64)), special_zero=True)
+    bias = op1.constant(rng.standard_normal(10).astype(F32) * F32(0.1))
+    y = op1.add(op1.matmul(y, weights(10, 32), False, True), bias, name="fc")
+    y = op8.softmax(y, -1, name="softmax")
+    model = ov.Model([_named(y.output(0), "probabilities")], [p], "demo")
+    x = rng.standard_normal((1, 3, 32, 32)).astype(F32)
     return "demo", model, {"image": x}, None
 
 
@@ -171,6 +200,7 @@ def examples():
     )  # fmt: skip
     yield avgpool_example()
     yield adaptive_example()
+    yield pooling_chain()
     yield demo()
 
 
@@ -178,7 +208,13 @@ def main() -> int:
     core = ov.Core()
     failures = 0
     for name, model, inputs, expected in examples():
-        compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        xml = HERE / f"{name}.xml"
+        for result in model.get_results():  # stable names instead of a process-wide counter
+            tensor = sorted(result.input_value(0).get_names())[0]
+            result.set_friendly_name(f"{tensor}_result")
+        ov.save_model(model, xml, compress_to_fp16=name == "demo")
+        # Run the saved file, not the in-memory model: its weights may be f16 now.
+        compiled = core.compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
         result = compiled(inputs)
         got = {next(iter(o.get_names())): result[o] for o in compiled.outputs}
         if expected is not None:
@@ -187,7 +223,6 @@ def main() -> int:
                     print(f"{name}: OpenVINO gives {key}={got[key].tolist()}, "
                           f"the script says {want.tolist()}", file=sys.stderr)  # fmt: skip
                     failures += 1
-        ov.save_model(model, HERE / f"{name}.xml", compress_to_fp16=False)
         np.savez(HERE / f"{name}.inputs.npz", **inputs)
         np.savez(HERE / f"{name}.expected.npz", **(expected if expected is not None else got))
         print(f"wrote {name}")

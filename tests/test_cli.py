@@ -115,7 +115,7 @@ def work(tmp_path, monkeypatch) -> Path:
     """A directory holding the hand-written models and demo, as the current directory."""
     (tmp_path / "names.xml").write_text(NAMES_IR)
     (tmp_path / "two.xml").write_text(TWO_INPUTS_IR)
-    copy_model("demo", tmp_path)
+    copy_model("pooling_chain", tmp_path)
     np.save(tmp_path / "x.npy", X)
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -125,9 +125,9 @@ def work(tmp_path, monkeypatch) -> Path:
 
 
 def test_run_prints_a_table_of_the_outputs(work, capsys):
-    rc, out, err = run_cli(capsys, "demo.xml")
+    rc, out, err = run_cli(capsys, "pooling_chain.xml")
     assert (rc, err) == (0, "")
-    model = irrun.load("demo.xml")
+    model = irrun.load("pooling_chain.xml")
     outputs = model.run(model.random_inputs(0))
     header, *rows = [line.split() for line in out.splitlines()]
     assert header == ["output", "shape", "dtype", "min", "max", "mean"]
@@ -139,8 +139,8 @@ def test_run_prints_a_table_of_the_outputs(work, capsys):
 
 
 def test_run_subcommand_is_the_same_as_the_shorthand(work, capsys):
-    assert run_cli(capsys, "run", "demo.xml", "--seed", "4") == run_cli(
-        capsys, "demo.xml", "--seed", "4"
+    assert run_cli(capsys, "run", "pooling_chain.xml", "--seed", "4") == run_cli(
+        capsys, "pooling_chain.xml", "--seed", "4"
     )
 
 
@@ -219,7 +219,7 @@ def test_several_inputs_need_names(work, capsys):
 
 def test_same_seed_same_outputs_different_seed_different(work, capsys):
     def outputs(*seed: str) -> dict[str, np.ndarray]:
-        assert run_cli(capsys, "demo.xml", *seed, "-o", "o.npz")[0] == 0
+        assert run_cli(capsys, "pooling_chain.xml", *seed, "-o", "o.npz")[0] == 0
         return load_npz(work / "o.npz")
 
     default, again = outputs(), outputs()
@@ -229,17 +229,17 @@ def test_same_seed_same_outputs_different_seed_different(work, capsys):
         np.testing.assert_array_equal(default[key], again[key])
     assert not np.array_equal(default["pooled"], other["pooled"])
     # And the inputs are what the Python API's random_inputs(seed) gives.
-    model = irrun.load("demo.xml")
+    model = irrun.load("pooling_chain.xml")
     np.testing.assert_array_equal(model.run(model.random_inputs(1))["pooled"], other["pooled"])
 
 
 def test_weights_option_overrides_the_bin_beside_the_xml(work, capsys):
-    (work / "lonely.xml").write_text((MODELS / "demo.xml").read_text())
+    (work / "lonely.xml").write_text((MODELS / "pooling_chain.xml").read_text())
     rc, _, err = run_cli(capsys, "lonely.xml")
     assert rc == 1 and "weights file lonely.bin does not exist" in err
-    rc, out, _ = run_cli(capsys, "lonely.xml", "--weights", "demo.bin")
+    rc, out, _ = run_cli(capsys, "lonely.xml", "--weights", "pooling_chain.bin")
     assert rc == 0
-    assert out == run_cli(capsys, "demo.xml")[1]
+    assert out == run_cli(capsys, "pooling_chain.xml")[1]
 
 
 def test_a_model_without_constants_needs_no_bin(work, capsys):
@@ -267,15 +267,15 @@ def _edit(path: Path, old: str, new: str, *after: str) -> int:
     return text.count("\n", 0, anchor if after else pos) + 1
 
 
-# demo.xml never reads stem_pool's indices: one warning in every report about it.
+# pooling_chain.xml never reads stem_pool's indices: one warning in every report about it.
 UNUSED_INDICES = (
-    "demo.xml:32: warning: layer 1 'stem_pool' (MaxPool-v8) port 2: output port 2 is not used"
+    "pooling_chain.xml:32: warning: layer 1 'stem_pool' (MaxPool-v8) port 2: output port 2 is not used"
 )
 
 
 def test_validate_a_valid_model(work, capsys):
-    assert run_cli(capsys, "validate", "demo.xml") == (
-        0, f"{UNUSED_INDICES}\ndemo.xml: valid (1 warning)\n", ""
+    assert run_cli(capsys, "validate", "pooling_chain.xml") == (
+        0, f"{UNUSED_INDICES}\npooling_chain.xml: valid (1 warning)\n", ""
     )  # fmt: skip
     for name in ("names.xml", "two.xml"):
         assert run_cli(capsys, "validate", name) == (0, f"{name}: valid\n", "")
@@ -283,24 +283,24 @@ def test_validate_a_valid_model(work, capsys):
 
 def test_validate_reports_an_edited_dim(work, capsys):
     # The third <dim> of stem_pool's output port 1: 8 -> 9.  The line is the port's.
-    line = _edit(work / "demo.xml", "<dim>8</dim>", "<dim>9</dim>", 'name="stem_pool"',
+    line = _edit(work / "pooling_chain.xml", "<dim>8</dim>", "<dim>9</dim>", 'name="stem_pool"',
                  '<port id="1"')  # fmt: skip
-    rc, out, err = run_cli(capsys, "validate", "demo.xml")
+    rc, out, err = run_cli(capsys, "validate", "pooling_chain.xml")
     assert (rc, err) == (1, "")
     assert out.splitlines() == [
-        f"demo.xml:{line}: error: layer 1 'stem_pool' (MaxPool-v8) port 1: declared "
+        f"pooling_chain.xml:{line}: error: layer 1 'stem_pool' (MaxPool-v8) port 1: declared "
         f"[1,3,9,8], inferred [1,3,8,8] ({STEM_DETAIL})",
         UNUSED_INDICES,
-        "demo.xml: 1 error, 1 warning",
+        "pooling_chain.xml: 1 error, 1 warning",
     ]
     # Declared dims are informational (OpenVINO re-infers them): the model still runs.
-    assert run_cli(capsys, "demo.xml")[0] == 0
+    assert run_cli(capsys, "pooling_chain.xml")[0] == 0
 
 
 def test_validate_reports_every_problem_in_file_order(work, capsys):
     model = copy_model("maxpool_example1", work, "m")
     first = _edit(model, "<dim>4</dim>", "<dim>5</dim>", 'name="maxpool_example1"', '<port id="1"')
-    second = _edit(model, "<dim>4</dim>", "<dim>7</dim>", 'name="Result_4"', '<port id="0"')
+    second = _edit(model, "<dim>4</dim>", "<dim>7</dim>", 'name="indices_result"', '<port id="0"')
     rc, out, _ = run_cli(capsys, "validate", "m.xml")
     assert rc == 1
     detail = (
@@ -310,21 +310,21 @@ def test_validate_reports_every_problem_in_file_order(work, capsys):
     assert out.splitlines() == [
         f"m.xml:{first}: error: layer 1 'maxpool_example1' (MaxPool-v8) port 1: declared "
         f"[1,1,5,4], inferred [1,1,4,4] ({detail})",
-        f"m.xml:{second}: error: layer 3 'Result_4' (Result-v1) port 0: declared [1,1,7,4], "
+        f"m.xml:{second}: error: layer 3 'indices_result' (Result-v1) port 0: declared [1,1,7,4], "
         "inferred [1,1,4,4]",
         "m.xml: 2 errors, 0 warnings",
     ]
 
 
 def test_validate_warnings_do_not_fail(work, capsys):
-    line = _edit(work / "demo.xml", 'kernel="3, 3"', 'kernel="3, 3" colour="blue"')
-    rc, out, _ = run_cli(capsys, "validate", "demo.xml")
+    line = _edit(work / "pooling_chain.xml", 'kernel="3, 3"', 'kernel="3, 3" colour="blue"')
+    rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml")
     assert rc == 0
     assert out.splitlines() == [
-        f"demo.xml:{line}: warning: layer 1 'stem_pool' (MaxPool-v8): unknown attribute "
+        f"pooling_chain.xml:{line}: warning: layer 1 'stem_pool' (MaxPool-v8): unknown attribute "
         "'colour' is ignored",
         UNUSED_INDICES,
-        "demo.xml: valid (2 warnings)",
+        "pooling_chain.xml: valid (2 warnings)",
     ]
 
 
@@ -347,12 +347,12 @@ def test_validate_an_unreadable_file(work, capsys):
         ([], "the following arguments are required: COMMAND"),
         (["run"], "the following arguments are required: MODEL.xml"),
         (["validate"], "the following arguments are required: MODEL.xml"),
-        (["demo.xml", "--bogus"], "unrecognized arguments: --bogus"),
-        (["demo.xml", "other.xml"], "unrecognized arguments: other.xml"),
-        (["demo.xml", "--seed", "x"], "argument --seed: invalid seed value: 'x'"),
-        (["demo.xml", "--seed", "-1"], "argument --seed: invalid seed value: '-1'"),
-        (["demo.xml", "--input"], "argument -i/--input: expected one argument"),
-        (["validate", "demo.xml", "--seed", "1"], "unrecognized arguments: --seed 1"),
+        (["pooling_chain.xml", "--bogus"], "unrecognized arguments: --bogus"),
+        (["pooling_chain.xml", "other.xml"], "unrecognized arguments: other.xml"),
+        (["pooling_chain.xml", "--seed", "x"], "argument --seed: invalid seed value: 'x'"),
+        (["pooling_chain.xml", "--seed", "-1"], "argument --seed: invalid seed value: '-1'"),
+        (["pooling_chain.xml", "--input"], "argument -i/--input: expected one argument"),
+        (["validate", "pooling_chain.xml", "--seed", "1"], "unrecognized arguments: --seed 1"),
     ],
     ids=["nothing", "run-no-model", "validate-no-model", "unknown-option", "two-models",
          "seed-not-int", "seed-negative", "input-without-path", "validate-has-no-seed"],
@@ -379,22 +379,22 @@ def test_help_and_version_exit_0(capsys):
 
 
 def test_python_dash_m_irrun(work, capsys):
-    expected = run_cli(capsys, "demo.xml", "--seed", "7")[1]
+    expected = run_cli(capsys, "pooling_chain.xml", "--seed", "7")[1]
     proc = subprocess.run(
-        [sys.executable, "-m", "irrun", "demo.xml", "--seed", "7"],
+        [sys.executable, "-m", "irrun", "pooling_chain.xml", "--seed", "7"],
         capture_output=True, text=True, cwd=work, timeout=120,
     )  # fmt: skip
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, expected, "")
     proc = subprocess.run(
-        [sys.executable, "-m", "irrun", "validate", "demo.xml"],
+        [sys.executable, "-m", "irrun", "validate", "pooling_chain.xml"],
         capture_output=True, text=True, cwd=work, timeout=120,
     )  # fmt: skip
-    assert (proc.returncode, proc.stdout) == (0, f"{UNUSED_INDICES}\ndemo.xml: valid (1 warning)\n")
+    assert (proc.returncode, proc.stdout) == (0, f"{UNUSED_INDICES}\npooling_chain.xml: valid (1 warning)\n")
 
 
 def test_misuse_as_a_process_exits_2(work):
     proc = subprocess.run(
-        [sys.executable, "-m", "irrun", "demo.xml", "--seed", "x"],
+        [sys.executable, "-m", "irrun", "pooling_chain.xml", "--seed", "x"],
         capture_output=True, text=True, cwd=work, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2

@@ -1,6 +1,6 @@
 """Every kind of bad input gives one line naming the file, the line and the layer, and exit 1.
 
-Broken IR files are made by editing the text of the bundled ``demo.xml`` (or by writing a
+Broken IR files are made by editing the text of the bundled ``pooling_chain.xml`` (or by writing a
 few bytes by hand) in a temporary directory; each case states the exact line of the
 offending element and the message irrun prints for it.
 """
@@ -23,8 +23,8 @@ from irrun.cli import main
 from irrun.reader import _parser
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-DEMO_XML = (MODELS / "demo.xml").read_text()
-DEMO_BIN = (MODELS / "demo.bin").read_bytes()
+DEMO_XML = (MODELS / "pooling_chain.xml").read_text()
+DEMO_BIN = (MODELS / "pooling_chain.bin").read_bytes()
 
 
 def line_of(text: str, *needles: str) -> int:
@@ -50,7 +50,7 @@ def write_ir(
 
 
 def mutate(old: str, new: str, count: int = 1) -> str:
-    assert DEMO_XML.count(old) >= count, f"{old!r} is not in demo.xml"
+    assert DEMO_XML.count(old) >= count, f"{old!r} is not in pooling_chain.xml"
     return DEMO_XML.replace(old, new, count)
 
 
@@ -72,7 +72,7 @@ def assert_one_error(capsys, args: list[str], expected: str) -> None:
 @dataclass(frozen=True)
 class Case:
     id: str
-    old: str  # text of demo.xml ...
+    old: str  # text of pooling_chain.xml ...
     new: str  # ... replaced by this
     at: tuple[str, ...]  # needles leading to the offending line (see line_of)
     message: str  # what follows "bad.xml:LINE: "
@@ -175,8 +175,8 @@ CASES = [
          "layer 4 'head_pool' (AdaptiveMaxPool-v8) port 0: input port 0 is fed by two edges "
          "(and 1 more: run 'irrun validate')"),
     Case("result-without-edge", '<edge from-layer="4" from-port="3" to-layer="6" to-port="0" />',
-         "", ('name="Result_52688"', '<port id="0"'),
-         "layer 6 'Result_52688' (Result-v1) port 0: input port 0 has no edge"),
+         "", ('name="indices_result"', '<port id="0"'),
+         "layer 6 'indices_result' (Result-v1) port 0: input port 0 has no edge"),
     Case("duplicate-layer-id", '<layer id="2" ', '<layer id="1" ', ('name="avg_pool"',),
          "layer 1 'avg_pool' (AvgPool-v14): layer id 1 is used again (first at line 15) "
          "(and 2 more: run 'irrun validate')"),
@@ -206,18 +206,18 @@ CASES = [
     Case("const-negative-offset", 'offset="0"', 'offset="-8"', ('<data element_type="i64"',),
          "layer 3 'head_size' (Const-v1): offset -8 and size 16 must not be negative"),
     # The document.
-    Case("root-not-net", '<net name="demo" version="11">', '<network name="demo" version="11">',
+    Case("root-not-net", '<net name="pooling_chain" version="11">', '<network name="demo" version="11">',
          ("<network",), "root element is <network>, expected <net>"),
-    Case("ir-version-9", '<net name="demo" version="11">', '<net name="demo" version="9">',
+    Case("ir-version-9", '<net name="pooling_chain" version="11">', '<net name="pooling_chain" version="9">',
          ("<net ",), '<net> attribute version="9" is not a supported IR version '
          "(expected 10 or 11)"),
-    Case("ir-version-12", '<net name="demo" version="11">', '<net name="demo" version="12">',
+    Case("ir-version-12", '<net name="pooling_chain" version="11">', '<net name="pooling_chain" version="12">',
          ("<net ",), '<net> attribute version="12" is not a supported IR version '
          "(expected 10 or 11)"),
-    Case("no-ir-version", '<net name="demo" version="11">', '<net name="demo">', ("<net ",),
+    Case("no-ir-version", '<net name="pooling_chain" version="11">', '<net name="demo">', ("<net ",),
          "<net> is missing the mandatory attribute 'version'"),
-    Case("ir-version-not-a-number", '<net name="demo" version="11">',
-         '<net name="demo" version="eleven">', ("<net ",),
+    Case("ir-version-not-a-number", '<net name="pooling_chain" version="11">',
+         '<net name="pooling_chain" version="eleven">', ("<net ",),
          '<net> attribute version="eleven" is not a supported IR version (expected 10 or 11)'),
     Case("no-layers", "<layers>", "<stages>", ("<net ",), "<net> has no <layers>"),
     Case("tag-mismatch", "</output>", "</outptu>", ("</outptu>",),
@@ -300,8 +300,8 @@ def test_not_an_ir_file(content, expected, tmp_path, monkeypatch, capsys):
 
 def test_weights_file_given_as_the_model(capsys):
     assert_one_error(
-        capsys, [str(MODELS / "demo.bin")],
-        f"{MODELS / 'demo.bin'}: binary data, not an IR .xml file "
+        capsys, [str(MODELS / "pooling_chain.bin")],
+        f"{MODELS / 'pooling_chain.bin'}: binary data, not an IR .xml file "
         "(the weights file? pass the .xml)",
     )  # fmt: skip
 
@@ -463,7 +463,7 @@ IMAGE = np.zeros((1, 3, 16, 16), np.float32)
 @pytest.fixture
 def inputs_dir(tmp_path, monkeypatch):
     """The demo model and a set of good and bad input files, in the current directory."""
-    write_ir(tmp_path, DEMO_XML, name="demo")
+    write_ir(tmp_path, DEMO_XML, name="pooling_chain")
     np.save(tmp_path / "good.npy", IMAGE)
     np.save(tmp_path / "f64.npy", IMAGE.astype(np.float64))
     np.save(tmp_path / "i32.npy", IMAGE.astype(np.int32))
@@ -481,13 +481,13 @@ def inputs_dir(tmp_path, monkeypatch):
 
 
 PARAM_LINE = line_of(DEMO_XML, 'name="image" type="Parameter"')
-IMAGE_REF = f"demo.xml:{PARAM_LINE}: layer 0 'image' (Parameter-v1)"
+IMAGE_REF = f"pooling_chain.xml:{PARAM_LINE}: layer 0 'image' (Parameter-v1)"
 
 INPUT_CASES = {
     "wrong-name": (["-i", "img=good.npy"],
                    "--input img=good.npy: no input named 'img' (inputs: image)"),
     "wrong-npz-key": (["-i", "wrong_key.npz"],
-                      "wrong_key.npz: array 'img' is not an input of demo.xml (inputs: image)"),
+                      "wrong_key.npz: array 'img' is not an input of pooling_chain.xml (inputs: image)"),
     "npz-lacks-name": (["-i", "image=wrong_key.npz"],
                        "wrong_key.npz: no array 'image' in it (it has img)"),
     "wrong-dtype-f64": (["-i", "f64.npy"],
@@ -512,7 +512,7 @@ INPUT_CASES = {
 
 @pytest.mark.parametrize(("args", "message"), INPUT_CASES.values(), ids=INPUT_CASES.keys())
 def test_bad_input_gives_one_line(args, message, inputs_dir, capsys):
-    rc, out, err = run_cli(capsys, "demo.xml", *args, "-o", "out.npz")
+    rc, out, err = run_cli(capsys, "pooling_chain.xml", *args, "-o", "out.npz")
     assert (rc, out) == (1, "")
     assert err.startswith(f"irrun: error: {message}")
     assert err.count("\n") == 1
@@ -520,7 +520,7 @@ def test_bad_input_gives_one_line(args, message, inputs_dir, capsys):
 
 
 def test_input_given_twice_is_misuse(inputs_dir, capsys):
-    rc, out, err = run_cli(capsys, "demo.xml", "-i", "good.npy", "-i", "image=good.npy")
+    rc, out, err = run_cli(capsys, "pooling_chain.xml", "-i", "good.npy", "-i", "image=good.npy")
     assert (rc, out) == (2, "")
     assert err == (
         "irrun: error: input 'image' is given twice: by --input good.npy and by --input "
@@ -542,12 +542,12 @@ def _listing(directory: Path) -> set[str]:
 )
 def test_failed_run_leaves_no_output_file(args, inputs_dir, capsys):
     before = _listing(inputs_dir)
-    rc, _, _ = run_cli(capsys, "demo.xml", *args, "-o", "out.npz")
+    rc, _, _ = run_cli(capsys, "pooling_chain.xml", *args, "-o", "out.npz")
     assert rc == 1
     assert _listing(inputs_dir) == before
     # An existing output is left as it was.
     (inputs_dir / "out.npz").write_bytes(b"previous")
-    rc, _, _ = run_cli(capsys, "demo.xml", *args, "-o", "out.npz")
+    rc, _, _ = run_cli(capsys, "pooling_chain.xml", *args, "-o", "out.npz")
     assert rc == 1
     assert (inputs_dir / "out.npz").read_bytes() == b"previous"
     assert _listing(inputs_dir) == before | {"out.npz"}
@@ -563,16 +563,16 @@ def test_failure_while_writing_leaves_nothing_behind(inputs_dir, capsys, monkeyp
 
     monkeypatch.setattr(np, "savez", half_write)
     assert_one_error(
-        capsys, ["demo.xml", "-o", "out.npz"], "out.npz: cannot write: No space left on device"
+        capsys, ["pooling_chain.xml", "-o", "out.npz"], "out.npz: cannot write: No space left on device"
     )
     assert _listing(inputs_dir) == before
     assert (inputs_dir / "out.npz").read_bytes() == b"previous"
 
 
 def test_output_path_that_cannot_be_written(inputs_dir, capsys):
-    assert_one_error(capsys, ["demo.xml", "-o", "adir"],
+    assert_one_error(capsys, ["pooling_chain.xml", "-o", "adir"],
                      "adir: is a directory, expected a file name such as out.npz")
-    assert_one_error(capsys, ["demo.xml", "-o", "nodir/out.npz"],
+    assert_one_error(capsys, ["pooling_chain.xml", "-o", "nodir/out.npz"],
                      "nodir/out.npz: the output's directory does not exist")
     assert _listing(inputs_dir / "adir") == set()
 
@@ -603,9 +603,9 @@ def test_process_prints_one_line_and_exits_1(tmp_path):
 
 def test_process_malformed_xml_and_bad_input(tmp_path):
     write_ir(tmp_path, DEMO_XML[: len(DEMO_XML) // 2], name="cut")
-    write_ir(tmp_path, DEMO_XML, name="demo")
+    write_ir(tmp_path, DEMO_XML, name="pooling_chain")
     np.save(tmp_path / "small.npy", IMAGE[:, :, :8])
-    for args in (["cut.xml"], ["demo.xml", "-i", "small.npy"]):
+    for args in (["cut.xml"], ["pooling_chain.xml", "-i", "small.npy"]):
         proc = _irrun(*args, cwd=tmp_path)
         assert proc.returncode == 1, args
         assert len(proc.stderr.splitlines()) == 1, proc.stderr
@@ -633,21 +633,21 @@ def test_a_bug_in_irrun_is_still_one_line(tmp_path, monkeypatch, capsys):
     def broken_run(self, feeds, outputs=None):
         raise RuntimeError("boom")
 
-    write_ir(tmp_path, DEMO_XML, name="demo")
+    write_ir(tmp_path, DEMO_XML, name="pooling_chain")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(irrun.Model, "run", broken_run)
-    rc, out, err = run_cli(capsys, "demo.xml", "-o", "out.npz")
+    rc, out, err = run_cli(capsys, "pooling_chain.xml", "-o", "out.npz")
     assert (rc, out) == (1, "")
     assert err == "irrun: internal error: RuntimeError: boom (run with --debug for details)\n"
     assert not (tmp_path / "out.npz").exists()
     with pytest.raises(RuntimeError, match="boom"):
-        main(["demo.xml", "--debug"])
+        main(["pooling_chain.xml", "--debug"])
 
 
 @pytest.mark.parametrize("version", ["10", "11"])
 def test_ir_versions_10_and_11_are_read(version, tmp_path, capsys):
     path = write_ir(tmp_path, mutate('version="11"', f'version="{version}"'))
-    # demo.xml leaves the indices of stem_pool unused: a warning, no error.
+    # pooling_chain.xml leaves the indices of stem_pool unused: a warning, no error.
     unused = f"{path}:32: warning: {STEM} port 2: output port 2 is not used"
     expected = f"{unused}\n{path}: valid (1 warning)\n"
     assert run_cli(capsys, "validate", str(path)) == (0, expected, "")

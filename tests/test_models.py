@@ -11,11 +11,12 @@ import irrun
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 EXAMPLES = sorted(p.stem for p in MODELS.glob("*.xml"))
+CNNS = {"demo"}  # expected values are OpenVINO's CPU results, not hand-made
 
 
 def test_all_spec_examples_are_bundled():
     expected = {f"maxpool_example{i}" for i in range(1, 9)} | {
-        "avgpool_example", "adaptive_example", "demo",
+        "avgpool_example", "adaptive_example", "pooling_chain", "demo",
     }  # fmt: skip
     assert expected <= set(EXAMPLES)
 
@@ -32,13 +33,17 @@ def test_bundled_model_matches_expected(name):
     for key, want in expected.items():
         got = outputs[key]
         assert got.dtype == want.dtype, key
-        np.testing.assert_array_equal(got, want, err_msg=key)
+        if name in CNNS:
+            # Convolutions sum in another order than oneDNN; pooling is exact.
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=key)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=key)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_bundled_model_is_valid(name):
     found = irrun.validate(MODELS / f"{name}.xml")
-    # The only warning allowed: an output nothing reads (demo's unused MaxPool indices).
+    # The only warning allowed: an output nothing reads (pooling_chain's unused MaxPool indices).
     assert [(d.level, d.code) for d in found if d.code != "unused-output"] == []
     assert all(d.level == "warning" for d in found)
 

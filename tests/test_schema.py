@@ -2,7 +2,7 @@
 
 Valid IR is what OpenVINO writes: the bundled models, models written by ``ov.save_model``
 for more kinds of layers (sub-graphs, rt_info, compressed weights, preprocessing) and
-hand-edited v10 files.  Broken IR is made by editing the text of the bundled ``demo.xml``;
+hand-edited v10 files.  Broken IR is made by editing the text of the bundled ``pooling_chain.xml``;
 each case states the line of the offending element, the layer it is in, a key phrase of
 the message, and whether OpenVINO itself refuses the file (where it does not, the schema
 is deliberately stricter: see the schema's header).
@@ -24,14 +24,14 @@ from irrun.reader import parse_xml
 from irrun.schema import check_structure
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-DEMO_XML = (MODELS / "demo.xml").read_text()
-DEMO_BIN = (MODELS / "demo.bin").read_bytes()
+DEMO_XML = (MODELS / "pooling_chain.xml").read_text()
+DEMO_BIN = (MODELS / "pooling_chain.bin").read_bytes()
 
 IMAGE = LayerRef("0", "image", "Parameter", 1)
 STEM = LayerRef("1", "stem_pool", "MaxPool", 8)
 AVG = LayerRef("2", "avg_pool", "AvgPool", 14)
 EDGE_0_1 = '<edge from-layer="0" from-port="0" to-layer="1" to-port="0" />'
-STEM_DATA = '<data strides="2, 2" dilations="1, 1" pads_begin="1, 1" pads_end="1, 1" kernel="3, 3" rounding_type="floor" auto_pad="explicit" index_element_type="i32" axis="0" />'  # noqa: E501
+STEM_DATA = '<data strides="2, 2" dilations="1, 1" pads_begin="1, 1" pads_end="1, 1" kernel="3, 3" rounding_type="floor" auto_pad="explicit" index_element_type="i32" axis="0" />'
 
 
 def line_of(text: str, *needles: str) -> int:
@@ -75,9 +75,9 @@ def test_bundled_models_are_valid(xml: Path):
 
 
 def test_takes_a_tree_or_its_root():
-    tree = etree.parse(str(MODELS / "demo.xml"))
-    assert check_structure(tree, "demo.xml") == []
-    assert check_structure(tree.getroot(), "demo.xml") == []
+    tree = etree.parse(str(MODELS / "pooling_chain.xml"))
+    assert check_structure(tree, "pooling_chain.xml") == []
+    assert check_structure(tree.getroot(), "pooling_chain.xml") == []
 
 
 def test_schema_is_installed_with_irrun_and_says_whose_it_is():
@@ -189,7 +189,7 @@ V10_LEGACY_SECTIONS = """
 """
 
 VALID_VARIANTS = {
-    "v10": lambda t: t.replace('<net name="demo" version="11">', '<net name="demo" version="10">'),
+    "v10": lambda t: t.replace('<net name="pooling_chain" version="11">', '<net name="pooling_chain" version="10">'),
     # IR v10 as the Model Optimizer wrote it: legacy sections instead of <rt_info>.
     "v10-legacy-sections": lambda t: re.sub(
         r"\t<rt_info>.*</rt_info>\n", V10_LEGACY_SECTIONS.lstrip("\n"), t, flags=re.S
@@ -220,7 +220,7 @@ VALID_VARIANTS = {
     # OpenVINO reads unsigned integers allowing blanks and a plus sign before the digits.
     "unsigned-with-blanks": lambda t: t.replace(EDGE_0_1, EDGE_0_1.replace('"0" to', '" +0" to')),
     "extra-net-and-layer-attributes": lambda t: t.replace(
-        'name="demo"', 'name="demo" batch="1"'
+        'name="pooling_chain"', 'name="pooling_chain" batch="1"'
     ).replace('<layer id="1"', '<layer precision="FP32" id="1"'),
     "no-edges-no-rt_info": lambda t: re.sub(r"\t<edges>.*</rt_info>\n", "", t, flags=re.S),
 }
@@ -247,7 +247,7 @@ def test_openvino_reads_the_valid_variants(ov, tmp_path: Path, variant: str):
 @dataclass(frozen=True)
 class Case:
     id: str
-    old: str  # text of demo.xml (a regular expression when regex=True) ...
+    old: str  # text of pooling_chain.xml (a regular expression when regex=True) ...
     new: str  # ... replaced (once) by this
     at: tuple[str, ...]  # needles leading to the offending line in the new text (line_of)
     phrase: str  # in the message
@@ -262,7 +262,7 @@ class Case:
         else:
             n = DEMO_XML.count(self.old)
             new = DEMO_XML.replace(self.old, self.new, 1)
-        assert n >= 1, f"{self.old!r} is not in demo.xml"
+        assert n >= 1, f"{self.old!r} is not in pooling_chain.xml"
         return new
 
 
@@ -317,8 +317,8 @@ CASES = [
     Case("data-with-content", STEM_DATA, STEM_DATA.replace(" />", "><kernel>3</kernel></data>"),
          ("<data strides",), "<data> must be empty, but contains <kernel>", layer=STEM,
          openvino_refuses=False),
-    Case("second-input", "\t\t\t<output>\n\t\t\t\t<port id=\"1\" precision=\"FP32\">\n\t\t\t\t\t<dim>1</dim>\n\t\t\t\t\t<dim>3</dim>\n\t\t\t\t\t<dim>8</dim>",  # noqa: E501
-         "\t\t\t<input />\n\t\t\t<output>\n\t\t\t\t<port id=\"1\" precision=\"FP32\">\n\t\t\t\t\t<dim>1</dim>\n\t\t\t\t\t<dim>3</dim>\n\t\t\t\t\t<dim>8</dim>",  # noqa: E501
+    Case("second-input", "\t\t\t<output>\n\t\t\t\t<port id=\"1\" precision=\"FP32\">\n\t\t\t\t\t<dim>1</dim>\n\t\t\t\t\t<dim>3</dim>\n\t\t\t\t\t<dim>8</dim>",
+         "\t\t\t<input />\n\t\t\t<output>\n\t\t\t\t<port id=\"1\" precision=\"FP32\">\n\t\t\t\t\t<dim>1</dim>\n\t\t\t\t\t<dim>3</dim>\n\t\t\t\t\t<dim>8</dim>",
          ("<input />",), "<layer> has a second <input> (first at line 17)", layer=STEM,
          openvino_refuses=False),
     Case("rt_info-attribute-without-version", STEM_DATA,

@@ -1,6 +1,6 @@
 """The checker's corpus: broken IR made by mutating valid IR, each with every finding it gives.
 
-Each case edits the text of a valid model (the bundled ``demo.xml``, or a small CNN that
+Each case edits the text of a valid model (the bundled ``pooling_chain.xml``, or a small CNN that
 OpenVINO saves at test time) and lists every finding ``irrun.validate`` must report, in
 order: its level, code, line (found by needles in the edited text) and layer id and port.
 A list that is complete also shows that nothing is reported twice or echoed downstream.
@@ -19,8 +19,8 @@ import irrun
 from irrun.cli import main
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-DEMO_XML = (MODELS / "demo.xml").read_text()
-DEMO_BIN = (MODELS / "demo.bin").read_bytes()
+DEMO_XML = (MODELS / "pooling_chain.xml").read_text()
+DEMO_BIN = (MODELS / "pooling_chain.bin").read_bytes()
 
 
 def line_of(text: str, *needles: str) -> int:
@@ -59,7 +59,7 @@ class Case:
         return text
 
 
-# --- demo.xml: Parameter, MaxPool-8, AvgPool-14, Const, AdaptiveMaxPool-8, two Results ------
+# --- pooling_chain.xml: Parameter, MaxPool-8, AvgPool-14, Const, AdaptiveMaxPool-8, two Results ------
 
 EDGE_0_1 = '<edge from-layer="0" from-port="0" to-layer="1" to-port="0" />'
 STEM = ('name="stem_pool"',)
@@ -74,7 +74,7 @@ SPARE_LAYER = """		<layer id="7" name="spare" type="MaxPool" version="opset1">
 			<input><port id="0" precision="FP32"><dim>1</dim><dim>3</dim><dim>16</dim><dim>16</dim></port></input>
 			<output><port id="1" precision="FP32"><dim>1</dim><dim>3</dim><dim>8</dim><dim>8</dim></port></output>
 		</layer>
-	</layers>"""  # noqa: E501
+	</layers>"""
 
 DEMO_CASES = [
     # 1. Structure, against irrun's schema (the reader's own complaint about it is dropped).
@@ -127,7 +127,7 @@ DEMO_CASES = [
           F("port-fed-twice", ('<edge from-layer="3"',), "4", 0))),
     Case("port-not-fed",
          (('<edge from-layer="4" from-port="3" to-layer="6" to-port="0" />', ""),),
-         (F("port-not-fed", ('name="Result_52688"', '<port id="0"'), "6", 0,
+         (F("port-not-fed", ('name="indices_result"', '<port id="0"'), "6", 0,
             says="input port 0 has no edge"),)),
     Case("unused-output",
          (('<edge from-layer="4" from-port="3" to-layer="6" to-port="0" />',
@@ -447,7 +447,7 @@ def test_load_names_every_unsupported_layer_and_what_is_supported(tmp_path, caps
     assert message.startswith(
         f"{path}:15: 3 layers have ops irrun does not support: Mish (opset8): layer 1 "
         "'stem_pool' (line 15); Mish (opset4): layer 2 'avg_pool' (line 40); Loop (opset5): "
-        "layer 6 'Result_52688' (line 105) (irrun supports "
+        "layer 6 'indices_result' (line 105) (irrun supports "
     )
     assert "AvgPool-v1/v14/v16" in message and "MaxPool-v1/v8/v14" in message
     # The run command refuses before computing anything, in one line.
@@ -462,7 +462,7 @@ def test_validate_names_each_unsupported_op_by_type_and_opset(tmp_path):
     assert [(d.code, str(d.layer)) for d in found] == [
         ("unsupported-op", "layer 1 'stem_pool' (Mish, opset8)"),
         ("unsupported-op", "layer 2 'avg_pool' (Mish, opset4)"),
-        ("unsupported-op", "layer 6 'Result_52688' (Loop, opset5)"),
+        ("unsupported-op", "layer 6 'indices_result' (Loop, opset5)"),
     ]
     assert found[1].message.startswith("op Mish (opset4) is not supported by irrun (it supports ")
 

@@ -13,7 +13,7 @@ import irrun
 from irrun.cli import main
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-UNUSED = "demo.xml:32: warning: layer 1 'stem_pool' (MaxPool-v8) port 2: output port 2 is not used"
+UNUSED = "pooling_chain.xml:32: warning: layer 1 'stem_pool' (MaxPool-v8) port 2: output port 2 is not used"
 STEM_DETAIL = (
     "kernel=[3,3], strides=[2,2], dilations=[1,1], pads_begin=[1,1], pads_end=[1,1], "
     "auto_pad=explicit, rounding_type=floor"
@@ -60,13 +60,13 @@ TWO_INPUTS = f"""<?xml version="1.0"?>
 		<edge from-layer="3" from-port="1" to-layer="5" to-port="0" />
 	</edges>
 </net>
-"""  # noqa: E501
+"""
 
 
 @pytest.fixture
 def work(tmp_path, monkeypatch) -> Path:
-    shutil.copy(MODELS / "demo.xml", tmp_path / "demo.xml")
-    shutil.copy(MODELS / "demo.bin", tmp_path / "demo.bin")
+    shutil.copy(MODELS / "pooling_chain.xml", tmp_path / "pooling_chain.xml")
+    shutil.copy(MODELS / "pooling_chain.bin", tmp_path / "pooling_chain.bin")
     (tmp_path / "two.xml").write_text(TWO_INPUTS)
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -79,11 +79,11 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def broken_demo(work: Path) -> Path:
-    """demo.xml with a wrong dim on stem_pool's output port 1 (line 26)."""
-    text = (work / "demo.xml").read_text()
+    """pooling_chain.xml with a wrong dim on stem_pool's output port 1 (line 26)."""
+    text = (work / "pooling_chain.xml").read_text()
     pos = text.index("<dim>8</dim>")
     (work / "bad.xml").write_text(text[:pos] + "<dim>9</dim>" + text[pos + 12 :])
-    shutil.copy(work / "demo.bin", work / "bad.bin")
+    shutil.copy(work / "pooling_chain.bin", work / "bad.bin")
     return work / "bad.xml"
 
 
@@ -91,11 +91,11 @@ def broken_demo(work: Path) -> Path:
 
 
 def test_warnings_pass_unless_strict(work, capsys):
-    assert run_cli(capsys, "validate", "demo.xml") == (
-        0, f"{UNUSED}\ndemo.xml: valid (1 warning)\n", ""
+    assert run_cli(capsys, "validate", "pooling_chain.xml") == (
+        0, f"{UNUSED}\npooling_chain.xml: valid (1 warning)\n", ""
     )  # fmt: skip
-    assert run_cli(capsys, "validate", "demo.xml", "--strict") == (
-        1, f"{UNUSED}\ndemo.xml: 0 errors, 1 warning (--strict: warnings fail)\n", ""
+    assert run_cli(capsys, "validate", "pooling_chain.xml", "--strict") == (
+        1, f"{UNUSED}\npooling_chain.xml: 0 errors, 1 warning (--strict: warnings fail)\n", ""
     )  # fmt: skip
     assert run_cli(capsys, "validate", "two.xml", "--strict") == (0, "two.xml: valid\n", "")
 
@@ -107,7 +107,7 @@ def test_errors_fail(work, capsys):
     assert out.splitlines() == [
         f"bad.xml:26: error: layer 1 'stem_pool' (MaxPool-v8) port 1: declared [1,3,9,8], "
         f"inferred [1,3,8,8] ({STEM_DETAIL})",
-        UNUSED.replace("demo.xml", "bad.xml"),
+        UNUSED.replace("pooling_chain.xml", "bad.xml"),
         "bad.xml: 1 error, 1 warning",
     ]
 
@@ -156,7 +156,7 @@ def test_output_file_holds_the_same_report(work, capsys):
     assert out.splitlines()[-1] == "bad.xml: 1 error, 1 warning"  # the lines are printed still
     assert run_cli(capsys, "validate", "bad.xml", "--json")[1] == (work / "report.json").read_text()
     assert sorted(p.name for p in work.iterdir()) == [
-        "bad.bin", "bad.xml", "demo.bin", "demo.xml", "report.json", "two.xml",
+        "bad.bin", "bad.xml", "pooling_chain.bin", "pooling_chain.xml", "report.json", "two.xml",
     ]  # fmt: skip
 
 
@@ -168,12 +168,12 @@ def test_output_file_is_written_whole_or_not_at_all(work, capsys, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(json, "dump", half_dump)
-    rc, out, err = run_cli(capsys, "validate", "demo.xml", "-o", "report.json")
+    rc, out, err = run_cli(capsys, "validate", "pooling_chain.xml", "-o", "report.json")
     assert (rc, out) == (1, "")
     assert err == "irrun: error: report.json: cannot write: No space left on device\n"
     assert (work / "report.json").read_text() == "previous"
     assert sorted(p.name for p in work.iterdir()) == [
-        "demo.bin", "demo.xml", "report.json", "two.xml",
+        "pooling_chain.bin", "pooling_chain.xml", "report.json", "two.xml",
     ]  # fmt: skip
 
 
@@ -187,29 +187,29 @@ def test_output_path_is_checked_before_the_model(work, capsys):
 
 
 def test_new_shapes_are_not_compared_with_the_declared_dims(work, capsys):
-    rc, out, _ = run_cli(capsys, "validate", "demo.xml", "--shape", "image[1,3,32,32]")
+    rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml", "--shape", "image[1,3,32,32]")
     assert rc == 0
-    assert out.splitlines() == [UNUSED, "demo.xml with image[1,3,32,32]: valid (1 warning)"]
+    assert out.splitlines() == [UNUSED, "pooling_chain.xml with image[1,3,32,32]: valid (1 warning)"]
 
 
 def test_a_bare_shape_for_a_single_input_and_what_breaks(work, capsys):
-    rc, out, _ = run_cli(capsys, "validate", "demo.xml", "--shape", "[1,3,2,2]")
+    rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml", "--shape", "[1,3,2,2]")
     assert rc == 1
     assert out.splitlines() == [
         UNUSED,
-        "demo.xml:40: error: layer 2 'avg_pool' (AvgPool-v14): kernel after dilation has size 2, "
+        "pooling_chain.xml:40: error: layer 2 'avg_pool' (AvgPool-v14): kernel after dilation has size 2, "
         "larger than the input after padding (1 + 0 + 0 = 1) at spatial axis 0 (input [1,3,1,1]; "
         "kernel=[2,2], strides=[2,2], pads_begin=[0,0], pads_end=[0,0], auto_pad=explicit, "
         "rounding_type=ceil_torch, exclude_pad=true)",
-        "demo.xml with image[1,3,2,2]: 1 error, 1 warning",
+        "pooling_chain.xml with image[1,3,2,2]: 1 error, 1 warning",
     ]
 
 
 def test_a_new_rank_breaks_the_pools(work, capsys):
-    rc, out, _ = run_cli(capsys, "validate", "demo.xml", "--shape", "image[1,3,16]")
+    rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml", "--shape", "image[1,3,16]")
     assert rc == 1
     assert out.splitlines()[0].startswith(
-        "demo.xml:15: error: layer 1 'stem_pool' (MaxPool-v8): kernel [3, 3] has 2 values but the "
+        "pooling_chain.xml:15: error: layer 1 'stem_pool' (MaxPool-v8): kernel [3, 3] has 2 values but the "
         "input has 1 spatial dims (input [1,3,16];"
     )
 
@@ -220,9 +220,9 @@ def test_a_new_rank_breaks_the_pools(work, capsys):
      ("image[...]", "image[...]")],
 )  # fmt: skip
 def test_dynamic_new_shapes(work, capsys, shape, shown):
-    rc, out, _ = run_cli(capsys, "validate", "demo.xml", "--shape", shape)
+    rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml", "--shape", shape)
     assert rc == 0
-    assert out.splitlines()[-1] == f"demo.xml with {shown}: valid (1 warning)"
+    assert out.splitlines()[-1] == f"pooling_chain.xml with {shown}: valid (1 warning)"
 
 
 def test_several_inputs_by_layer_or_tensor_name(work, capsys):
@@ -267,7 +267,7 @@ def test_shapes_that_do_not_fit_the_model_are_misuse(work, capsys, args, complai
 )
 def test_malformed_shapes_are_usage_errors(work, capsys, text, complaint):
     with pytest.raises(SystemExit) as info:
-        main(["validate", "demo.xml", "--shape", text])
+        main(["validate", "pooling_chain.xml", "--shape", text])
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: irrun validate")
@@ -275,7 +275,7 @@ def test_malformed_shapes_are_usage_errors(work, capsys, text, complaint):
 
 
 def test_the_python_api_takes_the_same_shapes(work):
-    path = work / "demo.xml"
+    path = work / "pooling_chain.xml"
     by_text = irrun.validate(path, shapes="image[1,3,2,2]")
     assert [d.code for d in by_text] == ["unused-output", "shape-error"]
     assert irrun.validate(path, shapes={"image": [1, 3, 2, 2]}) == by_text
@@ -313,19 +313,19 @@ def broken_max_pool_rule(monkeypatch):
 
 
 def test_a_failing_shape_rule_is_reported_at_its_layer(work, capsys, broken_max_pool_rule):
-    rc, out, err = run_cli(capsys, "validate", "demo.xml")
+    rc, out, err = run_cli(capsys, "validate", "pooling_chain.xml")
     assert (rc, err) == (1, "")
     assert out.splitlines() == [
-        "demo.xml:15: error: layer 1 'stem_pool' (MaxPool-v8): irrun's shape rule for MaxPool-v8 "
+        "pooling_chain.xml:15: error: layer 1 'stem_pool' (MaxPool-v8): irrun's shape rule for MaxPool-v8 "
         "failed (ZeroDivisionError: division by zero); this is a bug in irrun (--debug shows "
         "where)",
         UNUSED,
-        "demo.xml: 1 error, 1 warning",
+        "pooling_chain.xml: 1 error, 1 warning",
     ]
     with pytest.raises(ZeroDivisionError):
-        main(["validate", "demo.xml", "--debug"])
+        main(["validate", "pooling_chain.xml", "--debug"])
     # Running re-raises the original error: one line, or its traceback with --debug.
-    rc, out, err = run_cli(capsys, "demo.xml")
+    rc, out, err = run_cli(capsys, "pooling_chain.xml")
     assert (rc, out) == (1, "")
     assert err == ("irrun: internal error: ZeroDivisionError: division by zero (run with --debug "
                    "for details)\n")  # fmt: skip
@@ -338,14 +338,14 @@ def test_a_bug_anywhere_in_the_checker_is_one_finding(work, capsys, monkeypatch)
         raise RuntimeError("boom")
 
     monkeypatch.setattr(irrun.model, "build_graph", broken)
-    (finding,) = irrun.validate("demo.xml")
+    (finding,) = irrun.validate("pooling_chain.xml")
     assert (finding.level, finding.code, finding.line) == ("error", "internal-error", 0)
-    rc, out, _ = run_cli(capsys, "validate", "demo.xml")
+    rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml")
     assert rc == 1
     assert out.splitlines() == [
-        "demo.xml: error: irrun failed while checking the file (RuntimeError: boom); this is a bug "
+        "pooling_chain.xml: error: irrun failed while checking the file (RuntimeError: boom); this is a bug "
         "in irrun (run with --debug for details)",
-        "demo.xml: 1 error, 0 warnings",
+        "pooling_chain.xml: 1 error, 0 warnings",
     ]
     with pytest.raises(RuntimeError, match="boom"):
-        main(["validate", "demo.xml", "--debug"])
+        main(["validate", "pooling_chain.xml", "--debug"])

@@ -27,8 +27,8 @@ from irrun.cli import main
 from irrun.reader import DEFAULT_MAX_XML_MB
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-DEMO_XML = (MODELS / "demo.xml").read_text()
-DEMO_BIN = (MODELS / "demo.bin").read_bytes()
+DEMO_XML = (MODELS / "pooling_chain.xml").read_text()
+DEMO_BIN = (MODELS / "pooling_chain.bin").read_bytes()
 
 
 def validate_cli(capsys, *args: str) -> tuple[int, str, str]:

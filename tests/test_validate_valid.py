@@ -33,8 +33,8 @@ import openvino.opset15 as o15  # noqa: E402
 import openvino.opset16 as o16  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
-DEMO_XML = (MODELS / "demo.xml").read_text()
-DEMO_BIN = (MODELS / "demo.bin").read_bytes()
+DEMO_XML = (MODELS / "pooling_chain.xml").read_text()
+DEMO_BIN = (MODELS / "pooling_chain.bin").read_bytes()
 
 
 def errors(found) -> list[str]:
