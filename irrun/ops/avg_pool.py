@@ -94,7 +94,8 @@ class _Plan:
     * stride 1 and as many outputs as inputs on every axis: every tap of the full
       windows is the flat input shifted by a fixed amount, one call per tap over
       the whole chunk; the border windows, which some taps miss, are redone as
-      boxes;
+      boxes (in 2-D, the border rows are copied out of the flat sums instead,
+      see _plan_rows);
     * otherwise one box, the whole output: per tap, one call over the outputs it
       reaches.
     """
@@ -125,14 +126,46 @@ class _Plan:
                 sum(ax.offset(j) * st for ax, j, st in zip(axes, tap, self.steps, strict=True))
                 for tap in w.taps()
             ]
-            self.boxes = [self._box(box) for box in _complement(full, w.out)]
             # Every tap of a full window counts, whatever exclude-pad says.
             count = np.array(np.prod(w.kernel), self.acc)
             self.interior_divisor = np.ones((), self.acc) / count if self.by_reciprocal else count
+            self.rows = len(axes) == 2 and axes[0].dilation == 1
+            if self.rows:
+                self._plan_rows()
+            else:
+                self.boxes = [self._box(box) for box in _complement(full, w.out)]
         elif self.whole:
             self.whole_divisor = self.divisor([(0, 1)] * len(w.out)).reshape(-1)
         else:
             self.boxes = [self._box([(0, o) for o in w.out])]
+
+    def _plan_rows(self) -> None:
+        """Border rows of a 2-D aligned pool as prefixes of the flat sums.
+
+        The sum over a window's first rows is where the flat sums stand after
+        those rows' taps.  A top border row's window is the first rows of the first
+        full row's window, and a bottom border row's window the first rows of its
+        own: their values are copied out of the flat sums at that point, before
+        later taps wrap into the next plane.  Only the border columns are boxes.
+        """
+        ah, aw = self.w.axes
+        height, width = ah.size, aw.size
+        lo, hi = ah.full()
+        self.cols = slice(*aw.full())
+        # Per tap: flat shift, and the last row whose windows it reaches.
+        self.row_taps = [(ah.offset(i) * width + aw.offset(j),
+                          min(height - 1, height - 1 - ah.offset(i)))
+                         for i, j in self.w.taps()]  # fmt: skip
+        self.snapshots: dict[int, list] = {}  # taps done -> (source row, row, divisor)
+        for o in [*range(lo), *range(hi, height)]:
+            divisor = self.divisor([(o, o + 1), (self.cols.start, self.cols.stop)])
+            if divisor.ndim:
+                divisor = divisor.reshape(1, -1)
+            self.snapshots.setdefault(len(ah.taps_of(o)) * aw.kernel, []).append(
+                (lo if o < lo else o, o, divisor))
+        self.boxes = [self._box([(0, height), part])
+                      for part in ((0, self.cols.start), (self.cols.stop, width))
+                      if part[0] < part[1]]  # fmt: skip
 
     def count(self, box: list[tuple[int, int]]) -> np.ndarray:
         """The divisor of each window in ``box`` (0 for a window with no element)."""
@@ -178,6 +211,28 @@ class _Plan:
         else:
             np.divide(acc, divisor, out=out)
 
+    def _run_rows(self, xc: np.ndarray, out: np.ndarray) -> None:
+        p = xc.shape[0]
+        height, width = self.w.sizes
+        xf, of = xc.reshape(-1), out.reshape(-1)
+        o3 = out.reshape(p, height, width)
+        qa = self.interior[0][0] * width + self.interior[1][0]
+        copies = []
+        end = None
+        for t, (shift, last) in enumerate(self.row_taps):
+            qb = min(p * self.plane - shift, (p - 1) * self.plane + (last + 1) * width)
+            if t == 0:
+                end = qb
+                np.add(xf[qa + shift : qb + shift], 0.0, out=of[qa:qb])
+            else:
+                np.add(of[qa:qb], xf[qa + shift : qb + shift], out=of[qa:qb])
+            for source, row, divisor in self.snapshots.get(t + 1, ()):
+                copies.append((o3[:, source, self.cols].copy(), row, divisor))
+        # Positions between full windows get garbage here, redone below.
+        self.divide(of[qa:end], self.interior_divisor, of[qa:end])
+        for values, row, divisor in copies:
+            self.divide(values, divisor, o3[:, row, self.cols])
+
     def run(self, xc: np.ndarray, out: np.ndarray) -> None:
         """Average planes ``xc`` (already in the accumulator type) into ``out``."""
         p = xc.shape[0]
@@ -190,7 +245,9 @@ class _Plan:
             self.divide(acc, self.whole_divisor, acc)
             np.copyto(out.reshape(p), acc)
             return
-        if self.aligned:
+        if self.aligned and self.rows:
+            self._run_rows(xc, out)
+        elif self.aligned:
             xf, of = xc.reshape(-1), out.reshape(-1)
             qa = sum(lo * st for (lo, _), st in zip(self.interior, self.steps, strict=True))
             last = zip(self.interior, self.steps, strict=True)
