@@ -1,13 +1,16 @@
 """Time irrun against OpenVINO's CPU plugin and PyTorch on the pooling workloads.
 
-    python benchmarks/run.py            # medians of 25 interleaved runs each
-    python benchmarks/run.py --quick    # 5 runs, for a smoke check
+    python benchmarks/run.py                 # medians of 25 interleaved runs each
+    python benchmarks/run.py --quick         # 5 runs, for a smoke check
+    python benchmarks/run.py --only W1 W8    # some workloads (W1..W9, C1, L1)
 
 Everything runs in this one process on one thread (OpenVINO with
 INFERENCE_NUM_THREADS=1, torch.set_num_threads(1), BLAS threads 1), and the
 backends are interleaved run by run so that machine noise hits all alike.
 OpenVINO and PyTorch are each timed when installed.  Ratios below 1 mean
-irrun is faster.
+irrun is faster.  Every workload's irrun outputs are also compared with
+OpenVINO's bit for bit (the "exact" column), and the issue's targets are
+checked at the end.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ try:
     torch.set_num_threads(1)
 except ImportError:
     torch = None
+
+
+CPU_CONFIG = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
 
 
 @dataclass
@@ -132,13 +138,38 @@ def _median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1e3
 
 
+def _mismatches(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> int:
+    """Elements where irrun and OpenVINO differ in their bits (NaN equals NaN)."""
+    bad = 0
+    for name, w in want.items():
+        g = got[name]
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return -1
+        same = g.view(f"u{g.dtype.itemsize}") == w.view(f"u{w.dtype.itemsize}")
+        if g.dtype.kind == "f":
+            same |= np.isnan(g) & np.isnan(w)
+        bad += int((~same).sum())
+    return bad
+
+
+def _interleaved(backends: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Median milliseconds of each backend, run in turn so that noise hits all alike."""
+    for f in backends.values():  # warm up caches and lazy initialisation
+        f()
+    samples: dict[str, list[float]] = {k: [] for k in backends}
+    for _ in range(runs):
+        for name, f in backends.items():
+            start = time.perf_counter()
+            f()
+            samples[name].append(time.perf_counter() - start)
+    return {k: _median_ms(v) for k, v in samples.items()}
+
+
 def bench_workload(w: Workload, core, directory: Path, runs: int) -> dict:
     model, path = _model(w, directory)
     x = np.random.default_rng(0).standard_normal(w.shape).astype(np.float32)
     m = irrun.load(path)
-    compiled = core.compile_model(
-        model, "CPU", {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
-    )
+    compiled = core.compile_model(model, "CPU", CPU_CONFIG)
     request = compiled.create_infer_request()
     backends: dict[str, Callable[[], object]] = {
         "irrun": lambda: m.run({"x": x}),
@@ -153,56 +184,89 @@ def bench_workload(w: Workload, core, directory: Path, runs: int) -> dict:
                 return fn(t)
 
         backends["torch"] = run_torch
-    for f in backends.values():  # warm up caches and lazy initialisation
-        f()
-    samples: dict[str, list[float]] = {k: [] for k in backends}
-    for _ in range(runs):
-        for name, f in backends.items():
-            start = time.perf_counter()
-            f()
-            samples[name].append(time.perf_counter() - start)
-    return {k: _median_ms(v) for k, v in samples.items()}
+    result = _interleaved(backends, runs)
+    want = {next(iter(o.get_names())): v for o, v in compiled(x).items()}
+    result["mismatches"] = _mismatches(m.run({"x": x}), want)
+    return result
 
 
 def bench_load(core, directory: Path, runs: int, layers: int = 500) -> dict:
-    """L1: a 500-layer IR from file to ready-to-run."""
+    """L1: a 500-layer IR from file to ready-to-run (OpenVINO: read_model + compile_model)."""
     p = op1.parameter([1, 8, 16, 16], ov.Type.f32, name="x")
     node = p
     for i in range(layers - 2):
         node = (_max(node, (3, 3), 1, 1) if i % 2 == 0 else _avg(node, (3, 3), 1, 1))[0]
     path = directory / "L1.xml"
     ov.save_model(ov.Model([node], [p], "L1"), path)
-    config = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
-    backends = {
+    return _interleaved({
         "irrun": lambda: irrun.load(path),
-        "openvino": lambda: core.compile_model(core.read_model(path), "CPU", config),
-    }
-    samples: dict[str, list[float]] = {k: [] for k in backends}
-    for _ in range(max(3, runs // 4)):
-        for name, f in backends.items():
-            start = time.perf_counter()
-            f()
-            samples[name].append(time.perf_counter() - start)
-    return {k: _median_ms(v) for k, v in samples.items()}
+        "openvino": lambda: core.compile_model(core.read_model(path), "CPU", CPU_CONFIG),
+    }, runs)  # fmt: skip
 
 
-def peak_memory_c1(directory: Path) -> tuple[float, float]:
-    """Peak bytes traced while irrun runs C1, and that peak over the largest tensor."""
+def peak_memory_c1(directory: Path) -> tuple[int, int]:
+    """Peak bytes allocated while irrun runs C1, and the largest tensor's bytes.
+
+    The input, allocated by the caller before the run, is not in the peak.
+    """
     w = next(w for w in WORKLOADS if w.id == "C1")
     _, path = _model(w, directory)
     m = irrun.load(path)
     x = np.random.default_rng(0).standard_normal(w.shape).astype(np.float32)
+    m.run({"x": x})  # plans and caches are made once, not per run
     tracemalloc.start()
     try:
         m.run({"x": x})
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return peak, (peak + x.nbytes) / x.nbytes  # the input is held by the caller too
+    return peak, x.nbytes  # every tensor of C1 has the input's shape
 
 
 def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}" if a is not None and b else "-"
+
+
+def _targets(results: dict[str, dict], memory: tuple[int, int] | None) -> list[str]:
+    """The issue's targets, each with the numbers that decide it."""
+    lines = []
+
+    def check(ok: bool, text: str) -> None:
+        lines.append(f"  [{'met' if ok else 'NOT met'}] {text}")
+
+    ws = [k for k in results if k.startswith("W")]
+    ratios = {k: results[k]["irrun"] / results[k]["openvino"] for k in ws}
+    if ratios:
+        worst = max(ratios, key=ratios.get)
+        check(ratios[worst] <= 2.5, f"irrun/OpenVINO <= 2.5 on each W: worst {worst} "
+              f"{ratios[worst]:.2f}")  # fmt: skip
+    if len(ratios) == 9:
+        geo = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
+        check(geo <= 0.75, f"geometric mean irrun/OpenVINO over W1-W9 <= 0.75: {geo:.2f}")
+    maxpools = [k for k in ("W1", "W2", "W3", "W7", "W8", "W9") if k in results]
+    if torch is not None and maxpools:
+        slow = [k for k in maxpools if results[k]["irrun"] >= results[k]["torch"]]
+        worst = max(maxpools, key=lambda k: results[k]["irrun"] / results[k]["torch"])
+        check(not slow, f"faster than PyTorch on every max pool: worst {worst} "
+              f"{results[worst]['irrun'] / results[worst]['torch']:.2f}")  # fmt: skip
+    if "W8" in results:
+        speedup = results["W8"]["openvino"] / results["W8"]["irrun"]
+        check(speedup >= 10, f"W8 at least 10x faster than OpenVINO: {speedup:.0f}x")
+    if "C1" in results:
+        r = results["C1"]["irrun"] / results["C1"]["openvino"]
+        check(r <= 2.5, f"C1 at most 2.5x OpenVINO: {r:.2f}")
+    if "L1" in results:
+        speedup = results["L1"]["openvino"] / results["L1"]["irrun"]
+        check(speedup >= 10, f"L1 at least 10x faster than OpenVINO: {speedup:.1f}x")
+    if memory is not None:
+        peak, largest = memory
+        check(peak <= 3 * largest, f"C1 peak memory at most 3x the largest tensor: "
+              f"{peak / largest:.2f}x ({(peak + largest) / largest:.2f}x with the "
+              f"caller's input)")  # fmt: skip
+    exact = [k for k in results if results[k].get("mismatches", 0)]
+    check(not exact, "bit-exact with OpenVINO on every workload" + (
+        f": differs on {', '.join(exact)}" if exact else ""))  # fmt: skip
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,36 +280,43 @@ def main(argv: list[str] | None = None) -> int:
     print(f"irrun {irrun.__version__}, OpenVINO {ov.get_version().split('-')[0]}, "
           f"torch {torch.__version__ if torch is not None else 'not installed'}, "
           f"numpy {np.__version__}; medians of {runs} interleaved runs, one thread")
-    header = ("workload", "irrun ms", "OpenVINO ms", "torch ms", "irrun/OV", "irrun/torch")
-    rows = []
-    ov_ratios = []
+    header = ("workload", "irrun ms", "OpenVINO ms", "torch ms", "irrun/OV", "irrun/torch",
+              "exact")  # fmt: skip
+    rows, results = [], {}
+    memory = None
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         for w in WORKLOADS:
             if args.only and w.id not in args.only:
                 continue
-            r = bench_workload(w, core, directory, runs)
-            if w.id.startswith("W"):
-                ov_ratios.append(r["irrun"] / r["openvino"])
+            r = results[w.id] = bench_workload(w, core, directory, runs)
+            bad = r["mismatches"]
             rows.append((f"{w.id} {w.title}", f"{r['irrun']:.3f}", f"{r['openvino']:.3f}",
                          f"{r['torch']:.3f}" if "torch" in r else "-",
-                         _ratio(r["irrun"], r["openvino"]), _ratio(r["irrun"], r.get("torch"))))
+                         _ratio(r["irrun"], r["openvino"]), _ratio(r["irrun"], r.get("torch")),
+                         "yes" if bad == 0 else f"NO ({bad})"))  # fmt: skip
         if not args.only or "L1" in args.only:
-            r = bench_load(core, directory, runs)
+            r = results["L1"] = bench_load(core, directory, max(runs, 5))
             rows.append(("L1 load a 500-layer IR (read+compile)", f"{r['irrun']:.1f}",
-                         f"{r['openvino']:.1f}", "-", _ratio(r["irrun"], r["openvino"]), "-"))
+                         f"{r['openvino']:.1f}", "-", _ratio(r["irrun"], r["openvino"]), "-",
+                         "-"))  # fmt: skip
         if not args.only or "C1" in args.only:
-            peak, times = peak_memory_c1(directory)
+            memory = peak_memory_c1(directory)
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         numbers = zip(row[1:], widths[1:], strict=True)
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in numbers]
         print("  ".join(cells))
-    if ov_ratios:
-        geo = math.exp(sum(math.log(r) for r in ov_ratios) / len(ov_ratios))
-        print(f"geometric mean irrun/OpenVINO over {len(ov_ratios)} W workloads: {geo:.2f}")
-    if not args.only or "C1" in args.only:
-        print(f"C1 peak memory: {peak / 2**20:.1f} MiB = {times:.2f}x the largest tensor")
+    ws = [r["irrun"] / r["openvino"] for k, r in results.items() if k.startswith("W")]
+    if ws:
+        geo = math.exp(sum(math.log(r) for r in ws) / len(ws))
+        print(f"geometric mean irrun/OpenVINO over {len(ws)} W workloads: {geo:.2f}")
+    if memory is not None:
+        peak, largest = memory
+        print(f"C1 peak memory allocated during a run: {peak / 2**20:.2f} MiB = "
+              f"{peak / largest:.2f}x the largest tensor ({largest / 2**20:.2f} MiB)")
+    print("targets:")
+    print("\n".join(_targets(results, memory)))
     return 0
 
 
