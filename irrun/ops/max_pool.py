@@ -326,7 +326,16 @@ class _Plan:
                                                           strict=True))  # fmt: skip
         self.rel_dtype = next(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)
                               if reach <= np.iinfo(t).max)  # fmt: skip
-        self.chunks = plane_chunks(self.planes, self.plane * dtype.itemsize, CHUNK_BYTES)
+        plane_bytes = self.plane * dtype.itemsize
+        self.chunks = plane_chunks(self.planes, plane_bytes, CHUNK_BYTES)
+        # A first pass that keeps the size (stride 1) would hold a copy of the whole
+        # input: then chunks of half the planes, so that a run needs at most 2.5
+        # times the input (input, output, half an intermediate).
+        order = [i for i, ax in enumerate(w.axes) if not ax.identity]
+        target = CHUNK_BYTES
+        if len(order) > 1 and w.out[order[0]] == w.sizes[order[0]]:
+            target = min(target, max(plane_bytes, self.planes * plane_bytes // 2))
+        self.value_chunks = plane_chunks(self.planes, plane_bytes, target)
         self._values: dict[int, list] = {}
         self._indices: dict[int, list] = {}
 
@@ -413,7 +422,7 @@ def max_pool(
     shape = x.shape[:2] + w.out
     floats = x.dtype.kind == "f"
     if not with_indices:
-        for ch in plan.chunks:
+        for ch in plan.value_chunks:
             passes = plan.values_passes(ch.stop - ch.start)
             if not passes:  # every axis is the identity, but NaN still never wins
                 np.copyto(values[ch], xp[ch])
@@ -444,19 +453,25 @@ def max_pool(
             cur, rel = v, rel_out
         vals = values[ch]
         _finish(vals, low)
-        within = np.add(rel, first, dtype=plan.within_dtype)
+        idx = index[ch]
+        starts = np.broadcast_to(plane_start[ch], idx.shape)
+        if modulo < plan.plane:  # the axis is inside the plane: take the index apart
+            within = np.add(rel, first, dtype=plan.within_dtype)
+            within %= modulo
+            np.add(within, plane_start[ch], out=idx, casting="unsafe")
+        else:
+            np.add(rel, first, out=idx, casting="unsafe")
+            np.add(idx, plane_start[ch], out=idx, casting="unsafe")
         if floats:
             zero = vals == 0
             if zero.any():  # fmax may pick either zero of a tie; the first one wins
-                flat = xp[ch].reshape(p, -1)
-                vals[zero] = flat[np.nonzero(zero)[0], within[zero]]
-        if modulo < plan.plane:
-            within %= modulo
-        np.add(within, plane_start[ch], out=index[ch], casting="unsafe")
+                where = np.nonzero(zero)
+                inside = (rel[where] + first[(0, *where[1:])]).astype(np.int64)
+                vals[where] = xp[ch].reshape(p, -1)[where[0], inside]
         # Nothing strictly above the start value: the window keeps the plane's start.
         empty = vals == low
         if empty.any():
-            index[ch][empty] = np.broadcast_to(plane_start[ch], empty.shape)[empty]
+            idx[empty] = starts[empty]
     return (values.reshape(shape) if with_values else None), index.reshape(shape)
 
 
