@@ -94,8 +94,8 @@ class _Plan:
     * stride 1 and as many outputs as inputs on every axis: every tap of the full
       windows is the flat input shifted by a fixed amount, one call per tap over
       the whole chunk; the border windows, which some taps miss, are redone as
-      boxes (in 2-D, the border rows are copied out of the flat sums instead,
-      see _plan_rows);
+      boxes (in 2-D, the border rows are copied out of the flat sums and the
+      border columns summed in strips instead, see _plan_rows);
     * otherwise one box, the whole output: per tap, one call over the outputs it
       reaches.
     """
@@ -146,7 +146,7 @@ class _Plan:
         those rows' taps.  A top border row's window is the first rows of the first
         full row's window, and a bottom border row's window the first rows of its
         own: their values are copied out of the flat sums at that point, before
-        later taps wrap into the next plane.  Only the border columns are boxes.
+        later taps wrap into the next plane.  Border columns: _plan_columns.
         """
         ah, aw = self.w.axes
         height, width = ah.size, aw.size
@@ -163,9 +163,38 @@ class _Plan:
                 divisor = divisor.reshape(1, -1)
             self.snapshots.setdefault(len(ah.taps_of(o)) * aw.kernel, []).append(
                 (lo if o < lo else o, o, divisor))
-        self.boxes = [self._box([(0, height), part])
-                      for part in ((0, self.cols.start), (self.cols.stop, width))
-                      if part[0] < part[1]]  # fmt: skip
+        self.boxes = []
+        self._plan_columns()
+
+    def _plan_columns(self) -> None:
+        """Border columns of a 2-D aligned pool from strips of transposed columns.
+
+        Each border column's window reads a few input columns; those are copied,
+        transposed, into one strip per number of columns read, between rows of
+        zeros standing for the padding (adding +0.0 to a sum that starts at +0.0
+        changes nothing).  A strip is one flat array in which every tap of every
+        border column is a fixed shift, so a tap is again one call for all planes.
+        """
+        ah, aw = self.w.axes
+        height = ah.size
+        # Rows of zeros before (the top padding) and after, enough for every tap.
+        padded = height + max(ah.pad_begin, (ah.kernel - 1) * ah.dilation)
+        groups: dict[int, list[int]] = {}  # columns read -> border columns reading them
+        for o in aw.borders():
+            groups.setdefault(len(aw.taps_of(o)), []).append(o)
+        self.strips = []
+        for m, columns in groups.items():
+            fills = []  # (strip columns, input columns) for each border column
+            for q, o in enumerate(columns):
+                first = o + aw.offset(aw.taps_of(o)[0])
+                fills.append((slice(q * m, (q + 1) * m),
+                              slice(first, first + (m - 1) * aw.dilation + 1, aw.dilation)))
+            shifts = [t * padded + i * ah.dilation for i in range(ah.kernel) for t in range(m)]
+            outs = []
+            for q, o in enumerate(columns):
+                divisor = self.divisor([(0, height), (o, o + 1)])
+                outs.append((q * m, o, divisor.reshape(1, -1) if divisor.ndim else divisor))
+            self.strips.append(((len(columns) * m, padded), fills, shifts, outs))
 
     def count(self, box: list[tuple[int, int]]) -> np.ndarray:
         """The divisor of each window in ``box`` (0 for a window with no element)."""
@@ -232,6 +261,27 @@ class _Plan:
         self.divide(of[qa:end], self.interior_divisor, of[qa:end])
         for values, row, divisor in copies:
             self.divide(values, divisor, o3[:, row, self.cols])
+        x3 = xc.reshape(p, height, width)
+        top = self.w.axes[0].pad_begin
+        for (columns, padded), fills, shifts, outs in self.strips:
+            if not shifts:  # windows without any element: 0/0
+                for _, o, divisor in outs:
+                    self.divide(np.zeros((p, height), self.acc), divisor, o3[:, :, o])
+                continue
+            strip = np.zeros((p, columns, padded), self.acc)
+            for cols, source in fills:
+                np.copyto(strip[:, cols, top : top + height], x3[:, :, source].transpose(0, 2, 1))
+            flat = strip.reshape(-1)
+            # Windows start at each border column's first strip column, rows 0..height.
+            n = (p - 1) * columns * padded + outs[-1][0] * padded + height
+            sums = np.empty(p * columns * padded, self.acc)
+            acc = sums[:n]
+            np.add(flat[shifts[0] : shifts[0] + n], 0.0, out=acc)
+            for shift in shifts[1:]:
+                acc += flat[shift : shift + n]
+            acc3 = sums.reshape(p, columns, padded)
+            for row, o, divisor in outs:
+                self.divide(acc3[:, row, :height], divisor, o3[:, :, o])
 
     def run(self, xc: np.ndarray, out: np.ndarray) -> None:
         """Average planes ``xc`` (already in the accumulator type) into ``out``."""
