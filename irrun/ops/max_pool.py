@@ -292,9 +292,10 @@ def _zero_signs(xc: np.ndarray, w: Windows, out: np.ndarray) -> None:
     loops; OpenVINO keeps the first.  Maxima of exactly zero are rare, so they are
     redone here one tap at a time over just those positions.
     """
-    where = np.flatnonzero(out == 0)
-    if where.size == 0:
+    zero = out == 0
+    if not zero.any():
         return
+    where = np.flatnonzero(zero)
     coords = np.unravel_index(where, out.shape)
     found = np.zeros(where.size, bool)
     negative = np.zeros(where.size, bool)
