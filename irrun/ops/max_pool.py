@@ -11,6 +11,7 @@ Indices are flat over the whole input, taken modulo ``prod(shape[axis:])``.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -113,6 +114,32 @@ def _fold(dst: np.ndarray, srcs: list[np.ndarray]) -> None:
         np.fmax(dst, src, out=dst)
 
 
+def _pairs_split(ax: Axis, inner: int, itemsize: int) -> bool:
+    """Can the two phases of a stride-2 innermost axis be split off as in _split_pairs?"""
+    return (inner == 1 and ax.stride == 2 and ax.size % 2 == 0 and ax.out == ax.size // 2
+            and itemsize in _PAIRS and sys.byteorder == "little")  # fmt: skip
+
+
+_PAIRS = {1: (np.uint16, np.uint8), 2: (np.uint32, np.uint16), 4: (np.uint64, np.uint32)}
+
+
+def _split_pairs(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The even and the odd elements of a flat array of even length.
+
+    Read as integers of twice the width, neighbouring elements are one number
+    whose low half (on a little-endian machine) is the first of them: narrowing
+    those numbers copies out every other element at the speed of a contiguous
+    cast, about twice as fast as copying a strided view.
+    """
+    wide, narrow = _PAIRS[flat.dtype.itemsize]
+    even = np.empty(flat.size // 2, flat.dtype)
+    odd = np.empty(flat.size // 2, flat.dtype)
+    np.copyto(even.view(narrow), flat.view(wide), casting="unsafe")
+    np.copyto(odd.view(narrow)[:-1], flat[1:-1].view(wide), casting="unsafe")
+    odd[-1] = flat[-1]
+    return even, odd
+
+
 class _AxisMax:
     """The maximum over one axis of ``(P, S, R)`` into ``(P, O, R)``, sliced in advance.
 
@@ -121,9 +148,9 @@ class _AxisMax:
     window has nothing else (``_finish`` replaces it).
     """
 
-    def __init__(self, ax: Axis, p: int, inner: int, slide: bool) -> None:
+    def __init__(self, ax: Axis, p: int, inner: int, slide: bool, itemsize: int) -> None:
         self.shape_in, self.shape_out = (p, ax.size, inner), (p, ax.out, inner)
-        self.flat = self.sliding = self.strided = None
+        self.flat = self.sliding = self.strided = self.pairs = None
         lo, hi = ax.full()
         s, offsets = ax.stride, [ax.offset(j) for j in range(ax.kernel)]
         if lo < hi and ax.aligned:
@@ -131,6 +158,11 @@ class _AxisMax:
             # positions past a row's end get garbage here and are redone as borders.
             qa, qb = lo * inner, ((p - 1) * ax.size + hi) * inner
             self.flat = (slice(qa, qb), [slice(qa + c * inner, qb + c * inner) for c in offsets])
+        elif lo < hi and slide and ax.kernel > 1 and _pairs_split(ax, inner, itemsize):
+            # The window maximum over the even and the odd elements, split apart.
+            qa, qb = lo, (p - 1) * ax.out + hi
+            self.pairs = (slice(qa, qb), [(c % 2, slice(qa + c // 2, qb + c // 2))
+                                          for c in offsets])  # fmt: skip
         elif lo < hi and slide and inner == 1 and s > 1 and ax.kernel > 1:
             # NumPy's float max over a strided view is several times slower than
             # over contiguous memory: take the window maximum at every input
@@ -157,6 +189,10 @@ class _AxisMax:
             dst, srcs = self.flat
             af = a3.reshape(-1)
             _fold(o3.reshape(-1)[dst], [af[i] for i in srcs])
+        elif self.pairs is not None:
+            dst, srcs = self.pairs
+            phases = _split_pairs(a3.reshape(-1))
+            _fold(o3.reshape(-1)[dst], [phases[ph][i] for ph, i in srcs])
         elif self.sliding is not None:
             n, srcs, cols, take = self.sliding
             af = a3.reshape(-1)
@@ -190,8 +226,10 @@ class _AxisArgmax:
     operations per tap run at full speed instead of over short strided runs.
     """
 
-    def __init__(self, ax: Axis, p: int, inner: int, step: int) -> None:
+    def __init__(self, ax: Axis, p: int, inner: int, step: int, itemsize: int) -> None:
         self.shape_in, self.shape_out = (p, ax.size, inner), (p, ax.out, inner)
+        # The values' phases by _split_pairs (the carried offsets never need them).
+        self.pairs = _pairs_split(ax, inner, itemsize)
         s, offsets = ax.stride, [ax.offset(j) for j in range(ax.kernel)]
         self.distance = ax.dilation * step  # of consecutive taps, in the plane
         self.groups = []  # (dst, srcs, offset of the first tap); srcs slice the input
@@ -224,6 +262,8 @@ class _AxisArgmax:
             self.groups.append(((_ALL, o), srcs, taps[0] * self.distance if taps else 0))
 
     def _copies(self, a3: np.ndarray) -> dict[int, np.ndarray]:
+        if self.pairs and isinstance(self.phase_dst, slice):
+            return dict(enumerate(_split_pairs(a3.reshape(-1))))
         copies = {}
         for ph, (fill, rows) in self.phases.items():
             copy = np.empty(self.phase_shape, a3.dtype)
@@ -259,19 +299,26 @@ def _first_max(v, rel, taps, first, distance, carried) -> None:
     _fold(v, taps)
     kind = rel.dtype.type
     if carried is None:
-        rel[...] = first
-    else:
-        np.add(carried[0], kind(first), out=rel)
-    later = None  # the first maximum comes after tap t
+        # The position is the number of leading taps that differ from the maximum.
+        rel[...] = 0
+        later = None  # the first maximum comes after tap t
+        for t in range(1, len(taps)):
+            ne = np.not_equal(taps[t - 1], v)
+            later = ne if later is None else np.logical_and(later, ne, out=later)
+            rel += later
+        if distance != 1:
+            rel *= kind(distance)
+        if first:
+            rel += kind(first)
+        return
+    np.add(carried[0], kind(first), out=rel)
+    later = None
     for t in range(1, len(taps)):
         ne = np.not_equal(taps[t - 1], v)
         later = ne if later is None else np.logical_and(later, ne, out=later)
-        if carried is None:
-            step = np.multiply(later, kind(distance), dtype=rel.dtype)
-        else:
-            step = np.subtract(carried[t], carried[t - 1])
-            step += kind(distance)
-            step *= later
+        step = np.subtract(carried[t], carried[t - 1])
+        step += kind(distance)
+        step *= later
         rel += step
 
 
@@ -359,7 +406,8 @@ class _Plan:
         if p not in self._values:
             order = [i for i, ax in enumerate(self.w.axes) if not ax.identity]
             slide = self.dtype.kind == "f"
-            self._values[p] = [(_AxisMax(self.w.axes[i], outer, inner, slide), shape)
+            size = self.dtype.itemsize
+            self._values[p] = [(_AxisMax(self.w.axes[i], outer, inner, slide, size), shape)
                                for i, outer, inner, shape in self._axis_runs(p, order)]  # fmt: skip
         return self._values[p]
 
@@ -368,7 +416,7 @@ class _Plan:
         if p not in self._indices:
             w, order = self.w, list(range(len(self.w.sizes)))[::-1]
             self._indices[p] = [
-                (_AxisArgmax(w.axes[i], outer, inner, w.steps[i]), shape)
+                (_AxisArgmax(w.axes[i], outer, inner, w.steps[i], self.dtype.itemsize), shape)
                 for i, outer, inner, shape in self._axis_runs(p, order)
             ]
         return self._indices[p]
