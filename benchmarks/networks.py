@@ -13,8 +13,10 @@ import openvino.opset1 as op1
 import openvino.opset8 as op8
 
 
-def resnet18(shape: tuple[int, ...] = (1, 3, 224, 224), seed: int = 0) -> ov.Model:
+def resnet18(x: ov.Output, seed: int = 0) -> ov.Output:
+    """ResNet-18's layers on ``x`` (N, 3, H, W); returns the logits."""
     rng = np.random.default_rng(seed)
+    channels = x.get_partial_shape()[1].get_length()
 
     def conv(x, cin: int, cout: int, k: int, stride: int = 1, relu: bool = True):
         w = rng.standard_normal((cout, cin, k, k)).astype(np.float32)
@@ -25,9 +27,7 @@ def resnet18(shape: tuple[int, ...] = (1, 3, 224, 224), seed: int = 0) -> ov.Mod
         y = op1.add(y, op1.constant(bias))
         return op1.relu(y) if relu else y
 
-    x = op1.parameter(list(shape), ov.Type.f32, name="x")
-    x.output(0).get_tensor().set_names({"x"})
-    y = conv(x, shape[1], 64, 7, stride=2)
+    y = conv(x, channels, 64, 7, stride=2)
     y = op8.max_pool(y, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3]).output(0)
     cin = 64
     for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
@@ -42,5 +42,4 @@ def resnet18(shape: tuple[int, ...] = (1, 3, 224, 224), seed: int = 0) -> ov.Mod
     fc = rng.standard_normal((1000, 512)).astype(np.float32) * np.float32(0.04)
     y = op1.add(op1.matmul(y, op1.constant(fc), False, True),
                 op1.constant(np.zeros(1000, np.float32)))  # fmt: skip
-    y.output(0).get_tensor().set_names({"y0"})
-    return ov.Model([y.output(0)], [x], "resnet18")
+    return y.output(0)
