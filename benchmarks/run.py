@@ -277,7 +277,7 @@ def _targets(results: dict[str, dict], memory: tuple[int, int] | None) -> list[s
               f"{peak / largest:.2f}x ({(peak + largest) / largest:.2f}x with the "
               f"caller's input)")  # fmt: skip
     exact = [k for k in results if results[k].get("mismatches", 0)]
-    check(not exact, "bit-exact with OpenVINO on every workload" + (
+    check(not exact, "bit-exact with OpenVINO on every pooling workload" + (
         f": differs on {', '.join(exact)}" if exact else ""))  # fmt: skip
     return lines
 
