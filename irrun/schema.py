@@ -96,7 +96,16 @@ def _all_group_children(doc: etree._Element, owner: str) -> tuple[str, ...]:
 @functools.cache
 def _schema() -> _Schema:
     """Load and compile ``ir.xsd`` once, on first use."""
-    return _Schema(files(SCHEMA_PACKAGE).joinpath(SCHEMA_FILE).read_bytes())
+    return _Schema(_schema_bytes())
+
+
+def _schema_bytes() -> bytes:
+    try:
+        return files(SCHEMA_PACKAGE).joinpath(SCHEMA_FILE).read_bytes()
+    except ModuleNotFoundError:
+        # irrun imported from a source checkout (python -m pytest in the repository, with
+        # irrun installed normally): the schema sits beside the package, not inside it.
+        return (Path(__file__).resolve().parent.parent / "schemas" / SCHEMA_FILE).read_bytes()
 
 
 def check_structure(

@@ -424,3 +424,15 @@ def test_errors_inside_a_body_name_the_inner_layer(ov, tmp_path: Path):
     assert d.location.line == line_of(broken, '<layer id="one"')
     assert d.layer == LayerRef("one", inner, "ReLU", 1)  # the type is written as ReLU
     assert d.message == '<layer> attribute id="one" is not an unsigned integer'
+
+
+def test_schema_is_found_from_a_source_checkout(monkeypatch):
+    # python -m pytest in the repository imports irrun from the checkout, where the
+    # schema is not inside the package (it is installed as irrun.schemas).
+    from irrun import schema
+
+    def no_package(name):
+        raise ModuleNotFoundError(name)
+
+    monkeypatch.setattr(schema, "files", no_package)
+    assert schema._schema_bytes().startswith(b"<?xml")
