@@ -36,6 +36,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from ov_shapes import from_ov_shape
 
 import irrun
 from irrun.dims import Interval
@@ -136,17 +137,6 @@ def _ov_dim(d):
     return ov.Dimension(d.lo, -1 if d.hi is None else d.hi)
 
 
-def _from_ov(ps) -> tuple | None:
-    if ps.rank.is_dynamic:
-        return None
-    out = []
-    for d in ps:
-        if d.is_static:
-            out.append(d.get_length())
-        else:
-            hi = d.get_max_length()
-            out.append(Interval(d.get_min_length(), None if hi < 0 else hi))
-    return tuple(out)
 
 
 def _random_dim(rng: random.Random):
@@ -178,7 +168,7 @@ def test_broadcast_shapes_match_openvino():
             node = opset1.add(
                 opset1.parameter(pa, ov.Type.f32), opset1.parameter(pb, ov.Type.f32), mode
             )
-            want = _from_ov(node.get_output_partial_shape(0))
+            want = from_ov_shape(node.get_output_partial_shape(0))
         except RuntimeError:
             with pytest.raises(ShapeError):
                 broadcast_shapes(a, b, mode)

@@ -19,6 +19,7 @@ from itertools import count
 
 import numpy as np
 import pytest
+from ov_shapes import from_ov_shape
 
 import irrun
 from irrun.dims import Interval
@@ -64,18 +65,6 @@ def data(shape, et: str = "f32", seed: int = 0) -> np.ndarray:
     return rng.integers(lo, hi, shape).astype(NP[et])
 
 
-def ov_shape(ps):
-    """OpenVINO's partial shape in irrun's terms (ints, Intervals, None)."""
-    if ps.rank.is_dynamic:
-        return None
-    out = []
-    for d in ps:
-        if d.is_static:
-            out.append(d.get_length())
-        else:
-            hi = d.get_max_length()
-            out.append(Interval(d.get_min_length(), None if hi < 0 else hi))
-    return tuple(out)
 
 
 _models = count()
@@ -94,7 +83,7 @@ def run_both(tmp_path, core, nodes, params, feeds, what=""):
     ov.save_model(model, path, compress_to_fp16=False)
     m = irrun.load(path)
     for i, spec in enumerate(m.outputs):
-        want = ov_shape(model.output(i).get_partial_shape())
+        want = from_ov_shape(model.output(i).get_partial_shape())
         assert spec.shape == want, f"{what} out{i}: irrun infers {spec.shape}, OpenVINO {want}"
     got = m.run(feeds)
     compiled = core.compile_model(model, "CPU", CPU_CONFIG)
@@ -618,7 +607,7 @@ def test_shape_rules_with_unknown_values(tmp_path):
     ov.save_model(model, path, compress_to_fp16=False)
     m = irrun.load(path)
     for i, spec in enumerate(m.outputs):
-        assert spec.shape == ov_shape(model.output(i).get_partial_shape()), i
+        assert spec.shape == from_ov_shape(model.output(i).get_partial_shape()), i
 
 
 def model_params(nodes):
