@@ -53,8 +53,8 @@ CORE = ov.Core()
 # --------------------------------------------------------------------------- running
 
 
-def run_both(build, inputs: list[np.ndarray], tmp_path) -> tuple[np.ndarray, np.ndarray]:
-    """irrun's and the CPU plugin's output of ``build(*parameters)``."""
+def _one_op_model(build, inputs: list[np.ndarray]) -> ov.Model:
+    """``build(*parameters)`` as a model with inputs in0, in1, ... and output "out"."""
     params = []
     for i, x in enumerate(inputs):
         p = opset1.parameter(list(x.shape), ov.Type(x.dtype), name=f"in{i}")
@@ -62,12 +62,20 @@ def run_both(build, inputs: list[np.ndarray], tmp_path) -> tuple[np.ndarray, np.
         params.append(p)
     node = build(*params)
     node.output(0).get_tensor().set_names({"out"})
-    model = ov.Model([node.output(0)], params, "one_op")
-    want = CORE.compile_model(model, "CPU", CPU_CONFIG)(inputs)[0]
+    return ov.Model([node.output(0)], params, "one_op")
+
+
+def _run_saved(model: ov.Model, inputs: list[np.ndarray], tmp_path) -> np.ndarray:
     path = tmp_path / "m.xml"
     ov.save_model(model, path, compress_to_fp16=False)
-    got = irrun.load(path).run({f"in{i}": x for i, x in enumerate(inputs)})["out"]
-    return got, np.asarray(want)
+    return irrun.load(path).run({f"in{i}": x for i, x in enumerate(inputs)})["out"]
+
+
+def run_both(build, inputs: list[np.ndarray], tmp_path) -> tuple[np.ndarray, np.ndarray]:
+    """irrun's and the CPU plugin's output of ``build(*parameters)``."""
+    model = _one_op_model(build, inputs)
+    want = CORE.compile_model(model, "CPU", CPU_CONFIG)(inputs)[0]
+    return _run_saved(model, inputs, tmp_path), np.asarray(want)
 
 
 def assert_close(got, want, *, rtol=0.0, atol=0.0, scaled_atol=False, what=""):
@@ -271,16 +279,7 @@ def test_binary_matches_cpu(op, mode, dtype, a_shape, b_shape, tmp_path):
 
 
 def _run_irrun(build, inputs, tmp_path):
-    params = []
-    for i, x in enumerate(inputs):
-        p = opset1.parameter(list(x.shape), ov.Type(x.dtype), name=f"in{i}")
-        p.output(0).get_tensor().set_names({f"in{i}"})
-        params.append(p)
-    node = build(*params)
-    node.output(0).get_tensor().set_names({"out"})
-    path = tmp_path / "h.xml"
-    ov.save_model(ov.Model([node.output(0)], params), path, compress_to_fp16=False)
-    return irrun.load(path).run({f"in{i}": x for i, x in enumerate(inputs)})["out"]
+    return _run_saved(_one_op_model(build, inputs), inputs, tmp_path)
 
 
 def _divide_node(p, q, pythondiv: bool):
