@@ -27,6 +27,7 @@ from .errors import Diagnostic, IrrunError, Location, UsageError
 from .model import Model, check_ir, internal_error, load
 from .reshape import describe, parse_shapes
 
+# The subcommands; each tool module's register() adds its own parser and handler.
 COMMANDS = ("run", "validate")
 
 
@@ -76,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "-o", "--output", metavar="REPORT.json", help="also write the report as JSON here"
     )
+    run.set_defaults(handler=_run)
+    check.set_defaults(handler=_validate)
     return parser
 
 
@@ -108,9 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list.insert(0, "run")
     args = _parser().parse_args(args_list)
     try:
-        if args.command == "validate":
-            return _validate(args)
-        return _run(args)
+        return int(args.handler(args))
     except UsageError as exc:
         if args.debug:
             raise

@@ -8,6 +8,7 @@ op can skip outputs is told which of its outputs the run actually uses.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -60,14 +61,15 @@ class Plan:
         self._schedule = lru_cache(maxsize=32)(self._make_schedule)
 
     def _make_schedule(
-        self, wanted: tuple[int, ...]
+        self, wanted: tuple[int, ...], every_step: bool = False
     ) -> tuple[tuple[Step, tuple[int, ...]], ...]:
         """The steps ``wanted`` needs, each with the slots it is the last reader of.
 
         A step whose op can skip outputs and has some that nothing reads is scheduled
-        as a copy that carries the mask of the used ones.
+        as a copy that carries the mask of the used ones.  With ``every_step`` all
+        steps run and compute all their outputs, for an observer that sees each one.
         """
-        required: set[int] = set()
+        required: set[int] = set(range(len(self.steps))) if every_step else set()
         stack = [self.producer[s] for s in wanted if s in self.producer]
         while stack:
             i = stack.pop()
@@ -90,12 +92,24 @@ class Plan:
             used = tuple(s in last_reader or s in keep for s in step.outputs)
             # Outputs nobody reads go at once.
             frees[pos].extend(s for s, u in zip(step.outputs, used, strict=True) if not u)
-            if step.node.op.optional_outputs and not all(used):
+            if step.node.op.optional_outputs and not all(used) and not every_step:
                 step = replace(step, needed=used)
             schedule.append((step, tuple(frees[pos])))
         return tuple(schedule)
 
-    def run(self, feeds: Mapping[int, np.ndarray], wanted: Sequence[int]) -> dict[int, np.ndarray]:
+    def run(
+        self,
+        feeds: Mapping[int, np.ndarray],
+        wanted: Sequence[int],
+        observe: Observer | None = None,
+    ) -> dict[int, np.ndarray]:
+        """Compute the slots ``wanted`` from ``feeds`` (Parameter slot -> array).
+
+        ``observe``, when given, sees every step of the graph as it finishes, with its
+        inputs, its outputs and the seconds its kernel took; they may be dropped right after.
+        """
+        if observe is not None:
+            return self._run_observed(feeds, wanted, observe)
         values: dict[int, np.ndarray | None] = dict(feeds)
         for step, frees in self._schedule(tuple(wanted)):
             args = [values[s] for s in step.inputs]
@@ -105,11 +119,40 @@ class Plan:
                 else:
                     results = step.kernel(step.attrs, *args, needed=step.needed)
             except (ShapeError, ValueError) as exc:
-                layer = step.node.layer
-                where = Location(str(self.lg.doc.path), layer.line)
-                raise IrrunError(str(exc), where, step.node.ref) from exc
+                raise self._error(step, exc) from exc
             for slot, value in zip(step.outputs, results, strict=False):
                 values[slot] = value
             for slot in frees:
                 values.pop(slot, None)
         return {s: values[s] for s in wanted}
+
+    def _run_observed(
+        self, feeds: Mapping[int, np.ndarray], wanted: Sequence[int], observe: Observer
+    ) -> dict[int, np.ndarray]:
+        # Kept apart from run's loop, which stays free of timing and calls.
+        values: dict[int, np.ndarray | None] = dict(feeds)
+        clock = time.perf_counter
+        for step, frees in self._schedule(tuple(wanted), True):
+            args = [values[s] for s in step.inputs]
+            start = clock()
+            try:
+                results = step.kernel(step.attrs, *args)
+            except (ShapeError, ValueError) as exc:
+                raise self._error(step, exc) from exc
+            seconds = clock() - start
+            for slot, value in zip(step.outputs, results, strict=False):
+                values[slot] = value
+            observe(step, args, tuple(values[s] for s in step.outputs), seconds)
+            for slot in frees:
+                values.pop(slot, None)
+        return {s: values[s] for s in wanted}
+
+    def _error(self, step: Step, exc: Exception) -> IrrunError:
+        where = Location(str(self.lg.doc.path), step.node.layer.line)
+        return IrrunError(str(exc), where, step.node.ref)
+
+
+# Called with a step, its inputs, its outputs and the seconds its kernel took.
+Observer = Callable[
+    [Step, Sequence[np.ndarray | None], tuple[np.ndarray | None, ...], float], None
+]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,13 +12,13 @@ import numpy as np
 from . import element_types, ops  # noqa: F401  (ops registers every kernel)
 from .binding import UNSUPPORTED_CODES, Node, bind, supported_ops_text
 from .dims import Shape, format_shape, shape_fits
-from .errors import Diagnostic, IrrunError, Location, UsageError
-from .executor import Plan
+from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
+from .executor import Observer, Plan, Step
 from .graph import LayerGraph, build_graph
 from .propagation import Infos, propagate
 from .reader import parse_xml, read_document
 from .registry import TensorInfo
-from .reshape import ShapeSpec, input_shapes
+from .reshape import ShapeSpec, describe, input_shapes
 from .schema import check_structure
 from .weights import Weights
 
@@ -37,6 +37,21 @@ class TensorSpec:
             f"TensorSpec(name={self.name!r}, shape={format_shape(self.shape)}, "
             f"element_type={self.element_type!r})"
         )
+
+
+@dataclass(frozen=True)
+class LayerRun:
+    """One layer as a run computed it, given to the ``on_layer`` callback of :meth:`Model.run`.
+
+    ``outputs`` maps each output's tensor name (see :attr:`Model.tensor_names`) to its
+    value; ``seconds`` is the time its kernel took.
+    """
+
+    ref: LayerRef
+    line: int
+    outputs: dict[str, np.ndarray]
+    inputs: tuple[tuple[int, ...], ...]  # the shapes of its inputs
+    seconds: float
 
 
 # Errors that do not stop a model from loading: OpenVINO reads neither a port's dims nor
@@ -173,6 +188,7 @@ class Model:
 
     def __init__(self, xml: str | Path, weights: str | Path | None = None) -> None:
         self.path = Path(xml)
+        self._weights_arg = weights
         self.weights = Weights(_weights_path(self.path, weights))
         checked = check_ir(self.path, self.weights)
         checked.refuse()
@@ -184,8 +200,34 @@ class Model:
         self._graph: LayerGraph = checked.graph
         self._nodes: dict[str, Node] = checked.nodes
         self._infos = checked.infos
+        self._reshaped: ShapeSpec | None = None
+        self._input_shapes: dict[str, Shape | None] = {}  # Parameter id -> shape, after reshape
         self._plan = Plan(self._graph, self._nodes)
         self._index_names()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickle names the files and the shapes given; unpickling reads them again and
+        # maps the weights anew, so a Model travels to worker processes in a few hundred bytes.
+        return {"path": self.path, "weights": self._weights_arg, "shapes": self._reshaped}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"], state["weights"])  # type: ignore[misc]
+        if state["shapes"] is not None:
+            self.reshape(state["shapes"])
+
+    def __repr__(self) -> str:
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        return f"<irrun.Model {str(self.path)!r}: {n_in} inputs, {n_out} outputs>"
+
+    @property
+    def tensor_names(self) -> dict[tuple[str, int], str]:
+        """The name irrun gives each layer output, by (layer id, port id).
+
+        A port's first tensor name, else the layer's name (``NAME:PORT`` for a layer with
+        several outputs).  :meth:`run` accepts these names in ``outputs`` and returns
+        intermediate values under them.
+        """
+        return dict(self._port_names)
 
     def _index_names(self) -> None:
         lg, nodes = self._graph, self._nodes
@@ -194,13 +236,26 @@ class Model:
         self.outputs: list[TensorSpec] = []
         self._output_slots: dict[str, int] = {}
         tensor_slots: dict[str, int] = {}
+        self._port_names: dict[tuple[str, int], str] = {}
+        self._slot_names: dict[int, str] = {}
         for lid in lg.order:
             layer = lg.layers[lid]
             for port in layer.outputs:
+                slot = self._plan.slots[(lid, port.id)]
                 for name in port.names:
-                    tensor_slots.setdefault(name, self._plan.slots[(lid, port.id)])
+                    tensor_slots.setdefault(name, slot)
+                if port.names:
+                    shown = port.names[0]
+                elif len(layer.outputs) == 1:
+                    shown = layer.name
+                else:
+                    shown = f"{layer.name}:{port.id}"
+                self._port_names[(lid, port.id)] = shown
+                self._slot_names[slot] = shown
             if layer.outputs:
                 tensor_slots.setdefault(layer.name, self._plan.slots[(lid, layer.outputs[0].id)])
+            for port in layer.outputs:
+                tensor_slots.setdefault(f"{layer.name}:{port.id}", self._plan.slots[(lid, port.id)])
         for lid in lg.order:
             node: Node = nodes[lid]
             layer = node.layer
@@ -244,25 +299,111 @@ class Model:
         kept = [d for d in self._checked.findings if d.code not in _PROPAGATION_CODES]
         return _by_line(kept + propagated)
 
+    def reshape(self, shapes: ShapeSpec) -> None:
+        """Give the inputs new shapes, as OpenVINO's ``Model.reshape`` does, in place.
+
+        ``shapes`` is ``{"x": [8, 3, 224, 224]}`` (dims may be ``"?"``, -1 or ``"1..10"``),
+        or the text of ``--shape``: ``"x[8,3,224,224]"``.  Every tensor's shape is
+        inferred again; raises :class:`~irrun.errors.IrrunError` naming the first layer
+        the new shapes break (and :class:`~irrun.errors.UsageError` for a bad ``shapes``).
+        Runs then check their inputs against the new shapes.
+
+        >>> m = load("models/pooling_chain.xml")
+        >>> m.reshape({"image": [4, 3, 32, 32]})
+        >>> m.inputs[0].shape, m.outputs[0].shape
+        ((4, 3, 32, 32), (4, 3, 2, 2))
+        >>> m.run(np.zeros((4, 3, 32, 32), np.float32))["pooled"].shape
+        (4, 3, 2, 2)
+        """
+        new_shapes = input_shapes(self._graph, self._nodes, shapes)
+        merged = {
+            lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
+            for lid, shape in self._input_shapes.items()
+        }
+        merged.update(new_shapes)
+        infos, problems = propagate(self._graph, self._nodes, merged)
+        errors = [d for d in problems if d.level == "error"]
+        if errors:
+            err = errors[0].as_error()
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise IrrunError(
+                f"reshape to {describe(self._graph, new_shapes)}: {err.message}{more}",
+                err.location, err.layer, err.port, err.code,
+            )  # fmt: skip
+        self._infos = infos
+        self._input_shapes = {lid: info.shape for lid, info in merged.items()}
+        self._reshaped = describe(self._graph, merged)  # what a pickle carries
+        self._index_names()
+
     def run(
         self,
         feeds: Mapping[str, Any] | np.ndarray,
         outputs: Sequence[str] | None = None,
+        intermediate: bool = False,
+        on_layer: Callable[[LayerRun], None] | None = None,
     ) -> dict[str, np.ndarray]:
         """Run the model on ``feeds`` (input name -> array, or one array for one input).
 
         ``outputs`` picks what to compute and return: output names, or the name of any
         tensor or layer in the graph.  By default all of the model's outputs.
+        ``intermediate=True`` returns every tensor the run computes as well (all layers
+        but Parameters and Consts, under :attr:`tensor_names`), model outputs included.
+        ``on_layer`` is called with a :class:`LayerRun` as each layer finishes; every
+        layer then runs, also those no output needs.
+
+        >>> m = load("models/pooling_chain.xml")
+        >>> x = np.arange(768, dtype=np.float32).reshape(1, 3, 16, 16)
+        >>> values = m.run({"image": x}, intermediate=True)
+        >>> for name, value in values.items():
+        ...     print(name, value.shape)
+        stem_pool:1 (1, 3, 8, 8)
+        stem_pool:2 (1, 3, 8, 8)
+        avg_pool (1, 3, 4, 4)
+        pooled (1, 3, 2, 2)
+        indices (1, 3, 2, 2)
+        >>> m.run({"image": x}, outputs=["avg_pool"])["avg_pool"][0, 0, 0]
+        array([34., 38., 42., 46.], dtype=float32)
         """
         by_layer = self._check_feeds(feeds)
         if outputs is None:
             wanted = dict(self._output_slots)
         else:
             wanted = {name: self._slot_of(name) for name in outputs}
-        slots = sorted(set(wanted.values()))
         feed_slots = {self._plan.parameters[lid]: arr for lid, arr in by_layer.items()}
-        values = self._plan.run(feed_slots, slots)
-        return {name: _own(values[slot]) for name, slot in wanted.items()}
+        kept: dict[str, np.ndarray] = {}
+        observe = None
+        if intermediate or on_layer is not None:
+            observe = self._observer(kept if intermediate else None, on_layer)
+        values = self._plan.run(feed_slots, sorted(set(wanted.values())), observe)
+        result = {name: _own(values[slot]) for name, slot in wanted.items()}
+        if intermediate:
+            result = {**kept, **result}
+        return result
+
+    def _observer(
+        self, kept: dict[str, np.ndarray] | None, on_layer: Callable[[LayerRun], None] | None
+    ) -> Observer:
+        names = self._slot_names
+
+        def observe(
+            step: Step,
+            args: Sequence[np.ndarray | None],
+            results: tuple[np.ndarray | None, ...],
+            seconds: float,
+        ) -> None:
+            outs = {
+                names[slot]: value
+                for slot, value in zip(step.outputs, results, strict=True)
+                if value is not None
+            }
+            if kept is not None and step.node.op.type != "Const":
+                kept.update((name, _own(value)) for name, value in outs.items())
+            if on_layer is not None:
+                node = step.node
+                shapes = tuple(np.shape(a) for a in args)
+                on_layer(LayerRun(node.ref, node.layer.line, outs, shapes, seconds))
+
+        return observe
 
     def _slot_of(self, name: str) -> int:
         if name in self._output_slots:
@@ -310,7 +451,7 @@ class Model:
                 f"input '{name}' has element type {got or arr.dtype}, expected {et.name} "
                 f"(numpy {et.dtype})", where, node.ref,
             )  # fmt: skip
-        shape = node.attrs.shape
+        shape = self._input_shapes.get(lid, node.attrs.shape)
         if not shape_fits(shape, arr.shape):
             got, want = format_shape(arr.shape), format_shape(shape)
             raise IrrunError(f"input '{name}' has shape {got}, expected {want}", where, node.ref)
@@ -324,9 +465,8 @@ class Model:
             lid = self._input_ids[spec.name]
             attrs = self._nodes[lid].attrs
             assert attrs is not None
-            shape = tuple(
-                d if isinstance(d, int) else max(1, d.lo) for d in (attrs.shape or ())
-            )
+            declared = self._input_shapes.get(lid, attrs.shape)
+            shape = tuple(d if isinstance(d, int) else max(1, d.lo) for d in (declared or ()))
             feeds[spec.name] = random_array(rng, shape, attrs.element_type.dtype)
         return feeds
 
