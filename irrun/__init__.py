@@ -7,13 +7,14 @@
 """
 
 from .errors import Diagnostic, IrrunError, LayerRef, Location
-from .model import Model, TensorSpec, load, validate
+from .model import LayerRun, Model, TensorSpec, load, validate
 
 __version__ = "0.1.0"
 __all__ = [
     "Diagnostic",
     "IrrunError",
     "LayerRef",
+    "LayerRun",
     "Location",
     "Model",
     "TensorSpec",

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,8 +22,11 @@ from typing import IO, Any
 import numpy as np
 
 from . import __version__
+from .dump import LayerDump
 from .errors import Diagnostic, IrrunError, Location, UsageError
-from .model import Model, check_ir, internal_error, load
+from .files import check_output_path, save_npz, write_atomically
+from .model import LayerRun, Model, check_ir, internal_error, load
+from .profiling import Profile
 from .reshape import describe, parse_shapes
 
 # The subcommands; each tool module's register() adds its own parser and handler.
@@ -58,6 +60,40 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--seed", type=_seed, default=0, help="seed for random inputs (default 0)"
     )
+    run.add_argument(
+        "--shape", type=_shapes, metavar="SHAPES",
+        help="run with new input shapes, in OpenVINO's syntax: x[8,3,224,224],y[1,4], or "
+        "[8,3,224,224] for a model with one input (? or -1 for any size, 1..10 for a range)",
+    )  # fmt: skip
+    dump = run.add_argument_group("per-layer outputs")
+    dump.add_argument(
+        "--dump-dir", metavar="DIR",
+        help="write every layer's outputs to DIR as .npy files as they are computed, with "
+        "manifest.json (tensor name -> file) and inputs.npz (the inputs used)",
+    )  # fmt: skip
+    dump.add_argument(
+        "--dump-type", action="append", metavar="TYPE",
+        help="only layers of these op types (MaxPool,AvgPool; repeatable). Parameters and "
+        "Consts are dumped only when named here",
+    )  # fmt: skip
+    dump.add_argument(
+        "--dump-name", metavar="REGEX",
+        help="only layers whose name or a tensor name matches this regular expression",
+    )  # fmt: skip
+    prof = run.add_argument_group("profiling")
+    prof.add_argument(
+        "--profile", action="store_true",
+        help="print each layer's time, most expensive first, and the totals",
+    )  # fmt: skip
+    prof.add_argument(
+        "--profile-json", metavar="TRACE.json",
+        help="write the layer timings as a Chrome trace (open it in ui.perfetto.dev)",
+    )  # fmt: skip
+    prof.add_argument(
+        "--iterations", type=_positive, default=1, metavar="N",
+        help="with --profile/--profile-json: run N times and report each layer's median "
+        "(default 1)",
+    )  # fmt: skip
 
     check = sub.add_parser(
         "validate", parents=[common], help="check an IR file and report every problem",
@@ -103,6 +139,16 @@ def _seed(text: str) -> int:
 
 
 _seed.__name__ = "seed"  # argparse names the type in "invalid seed value: '-1'"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+_positive.__name__ = "count"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -209,17 +255,67 @@ def _dump_json(report: dict[str, Any], f: IO[str]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # Outputs are checked before the model runs, so a long run does not end in a failed write.
     if args.output:
-        # Checked before the model runs, so a long run does not end in a failed write.
         check_output_path(Path(args.output))
+    if args.profile_json:
+        check_output_path(Path(args.profile_json))
+    if args.iterations > 1 and not (args.profile or args.profile_json):
+        raise UsageError("--iterations needs --profile or --profile-json")
+    types = [t.strip() for item in args.dump_type or () for t in item.split(",") if t.strip()]
+    if (types or args.dump_name) and not args.dump_dir:
+        raise UsageError("--dump-type and --dump-name select what --dump-dir writes: give it")
+    dumper = None
+    if args.dump_dir:
+        try:
+            dumper = LayerDump(Path(args.dump_dir), Path(args.model), types, args.dump_name)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     model = load(args.model, args.weights)
+    if args.shape:
+        model.reshape(args.shape)
     feeds = read_inputs(model, args.input) if args.input else model.random_inputs(args.seed)
-    outputs = model.run(feeds)
+    profile = Profile() if args.profile or args.profile_json else None
+    if dumper is not None:
+        dumper.prepare(feeds)
+    outputs: dict[str, np.ndarray] = {}
+    done = False
+    try:
+        for i in range(args.iterations if profile is not None else 1):
+            # The dump is of the first run; later ones only add timings.
+            hooks = [h for h in (dumper if i == 0 else None, profile) if h is not None]
+            if profile is not None:
+                profile.start_run(time.perf_counter())
+            outputs = model.run(feeds, on_layer=_calling(hooks) if hooks else None)
+            if profile is not None:
+                profile.end_run(time.perf_counter())
+        done = True
+    finally:
+        if dumper is not None:
+            dumper.finish(complete=done)
     if args.output:
         save_npz(Path(args.output), outputs)
     else:
         print(summary_table(outputs))
+    if profile is not None:
+        if args.profile:
+            print()
+            print(profile.table())
+        if args.profile_json:
+            trace = profile.chrome_trace(args.model)
+            write_atomically(Path(args.profile_json), lambda f: _dump_json(trace, f))
     return 0
+
+
+def _calling(hooks: list[Callable[[LayerRun], None]]) -> Callable[[LayerRun], None]:
+    if len(hooks) == 1:
+        return hooks[0]
+
+    def each(layer: LayerRun) -> None:
+        for hook in hooks:
+            hook(layer)
+
+    return each
 
 
 def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
@@ -305,44 +401,6 @@ def _load_array_file(path: Path) -> np.ndarray | dict[str, np.ndarray]:
         return loaded
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise IrrunError(f"cannot read as .npy or .npz: {exc}", where) from None
-
-
-def check_output_path(path: Path) -> None:
-    """Refuse an output path that cannot be written, before any work is done."""
-    where = Location(str(path))
-    if path.is_dir() or not path.name:
-        raise IrrunError("is a directory, expected a file name such as out.npz", where)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise IrrunError("the output's directory does not exist", where)
-
-
-def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write ``arrays`` to ``path`` atomically: a temporary file renamed into place."""
-    write_atomically(path, lambda f: np.savez(f, **arrays), binary=True)
-
-
-def write_atomically(path: Path, write: Callable[[Any], object], binary: bool = False) -> None:
-    """Call ``write`` on a temporary file beside ``path``, then rename it into place.
-
-    The file appears whole or not at all; an existing one is left as it was on failure.
-    """
-    check_output_path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise IrrunError(f"cannot write: {exc.strerror or exc}", Location(str(path))) from None
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            where = Location(str(path))
-            raise IrrunError(f"cannot write: {exc.strerror or exc}", where) from None
-        raise
 
 
 def summary_table(outputs: dict[str, np.ndarray]) -> str:

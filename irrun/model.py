@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,14 +45,17 @@ class LayerRun:
     """One layer as a run computed it, given to the ``on_layer`` callback of :meth:`Model.run`.
 
     ``outputs`` maps each output's tensor name (see :attr:`Model.tensor_names`) to its
-    value; ``seconds`` is the time its kernel took.
+    value, ``ports`` gives their port ids in the same order; ``seconds`` is the time its
+    kernel took, ``end`` the :func:`time.perf_counter` reading when it finished.
     """
 
     ref: LayerRef
     line: int
     outputs: dict[str, np.ndarray]
+    ports: tuple[int, ...]
     inputs: tuple[tuple[int, ...], ...]  # the shapes of its inputs
     seconds: float
+    end: float
 
 
 # Errors that do not stop a model from loading: OpenVINO reads neither a port's dims nor
@@ -384,6 +388,7 @@ class Model:
         self, kept: dict[str, np.ndarray] | None, on_layer: Callable[[LayerRun], None] | None
     ) -> Observer:
         names = self._slot_names
+        ports = {slot: port for (_, port), slot in self._plan.slots.items()}
 
         def observe(
             step: Step,
@@ -391,17 +396,16 @@ class Model:
             results: tuple[np.ndarray | None, ...],
             seconds: float,
         ) -> None:
-            outs = {
-                names[slot]: value
-                for slot, value in zip(step.outputs, results, strict=True)
-                if value is not None
-            }
+            pairs = [(s, v) for s, v in zip(step.outputs, results, strict=True) if v is not None]
+            outs = {names[slot]: value for slot, value in pairs}
             if kept is not None and step.node.op.type != "Const":
                 kept.update((name, _own(value)) for name, value in outs.items())
             if on_layer is not None:
                 node = step.node
                 shapes = tuple(np.shape(a) for a in args)
-                on_layer(LayerRun(node.ref, node.layer.line, outs, shapes, seconds))
+                out_ports = tuple(ports[slot] for slot, _ in pairs)
+                end = time.perf_counter()
+                on_layer(LayerRun(node.ref, node.layer.line, outs, out_ports, shapes, seconds, end))
 
         return observe
 

@@ -630,7 +630,7 @@ def test_debug_in_process_raises(tmp_path, monkeypatch):
 
 
 def test_a_bug_in_irrun_is_still_one_line(tmp_path, monkeypatch, capsys):
-    def broken_run(self, feeds, outputs=None):
+    def broken_run(self, feeds, outputs=None, **options):
         raise RuntimeError("boom")
 
     write_ir(tmp_path, DEMO_XML, name="pooling_chain")

@@ -1,0 +1,51 @@
+"""Writing result files: whole or not at all, and refused before any work is done."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import IrrunError, Location
+
+
+def check_output_path(path: Path) -> None:
+    """Refuse an output path that cannot be written, before any work is done."""
+    where = Location(str(path))
+    if path.is_dir() or not path.name:
+        raise IrrunError("is a directory, expected a file name such as out.npz", where)
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise IrrunError("the output's directory does not exist", where)
+
+
+def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``path`` atomically: a temporary file renamed into place."""
+    write_atomically(path, lambda f: np.savez(f, **arrays), binary=True)
+
+
+def write_atomically(path: Path, write: Callable[[Any], object], binary: bool = False) -> None:
+    """Call ``write`` on a temporary file beside ``path``, then rename it into place.
+
+    The file appears whole or not at all; an existing one is left as it was on failure.
+    """
+    check_output_path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise IrrunError(f"cannot write: {exc.strerror or exc}", Location(str(path))) from None
+    try:
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            where = Location(str(path))
+            raise IrrunError(f"cannot write: {exc.strerror or exc}", where) from None
+        raise
