@@ -293,6 +293,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if dumper is not None:
             dumper.finish(complete=done)
+    if dumper is not None:
+        print(f"irrun: {dumper.summary()}", file=sys.stderr)
     if args.output:
         save_npz(Path(args.output), outputs)
     else:

@@ -14,6 +14,7 @@ in ``inputs.npz``, the second are the weights.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import IO, Any
@@ -119,6 +120,15 @@ class LayerDump:
                     "dtype": str(array.dtype),
                 }
             )  # fmt: skip
+
+    def summary(self) -> str:
+        """``wrote 2 tensors of 2 layers to dump/ (listed in dump/manifest.json)``."""
+        layers = len({e["layer"]["id"] for e in self.entries})
+        tensors = len(self.entries)
+        return (
+            f"wrote {tensors} tensor{'s' * (tensors != 1)} of {layers} layer{'s' * (layers != 1)} "
+            f"to {self.directory}{os.sep} (listed in {self.directory / MANIFEST})"
+        )
 
     def finish(self, complete: bool) -> None:
         """Write the manifest of what was dumped; ``complete`` is False after a failure."""

@@ -28,3 +28,37 @@ def test_readme_output_is_current(command, capsys, monkeypatch):
     args = [a.strip('"') for a in re.findall(r'"[^"]*"|\S+', command)[1:]]
     main(args)
     assert capsys.readouterr().out.rstrip("\n") == _shown(command)
+
+
+def test_readme_dump_example(capsys, monkeypatch, tmp_path):
+    # Run where the README's relative "dump" goes to a scratch directory.
+    for name in ("demo.xml", "demo.bin"):
+        (tmp_path / "models").mkdir(exist_ok=True)
+        (tmp_path / "models" / name).write_bytes((ROOT / "models" / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    command = "irrun models/demo.xml --dump-dir dump --dump-type MaxPool,AvgPool"
+    main(command.split()[1:])
+    captured = capsys.readouterr()
+    shown = _shown(command).split("\n$ ls dump\n")
+    assert captured.out + captured.err == shown[0] + "\n"
+    assert "  ".join(sorted(p.name for p in (tmp_path / "dump").iterdir())) == shown[1]
+
+
+def test_readme_profile_example_has_the_layers_and_format_irrun_prints(capsys, monkeypatch):
+    # Times differ from run to run, and so does the order; the rows and their format do not.
+    monkeypatch.chdir(ROOT)
+    command = "irrun models/demo.xml --profile --iterations 20"
+    main(command.split()[1:])
+    printed = capsys.readouterr().out.rstrip("\n").split("\n")
+    shown = _shown(command).split("\n")
+    assert len(printed) == len(shown)
+    assert printed[:3] == shown[:3]  # the outputs table and the blank line
+    assert printed[3].split() == shown[3].split() == ["layer", "type", "ms", "share"]
+
+    def rows(lines: list[str]) -> list[tuple[str, ...]]:
+        return sorted(tuple(line.split()[:2]) for line in lines)
+
+    assert rows(printed[4:-1]) == rows(shown[4:-1])
+    number = r"\d+\.\d{3}"
+    pattern = rf"total: 22 layers, {number} ms in layers, {number} ms per run \(median of 20 runs\)"
+    assert re.fullmatch(pattern, printed[-1]) and re.fullmatch(pattern, shown[-1])
