@@ -22,13 +22,13 @@ from typing import IO, Any
 
 import numpy as np
 
-from . import __version__
+from . import __version__, compare
 from .errors import Diagnostic, IrrunError, Location, UsageError
 from .model import Model, check_ir, internal_error, load
 from .reshape import describe, parse_shapes
 
 # The subcommands; each tool module's register() adds its own parser and handler.
-COMMANDS = ("run", "validate")
+COMMANDS = ("run", "validate", "compare")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
     check.set_defaults(handler=_validate)
+    compare.register(sub, common)
     return parser
 
 
