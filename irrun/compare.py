@@ -466,7 +466,7 @@ def openvino_reference(
         raise IrrunError(
             "--ref-backend openvino needs OpenVINO, which is not installed: pip install openvino"
         ) from None
-    ref = ArrayReference({}, "OpenVINO CPU (f32)")
+    notes: list[str] = []
     core = ov.Core()
     weights = model.weights.path
     try:
@@ -492,13 +492,12 @@ def openvino_reference(
             name = irrun_name(op, 1)
             if name is not None:
                 widened[name] = np.dtype(np.int64)
-                ref.notes.append(
+                notes.append(
                     f"OpenVINO's CPU plugin has no i64 indices for AdaptiveMaxPool: "
                     f"'{op.get_friendly_name()}' ran there with i32 indices, compared as int64"
                 )
     if widened:
         ovm.validate_nodes_and_infer_types()
-    ref.casts = widened
 
     # Inputs: by tensor name, else by the Parameter's name, as irrun names its inputs.
     inputs: dict[int, np.ndarray] = {}
@@ -523,7 +522,7 @@ def openvino_reference(
             for op in ovm.get_ordered_ops()
         )
         why = " (its CPU plugin pads MaxPool-8/14 same_upper/same_lower wrongly on dynamic dims)"
-        ref.notes.append(
+        notes.append(
             f"OpenVINO's copy of the model was reshaped to the inputs' shapes {shapes}"
             + (why if same_pads else "")
         )
@@ -546,7 +545,7 @@ def openvino_reference(
             unmapped.append(f"{node.get_friendly_name()}:{source.get_index()}")
         names.append(name)
     if unmapped:
-        ref.notes.append(
+        notes.append(
             f"OpenVINO's model has tensors irrun does not, not compared: {_some(unmapped)}"
         )
     try:
@@ -561,8 +560,9 @@ def openvino_reference(
         if name is not None and name not in arrays:
             # The request owns these buffers; keeping it alive avoids copying them.
             arrays[name] = request.get_output_tensor(i).data
-    ref._arrays = arrays
-    ref._request = request  # type: ignore[attr-defined]
+    ref = ArrayReference(arrays, "OpenVINO CPU (f32)")
+    ref.notes, ref.casts = notes, widened
+    ref.keep_alive = request  # type: ignore[attr-defined]  # owns the arrays' memory
     return ref
 
 
