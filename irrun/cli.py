@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from . import __version__
+from . import __version__, compare
 from .dump import LayerDump
 from .errors import Diagnostic, IrrunError, Location, UsageError
 from .files import check_output_path, save_npz, write_atomically
@@ -30,7 +30,7 @@ from .profiling import Profile
 from .reshape import describe, parse_shapes
 
 # The subcommands; each tool module's register() adds its own parser and handler.
-COMMANDS = ("run", "validate")
+COMMANDS = ("run", "validate", "compare")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
     check.set_defaults(handler=_validate)
+    compare.register(sub, common)
     return parser
 
 

@@ -233,6 +233,19 @@ class Model:
         """
         return dict(self._port_names)
 
+    def layers(self) -> list[tuple[LayerRef, int, tuple[str, ...]]]:
+        """Every layer in run (topological) order: its identity, its line in the XML and
+        the names of its outputs port by port (as in :attr:`tensor_names`).
+
+        >>> [(ref.name, names) for ref, _, names in load("models/pooling_chain.xml").layers()][:2]
+        [('image', ('image',)), ('stem_pool', ('stem_pool:1', 'stem_pool:2'))]
+        """
+        return [
+            (self._nodes[lid].ref, self._graph.layers[lid].line,
+             tuple(self._port_names[(lid, p.id)] for p in self._graph.layers[lid].outputs))
+            for lid in self._graph.order
+        ]  # fmt: skip
+
     def _index_names(self) -> None:
         lg, nodes = self._graph, self._nodes
         self.inputs: list[TensorSpec] = []

@@ -21,9 +21,16 @@ def _shown(command: str) -> str:
 
 @pytest.mark.parametrize(
     "command",
-    ["irrun models/demo.xml", 'irrun validate models/pooling_chain.xml --shape "image[1,3,2,2]"'],
+    [
+        "irrun models/demo.xml",
+        'irrun validate models/pooling_chain.xml --shape "image[1,3,2,2]"',
+        "irrun compare models/pooling_chain.xml --ref-backend openvino --mark-all",
+        "irrun compare models/pooling_chain.xml --ref models/pooling_chain.expected.npz --seed 1",
+    ],
 )
 def test_readme_output_is_current(command, capsys, monkeypatch):
+    if "--ref-backend openvino" in command:
+        pytest.importorskip("openvino")
     monkeypatch.chdir(ROOT)
     args = [a.strip('"') for a in re.findall(r'"[^"]*"|\S+', command)[1:]]
     main(args)

@@ -1,0 +1,920 @@
+"""``irrun compare``: irrun's values against a reference, tensor by tensor.
+
+The reference is a file of arrays keyed by tensor name (what ``irrun run -o``
+writes, or a ``--dump-dir`` directory with its ``manifest.json``) or OpenVINO
+itself, run on the same inputs.  Without ``mark_all`` the model's outputs are
+compared; with it every tensor irrun computes (all layers but Parameters, Consts
+and Results), each as soon as irrun has computed it, so that no intermediate is
+held longer than its layer's comparison.
+
+An element passes when ``|irrun - ref| <= atol + rtol * |ref|`` (numpy.isclose's
+rule, the reference on the right; Polygraphy's default ``elemwise`` check is the
+slightly stricter "absolute error <= atol or relative error <= rtol").  NaN equals
+NaN at the same position and an infinity equals the same infinity; anything else
+against NaN or an infinity is an infinite error.  The relative error is
+``|irrun - ref| / |ref|``: infinite where the reference is 0 and irrun is not.
+A tensor fails when any element fails, or when its shape or element type differs
+from the reference's, or when it is a model output the reference lacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .errors import IrrunError, LayerRef, Location, UsageError
+from .model import Model, load
+
+DEFAULT_ATOL = 1e-5
+DEFAULT_RTOL = 1e-5
+
+# Tolerances: one value for every tensor, or per tensor name with "*" for the rest.
+Tolerance = float | Mapping[str, float]
+
+# What the CPU plugin is compiled with: f32 arithmetic, whatever the machine prefers.
+OPENVINO_CONFIG: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
+
+# The problem of a model output the reference does not have.
+MISSING = "missing in the reference"
+
+# Layers whose outputs are inputs or weights, not computed values.
+_NOT_COMPUTED = ("Parameter", "Const", "Result")
+
+
+@dataclass
+class TensorResult:
+    """How one tensor compares: pass or fail, and why.
+
+    ``problem`` says why a tensor failed without element errors to show (shape or
+    element type mismatch, missing from the reference); the errors are ``None``
+    then, except for an element type mismatch, which still compares the values.
+    ``worst`` is the position of the largest absolute error, with the two values
+    there.
+    """
+
+    name: str
+    passed: bool
+    layer: LayerRef | None = None
+    line: int = 0
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    ref_shape: tuple[int, ...] | None = None
+    ref_dtype: str | None = None
+    atol: float = DEFAULT_ATOL
+    rtol: float = DEFAULT_RTOL
+    problem: str | None = None
+    mismatches: int = 0  # elements outside the tolerance
+    max_abs: float | None = None
+    mean_abs: float | None = None
+    max_rel: float | None = None
+    mean_rel: float | None = None
+    worst: tuple[int, ...] | None = None
+    worst_values: tuple[Any, Any] | None = None  # (irrun, reference) at ``worst``
+
+    def __str__(self) -> str:
+        """``PASSED | NAME | layer ... | SHAPE DTYPE | max abs E at [i, j] | mean abs ...``."""
+        fields = ["PASSED" if self.passed else "FAILED", self.name]
+        if self.layer is not None:
+            fields.append(str(self.layer))
+        if self.shape is not None:
+            fields.append(f"{list(self.shape)} {self.dtype}")
+        if self.problem is not None:
+            fields.append(self.problem)
+        if self.max_abs is not None:
+            if self.mismatches:
+                size = math.prod(self.shape or ())
+                fields.append(
+                    f"{self.mismatches} of {size} elements differ "
+                    f"(atol {_num(self.atol)}, rtol {_num(self.rtol)})"
+                )
+            worst = f"max abs {_num(self.max_abs)}"
+            if self.worst is not None and self.max_abs:  # every position is worst at 0
+                worst += f" at {list(self.worst)}"
+                if not self.passed and self.worst_values is not None:
+                    a, b = self.worst_values
+                    worst += f" (irrun {_value(a)}, reference {_value(b)})"
+            fields += [
+                worst,
+                f"mean abs {_num(self.mean_abs)}",
+                f"max rel {_num(self.max_rel)}",
+                f"mean rel {_num(self.mean_rel)}",
+            ]
+        return " | ".join(fields)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "layer": self.layer.as_dict() if self.layer is not None else None,
+            "line": self.line or None,
+            "shape": _list(self.shape),
+            "dtype": self.dtype,
+            "reference_shape": _list(self.ref_shape),
+            "reference_dtype": self.ref_dtype,
+            "atol": self.atol,
+            "rtol": self.rtol,
+            "problem": self.problem,
+            "mismatches": self.mismatches,
+            "max_abs": _json_float(self.max_abs),
+            "mean_abs": _json_float(self.mean_abs),
+            "max_rel": _json_float(self.max_rel),
+            "mean_rel": _json_float(self.mean_rel),
+            "worst": _list(self.worst),
+            "worst_values": (
+                None if self.worst_values is None else [_json_float(v) for v in self.worst_values]
+            ),
+        }
+
+
+@dataclass
+class Report:
+    """A whole comparison: each tensor's result in the order compared (run order with
+    ``mark_all``), and what was not compared."""
+
+    model: str
+    reference: str  # what the reference was, for people
+    results: list[TensorResult]
+    mark_all: bool
+    atol: Tolerance = DEFAULT_ATOL
+    rtol: Tolerance = DEFAULT_RTOL
+    notes: list[str] = field(default_factory=list)
+    not_in_reference: list[str] = field(default_factory=list)  # irrun tensors not compared
+    stopped_early: bool = False  # fail_fast stopped at the first failure
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    @property
+    def failed(self) -> list[TensorResult]:
+        return [r for r in self.results if not r.passed]
+
+    @property
+    def first_diverging(self) -> TensorResult | None:
+        """The first failing tensor in run order, when every layer was compared
+        (``mark_all``); without it, the first diverging layer is not known."""
+        if not self.mark_all:
+            return None
+        return next((r for r in self.diverging if r.layer is not None), None)
+
+    @property
+    def diverging(self) -> list[TensorResult]:
+        """The failures with values to compare (not the tensors missing in the reference)."""
+        return [r for r in self.results if not r.passed and r.problem != MISSING]
+
+    def lines(self) -> list[str]:
+        """The text ``irrun compare`` prints: a line per tensor, notes, a summary."""
+        out = [str(r) for r in self.results]
+        out += [f"note: {n}" for n in self.notes]
+        if self.not_in_reference:
+            n = len(self.not_in_reference)
+            out.append(
+                f"note: {n} of irrun's tensor{'s' * (n != 1)} not in the reference, not compared: "
+                f"{_some(self.not_in_reference)}"
+            )
+        failed = len(self.failed)
+        total = len(self.results)
+        tolerance = (
+            f"atol {_tol_text(self.atol, DEFAULT_ATOL)}, rtol {_tol_text(self.rtol, DEFAULT_RTOL)}"
+        )
+        stopped = " (--fail-fast: stopped at the first failure)" if self.stopped_early else ""
+        counted = f"of {total} tensor{'s' * (total != 1)}"
+        if failed:
+            out.append(
+                f"FAILED | {failed} {counted} failed{stopped} | {tolerance} | "
+                f"irrun vs {self.reference}"
+            )
+            first = self.first_diverging
+            if not self.diverging:
+                pass  # only missing tensors: nothing diverged
+            elif first is not None:
+                among = f" (among the {total} tensors compared)" if self.not_in_reference else ""
+                out.append(
+                    f"first diverging layer{among}: {_layer_text(first.layer)} at "
+                    f"{Location(self.model, first.line)}"
+                )
+            else:
+                out.append(
+                    "first diverging layer: unknown; run again with --mark-all to compare "
+                    "every layer"
+                )
+        else:
+            out.append(
+                f"PASSED | {total} {counted} passed | {tolerance} | irrun vs {self.reference}"
+            )
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        first = self.first_diverging
+        return {
+            "model": self.model,
+            "reference": self.reference,
+            "passed": self.passed,
+            "mark_all": self.mark_all,
+            "atol": _tol_json(self.atol),
+            "rtol": _tol_json(self.rtol),
+            "summary": {
+                "compared": len(self.results),
+                "failed": len(self.failed),
+                "not_in_reference": len(self.not_in_reference),
+                "stopped_early": self.stopped_early,
+            },
+            "first_diverging_layer": (
+                None
+                if first is None or first.layer is None
+                else {**first.layer.as_dict(), "tensor": first.name, "line": first.line or None}
+            ),
+            "notes": list(self.notes),
+            "not_in_reference": list(self.not_in_reference),
+            "tensors": [r.as_dict() for r in self.results],
+        }
+
+
+def compare_arrays(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    atol: float = DEFAULT_ATOL,
+    rtol: float = DEFAULT_RTOL,
+    name: str = "",
+) -> TensorResult:
+    """Compare irrun's ``actual`` with the reference's ``expected``, element by element.
+
+    >>> r = compare_arrays(np.array([1.0, 2.0, np.nan]), np.array([1.0, 2.5, np.nan]), name="y")
+    >>> r.passed, r.max_abs, r.worst, r.mismatches
+    (False, 0.5, (1,), 1)
+    >>> for text in str(r).split(" | "):
+    ...     print(text)
+    FAILED
+    y
+    [3] float64
+    1 of 3 elements differ (atol 1e-05, rtol 1e-05)
+    max abs 0.5 at [1] (irrun 2, reference 2.5)
+    mean abs 0.167
+    max rel 0.2
+    mean rel 0.0667
+    """
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    result = TensorResult(
+        name, True, shape=actual.shape, dtype=str(actual.dtype), ref_shape=expected.shape,
+        ref_dtype=str(expected.dtype), atol=atol, rtol=rtol,
+    )  # fmt: skip
+    if actual.shape != expected.shape:
+        result.passed = False
+        result.problem = (
+            f"shape mismatch: irrun {list(actual.shape)}, reference {list(expected.shape)}"
+        )
+        return result
+    if actual.dtype != expected.dtype:
+        # The values are still compared, so that the line tells a mere type difference
+        # (i32 against i64 indices) from a wrong value.
+        result.passed = False
+        result.problem = f"element type mismatch: irrun {actual.dtype}, reference {expected.dtype}"
+    a, b = _as_float(actual), _as_float(expected)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        # Equal elements, NaN against NaN and an infinity against the same one, have no error.
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        abs_err = np.where(same, 0.0, np.abs(a - b))
+        abs_err[np.isnan(abs_err)] = np.inf  # NaN against a number
+        mag = np.abs(b)
+        rel_err = np.where(abs_err == 0, 0.0, abs_err / mag)
+        rel_err[np.isnan(rel_err)] = np.inf  # inf / inf
+        # An infinite error fails even against an infinite tolerance (irrun 5, reference inf).
+        bad = (abs_err > atol + rtol * np.where(np.isnan(mag), 0.0, mag)) | np.isinf(abs_err)
+    result.mismatches = int(np.count_nonzero(bad))
+    result.passed = result.passed and not result.mismatches
+    if a.size == 0:
+        result.max_abs = result.mean_abs = result.max_rel = result.mean_rel = 0.0
+        return result
+    worst = np.unravel_index(int(np.argmax(abs_err)), a.shape)
+    result.worst = tuple(int(i) for i in worst)
+    result.worst_values = (actual[worst].item(), expected[worst].item())
+    with np.errstate(invalid="ignore", over="ignore"):
+        result.max_abs = float(abs_err[worst])
+        result.mean_abs = float(abs_err.mean())
+        result.max_rel = float(rel_err.max())
+        result.mean_rel = float(rel_err.mean())
+    return result
+
+
+def _as_float(array: np.ndarray) -> np.ndarray:
+    # float64 holds every f16/f32 value and integer exactly up to 2**53: enough to measure
+    # errors in; booleans count as 0 and 1.
+    if array.dtype.kind == "c":
+        raise IrrunError(f"cannot compare complex values ({array.dtype})")
+    return array.astype(np.float64)
+
+
+# ----------------------------------------------------------------------------- references
+
+
+class Reference:
+    """Reference values by irrun tensor name, read as they are compared."""
+
+    description = "reference"
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        # Reference tensors converted to irrun's element type before comparing, with why.
+        self.casts: dict[str, np.dtype] = {}
+
+    def names(self) -> list[str]:
+        raise NotImplementedError
+
+    def get(self, name: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ArrayReference(Reference):
+    """Arrays in memory, keyed by tensor name."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], description: str = "reference") -> None:
+        super().__init__()
+        self._arrays = dict(arrays)
+        self.description = description
+
+    def names(self) -> list[str]:
+        return list(self._arrays)
+
+    def get(self, name: str) -> np.ndarray:
+        return np.asarray(self._arrays[name])
+
+
+class _NpzReference(Reference):
+    # np.load reads an .npz member only when it is asked for: one tensor in memory at a time.
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.description = str(path)
+        self._path = path
+        _check_header(path, (b"PK\x03\x04", b"PK\x05\x06"), ".npz (no zip header)")
+        try:
+            self._npz = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise IrrunError(f"cannot read as .npz: {exc}", Location(str(path))) from None
+        if not isinstance(self._npz, np.lib.npyio.NpzFile):
+            raise IrrunError(
+                "a single array; the reference must be an .npz keyed by tensor name "
+                "(irrun run -o out.npz writes one) or an irrun run --dump-dir directory",
+                Location(str(path)),
+            )
+
+    def names(self) -> list[str]:
+        return list(self._npz.files)
+
+    def get(self, name: str) -> np.ndarray:
+        try:
+            return self._npz[name]
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            where = Location(str(self._path))
+            raise IrrunError(f"cannot read array '{name}': {exc}", where) from None
+
+    def close(self) -> None:
+        self._npz.close()
+
+
+class _DumpReference(Reference):
+    """A directory written by ``irrun run --dump-dir``: ``manifest.json`` and one .npy a tensor."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__()
+        self.description = f"{directory}{'' if str(directory).endswith('/') else '/'}"
+        manifest = directory / "manifest.json"
+        where = Location(str(manifest))
+        if not manifest.is_file():
+            raise IrrunError(
+                "no manifest.json: a reference directory is one written by irrun run --dump-dir",
+                Location(str(directory)),
+            )
+        try:
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+            tensors = data["tensors"]
+            self._files = {str(t["name"]): directory / str(t["file"]) for t in tensors}
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            why = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise IrrunError(f"not a dump manifest ({why})", where) from None
+        if data.get("complete") is False:
+            self.notes.append(
+                f"{manifest} says the dump is incomplete (its run stopped early): "
+                "tensors after that are not compared"
+            )
+        self.model = data.get("model")
+
+    def names(self) -> list[str]:
+        return list(self._files)
+
+    def get(self, name: str) -> np.ndarray:
+        path = self._files[name]
+        _check_header(path, (b"\x93NUMPY",), ".npy (no NumPy header)")
+        try:
+            # Memory-mapped: a large dump is read page by page as it is compared.
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise IrrunError(f"cannot read as .npy: {exc}", Location(str(path))) from None
+
+
+def _check_header(path: Path, magics: tuple[bytes, ...], what: str) -> None:
+    where = Location(str(path))
+    if not path.is_file():
+        raise IrrunError("no such reference file", where)
+    try:
+        with path.open("rb") as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise IrrunError(f"cannot read: {exc.strerror or exc}", where) from None
+    # np.load would fall back to unpickling anything else, and then blame pickling.
+    if not magic.startswith(magics):
+        raise IrrunError(f"not an {what}" if what[1] in "aeiou" else f"not a {what}", where)
+
+
+def open_reference(path: str | Path) -> Reference:
+    """The reference in ``path``: an .npz keyed by tensor name, or a ``--dump-dir`` directory."""
+    path = Path(path)
+    if path.is_dir():
+        return _DumpReference(path)
+    return _NpzReference(path)
+
+
+def openvino_reference(
+    model: Model,
+    feeds: Mapping[str, np.ndarray],
+    mark_all: bool = False,
+    config: Mapping[str, Any] | None = None,
+) -> Reference:
+    """Run the same IR with OpenVINO's CPU plugin on ``feeds``: its outputs, and with
+    ``mark_all`` every computed tensor, under irrun's tensor names.
+
+    Two plugin limitations are worked around, each with a note in the report:
+    AdaptiveMaxPool with i64 indices (the plugin refuses them) runs with i32 indices,
+    converted back to int64 before comparing; and a model with dynamic input shapes is
+    reshaped to the inputs' shapes first (the plugin pads MaxPool-8/14 same_upper and
+    same_lower wrongly on dynamic dims).
+    """
+    try:
+        import openvino as ov
+    except ImportError:
+        raise IrrunError(
+            "--ref-backend openvino needs OpenVINO, which is not installed: pip install openvino"
+        ) from None
+    notes: list[str] = []
+    core = ov.Core()
+    weights = model.weights.path
+    try:
+        ovm = core.read_model(str(model.path), str(weights) if weights.is_file() else None)
+    except Exception as exc:
+        where = Location(str(model.path))
+        raise IrrunError(f"OpenVINO cannot read it: {_ov_message(exc)}", where) from None
+    by_name: dict[str, list[tuple[LayerRef, tuple[str, ...]]]] = {}
+    for layer, _, outs in model.layers():
+        by_name.setdefault(layer.name, []).append((layer, outs))
+
+    def irrun_name(op: Any, index: int) -> str | None:
+        for _, outs in by_name.get(op.get_friendly_name(), ()):
+            if index < len(outs):
+                return outs[index]
+        return None
+
+    widened: dict[str, np.dtype] = {}
+    for op in ovm.get_ordered_ops():
+        attrs = op.get_attributes()
+        if op.get_type_name() == "AdaptiveMaxPool" and attrs.get("index_element_type") == "i64":
+            op.set_attribute("index_element_type", "i32")
+            name = irrun_name(op, 1)
+            if name is not None:
+                widened[name] = np.dtype(np.int64)
+                notes.append(
+                    f"OpenVINO's CPU plugin has no i64 indices for AdaptiveMaxPool: "
+                    f"'{op.get_friendly_name()}' ran there with i32 indices, compared as int64"
+                )
+    if widened:
+        ovm.validate_nodes_and_infer_types()
+
+    # Inputs: by tensor name, else by the Parameter's name, as irrun names its inputs.
+    inputs: dict[int, np.ndarray] = {}
+    for i, param in enumerate(ovm.get_parameters()):
+        keys = {param.get_friendly_name(), *param.output(0).get_names()}
+        spec = next((s for s in model.inputs if s.name in keys), None)
+        if spec is None or spec.name not in feeds:
+            raise IrrunError(
+                f"OpenVINO's input '{param.get_friendly_name()}' has no irrun counterpart",
+                Location(str(model.path)),
+            )
+        inputs[i] = np.asarray(feeds[spec.name])
+    if any(p.get_partial_shape().is_dynamic for p in ovm.get_parameters()):
+        shapes = ",".join(
+            f"{p.get_friendly_name()}{list(inputs[i].shape)}".replace(" ", "")
+            for i, p in enumerate(ovm.get_parameters())
+        )
+        ovm.reshape({i: ov.PartialShape(list(a.shape)) for i, a in inputs.items()})
+        same_pads = any(
+            op.get_type_name() == "MaxPool"
+            and op.get_attributes().get("auto_pad") in ("same_upper", "same_lower")
+            for op in ovm.get_ordered_ops()
+        )
+        why = " (its CPU plugin pads MaxPool-8/14 same_upper/same_lower wrongly on dynamic dims)"
+        notes.append(
+            f"OpenVINO's copy of the model was reshaped to the inputs' shapes {shapes}"
+            + (why if same_pads else "")
+        )
+
+    if mark_all:
+        wanted = [
+            out for op in ovm.get_ordered_ops()
+            if op.get_type_name() not in ("Parameter", "Constant", "Result")
+            for out in op.outputs()
+        ]  # fmt: skip
+        ovm.add_outputs(wanted)
+    # Each model output is a Result; what feeds it says which irrun tensor it is.
+    names: list[str | None] = []
+    unmapped: list[str] = []
+    for result in ovm.get_results():
+        source = result.input_value(0)
+        node = source.get_node()
+        name = irrun_name(node, source.get_index())
+        if name is None:
+            unmapped.append(f"{node.get_friendly_name()}:{source.get_index()}")
+        names.append(name)
+    if unmapped:
+        notes.append(
+            f"OpenVINO's model has tensors irrun does not, not compared: {_some(unmapped)}"
+        )
+    try:
+        compiled = core.compile_model(ovm, "CPU", dict(config or OPENVINO_CONFIG))
+        request = compiled.create_infer_request()
+        request.infer(inputs)
+    except Exception as exc:
+        where = Location(str(model.path))
+        raise IrrunError(f"OpenVINO failed: {_ov_message(exc)}", where) from None
+    arrays: dict[str, np.ndarray] = {}
+    for i, name in enumerate(names):
+        if name is not None and name not in arrays:
+            # The request owns these buffers; keeping it alive avoids copying them.
+            arrays[name] = request.get_output_tensor(i).data
+    ref = ArrayReference(arrays, "OpenVINO CPU (f32)")
+    ref.notes, ref.casts = notes, widened
+    ref.keep_alive = request  # type: ignore[attr-defined]  # owns the arrays' memory
+    return ref
+
+
+def _ov_message(exc: Exception) -> str:
+    """The informative line of an OpenVINO exception (they start with lines of source paths)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(("Exception from", "Check '"))]
+    return (useful or lines or [type(exc).__name__])[-1]
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+class _Stop(Exception):
+    """Raised from the layer callback to end the run at the first failure (fail_fast)."""
+
+
+def compare(
+    model: Model | str | Path,
+    feeds: Mapping[str, np.ndarray] | None = None,
+    reference: Reference | Mapping[str, np.ndarray] | str | Path | None = None,
+    *,
+    backend: str | None = None,
+    mark_all: bool = False,
+    atol: Tolerance = DEFAULT_ATOL,
+    rtol: Tolerance = DEFAULT_RTOL,
+    fail_fast: bool = False,
+    seed: int = 0,
+) -> Report:
+    """Run ``model`` on ``feeds`` and compare its tensors with ``reference``.
+
+    ``reference`` is a dict of arrays by tensor name, a path to an .npz or a
+    ``--dump-dir`` directory, or None with ``backend="openvino"`` to run OpenVINO on
+    the same feeds.  ``feeds`` default to the model's seeded random inputs.  ``atol``
+    and ``rtol`` are floats, or dicts by tensor name where ``"*"`` sets the default.
+    With ``mark_all`` every tensor irrun computes is compared (in run order), else
+    the model's outputs.  ``fail_fast`` stops at the first tensor that fails.
+
+    >>> m = load("models/pooling_chain.xml")
+    >>> x = {"image": np.ones((1, 3, 16, 16), np.float32)}
+    >>> ref = m.run(x)
+    >>> ref["pooled"] = ref["pooled"] + 0.5
+    >>> report = compare(m, x, ref)
+    >>> report.passed, [(r.name, r.passed, r.max_abs) for r in report.results]
+    (False, [('pooled', False, 0.5), ('indices', True, 0.0)])
+    """
+    if not isinstance(model, Model):
+        model = load(model)
+    if feeds is None:
+        feeds = model.random_inputs(seed)
+    known = set(model.tensor_names.values())
+    for tol in (atol, rtol):
+        if isinstance(tol, Mapping):
+            unknown = [n for n in tol if n != "*" and n not in known]
+            if unknown:
+                raise UsageError(
+                    f"tolerance for '{unknown[0]}': no tensor of that name in "
+                    f"{model.path.name} (irrun compare --mark-all lists them)"
+                )
+    owned = not isinstance(reference, Reference)
+    if backend is not None:
+        if reference is not None:
+            raise UsageError("give a reference or a backend, not both")
+        if backend != "openvino":
+            raise UsageError(f"unknown reference backend '{backend}' (irrun has: openvino)")
+        ref = openvino_reference(model, feeds, mark_all)
+    elif reference is None:
+        raise UsageError("no reference: give one, or backend='openvino'")
+    elif isinstance(reference, Reference):
+        ref = reference
+    elif isinstance(reference, str | Path):
+        ref = open_reference(reference)
+    else:
+        ref = ArrayReference(reference)
+    try:
+        return _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast)
+    finally:
+        if owned:
+            ref.close()
+
+
+def _compare(
+    model: Model,
+    feeds: Mapping[str, np.ndarray],
+    ref: Reference,
+    mark_all: bool,
+    atol: Tolerance,
+    rtol: Tolerance,
+    fail_fast: bool,
+) -> Report:
+    report = Report(str(model.path), ref.description, [], mark_all, atol, rtol, list(ref.notes))
+    ref_names = ref.names()
+    in_ref = set(ref_names)
+    output_names = [s.name for s in model.outputs]
+    layer_of = {
+        name: (layer, line) for layer, line, names in model.layers() for name in names
+    }  # fmt: skip
+    compared: set[str] = set()
+
+    def check(name: str, value: np.ndarray) -> None:
+        compared.add(name)
+        layer, line = layer_of.get(name, (None, 0))
+        if name not in in_ref:
+            if name not in output_names:
+                report.not_in_reference.append(name)
+                return
+            result = TensorResult(
+                name, False, layer, line, tuple(np.shape(value)), str(np.asarray(value).dtype),
+                problem=MISSING,
+            )  # fmt: skip
+        else:
+            expected = ref.get(name)
+            if name in ref.casts:
+                expected = np.asarray(expected).astype(ref.casts[name])
+            result = compare_arrays(
+                value, expected, _tol(atol, name, DEFAULT_ATOL), _tol(rtol, name, DEFAULT_RTOL),
+                name,
+            )  # fmt: skip
+            result.layer, result.line = layer, line
+        report.results.append(result)
+        if fail_fast and not result.passed:
+            raise _Stop
+
+    try:
+        if mark_all:
+
+            def on_layer(run: Any) -> None:
+                if run.ref.type in _NOT_COMPUTED:
+                    return
+                for name, value in run.outputs.items():
+                    check(name, value)
+
+            outputs = model.run(feeds, on_layer=on_layer)
+            # A model output fed straight by a Parameter or a Const has no computing layer.
+            for name in output_names:
+                if name not in compared:
+                    check(name, outputs[name])
+        else:
+            outputs = model.run(feeds)
+            for name in output_names:
+                check(name, outputs[name])
+    except _Stop:
+        report.stopped_early = True
+
+    # A reference that holds the inputs tells whether it was made from the same ones:
+    # comparing with values from other inputs is the likeliest mistake of all.
+    for spec in model.inputs:
+        if spec.name in in_ref and spec.name in feeds:
+            given = compare_arrays(feeds[spec.name], ref.get(spec.name), 0.0, 0.0, spec.name)
+            if not given.passed:
+                how = given.problem or f"max abs difference {_num(given.max_abs)}"
+                report.notes.append(
+                    f"the reference's input '{spec.name}' is not the input given ({how}): "
+                    "was the reference made from other inputs? (--input)"
+                )
+    inputs = {s.name for s in model.inputs}
+    known = set(model.tensor_names.values())
+    strangers = [n for n in ref_names if n not in known]
+    if strangers:
+        report.notes.append(
+            f"the reference has {len(strangers)} tensor{'s' * (len(strangers) != 1)} irrun "
+            f"does not, not compared: {_some(strangers)} (irrun's names: irrun compare "
+            "--mark-all lists them)"
+        )
+    unused = [n for n in ref_names if n in known and n not in compared and n not in inputs]
+    if unused and not mark_all and not report.stopped_early:
+        report.notes.append(
+            f"the reference has {len(unused)} more of irrun's tensors ({_some(unused)}): "
+            "add --mark-all to compare them"
+        )
+    return report
+
+
+def _tol(tol: Tolerance, name: str, default: float) -> float:
+    if isinstance(tol, Mapping):
+        return float(tol.get(name, tol.get("*", default)))
+    return float(tol)
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.3g}"
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.9g}"
+    return str(v)
+
+
+def _some(names: Iterable[str], limit: int = 6) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+
+
+def _tol_text(tol: Tolerance, default: float) -> str:
+    """``1e-05``, or the default then the per-tensor values: ``1e-05 conv1:0.001``."""
+    if not isinstance(tol, Mapping):
+        return _num(tol)
+    parts = [_num(tol.get("*", default))]
+    parts += [f"{n}:{_num(v)}" for n, v in tol.items() if n != "*"]
+    return " ".join(parts)
+
+
+def _tol_json(tol: Tolerance) -> Any:
+    return dict(tol) if isinstance(tol, Mapping) else tol
+
+
+def _layer_text(layer: LayerRef | None) -> str:
+    # "3 'conv1' (Convolution-v1)": LayerRef's text without its leading "layer ".
+    return str(layer).removeprefix("layer ")
+
+
+def _json_float(v: Any) -> Any:
+    # JSON has no NaN or infinity; their names are kept as strings.
+    if isinstance(v, float) and not math.isfinite(v):
+        return _num(v)
+    return v
+
+
+def _list(t: tuple[int, ...] | None) -> list[int] | None:
+    return None if t is None else list(t)
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def _tolerance(text: str) -> tuple[str | None, float]:
+    """``VAL`` or ``NAME:VAL``; the value follows the last colon, since names hold colons."""
+    name: str | None = None
+    value = text
+    if ":" in text:
+        name, value = text.rsplit(":", 1)
+        if not name:
+            raise ValueError(text)
+    number = float(value)
+    if not number >= 0 or math.isinf(number):
+        raise ValueError(text)
+    return name, number
+
+
+_tolerance.__name__ = "tolerance"  # argparse: "invalid tolerance value: 'x'"
+
+
+def _tolerances(given: list[tuple[str | None, float]], default: float) -> Tolerance:
+    if not given:
+        return default
+    by_name = {name or "*": value for name, value in given}
+    if list(by_name) == ["*"]:
+        return by_name["*"]
+    return by_name
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``irrun compare`` to the command line."""
+    p = sub.add_parser(
+        "compare", parents=[common], help="compare irrun's values with a reference",
+        description="Run the model with irrun and compare its outputs (every layer's with "
+        "--mark-all) with a reference: a file, or OpenVINO run on the same inputs. Prints a "
+        "PASSED/FAILED line per tensor and a summary; exit 0 when all pass, 1 otherwise.",
+    )  # fmt: skip
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--ref", metavar="REF.npz|DIR",
+        help="reference values: an .npz keyed by tensor name (irrun run -o writes one) "
+        "or a directory written by irrun run --dump-dir",
+    )  # fmt: skip
+    source.add_argument(
+        "--ref-backend", choices=["openvino"],
+        help="run this backend on the same inputs as the reference (OpenVINO's CPU plugin, f32)",
+    )  # fmt: skip
+    p.add_argument(
+        "-i", "--input", action="append", default=[], metavar="[NAME=]PATH",
+        help="an input, as for irrun run; repeat for several. Default: seeded random inputs",
+    )  # fmt: skip
+    p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs (default 0)")
+    p.add_argument(
+        "--mark-all", action="store_true",
+        help="compare every tensor irrun computes, in run order, and name the first "
+        "diverging layer",
+    )  # fmt: skip
+    p.add_argument(
+        "--atol", type=_tolerance, action="append", default=[], metavar="[NAME:]VAL",
+        help=f"absolute tolerance, for all tensors or one; repeatable (default {DEFAULT_ATOL})",
+    )  # fmt: skip
+    p.add_argument(
+        "--rtol", type=_tolerance, action="append", default=[], metavar="[NAME:]VAL",
+        help=f"relative tolerance, for all tensors or one; repeatable (default {DEFAULT_RTOL}). "
+        "An element passes when |irrun - ref| <= atol + rtol * |ref|",
+    )  # fmt: skip
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first tensor that fails")
+    p.add_argument("--json", action="store_true", help="print the report as JSON instead")
+    p.add_argument("-o", "--output", metavar="REPORT.json", help="also write the report here")
+    p.set_defaults(handler=_handler)
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:  # NumPy refuses negative seeds: a usage error, not a crash
+        raise ValueError(text)
+    return value
+
+
+_seed.__name__ = "seed"
+
+
+def _handler(args: argparse.Namespace) -> int:
+    # Imported here: cli imports this module to register the command.
+    from .cli import check_output_path, read_inputs, write_atomically
+
+    if args.output:
+        check_output_path(Path(args.output))
+    model = load(args.model, args.weights)
+    feeds = read_inputs(model, args.input) if args.input else model.random_inputs(args.seed)
+    report = compare(
+        model, feeds, args.ref, backend=args.ref_backend, mark_all=args.mark_all,
+        atol=_tolerances(args.atol, DEFAULT_ATOL), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
+        fail_fast=args.fail_fast,
+    )  # fmt: skip
+    data = report.as_dict()
+    if args.output:
+        write_atomically(Path(args.output), lambda f: _dump(data, f))
+    if args.json:
+        _dump(data, sys.stdout)
+    else:
+        print("\n".join(report.lines()))
+    return 0 if report.passed else 1
+
+
+def _dump(data: dict[str, Any], f: IO[str]) -> None:
+    json.dump(data, f, indent=2)
+    f.write("\n")
+
+
+__all__ = [
+    "DEFAULT_ATOL",
+    "DEFAULT_RTOL",
+    "ArrayReference",
+    "Reference",
+    "Report",
+    "TensorResult",
+    "compare",
+    "compare_arrays",
+    "open_reference",
+    "openvino_reference",
+]
