@@ -409,11 +409,25 @@ class _DumpReference(Reference):
                 "tensors after that are not compared"
             )
         self.model = data.get("model")
+        # The inputs the dump was made from: compare uses them when given none.
+        inputs = data.get("inputs")
+        self.inputs_file = directory / inputs if isinstance(inputs, str) else None
+        self._inputs: dict[str, np.ndarray] = {}
+        if self.inputs_file is not None and self.inputs_file.is_file():
+            _check_header(self.inputs_file, (b"PK\x03\x04", b"PK\x05\x06"), ".npz")
+            try:
+                with np.load(self.inputs_file, allow_pickle=False) as npz:
+                    self._inputs = {k: npz[k] for k in npz.files}
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+                where = Location(str(self.inputs_file))
+                raise IrrunError(f"cannot read as .npz: {exc}", where) from None
 
     def names(self) -> list[str]:
-        return list(self._files)
+        return [*self._files, *(n for n in self._inputs if n not in self._files)]
 
     def get(self, name: str) -> np.ndarray:
+        if name not in self._files:
+            return self._inputs[name]
         path = self._files[name]
         _check_header(path, (b"\x93NUMPY",), ".npy (no NumPy header)")
         try:
@@ -885,7 +899,14 @@ def _handler(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(Path(args.output))
     model = load(args.model, args.weights)
-    feeds = read_inputs(model, args.input) if args.input else model.random_inputs(args.seed)
+    dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
+    if args.input:
+        feeds = read_inputs(model, args.input)
+    elif dump_inputs is not None:
+        # A dump keeps the inputs it was made from: those, not random ones, reproduce it.
+        feeds = read_inputs(model, [str(dump_inputs)])
+    else:
+        feeds = model.random_inputs(args.seed)
     report = compare(
         model, feeds, args.ref, backend=args.ref_backend, mark_all=args.mark_all,
         atol=_tolerances(args.atol, DEFAULT_ATOL), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
@@ -899,6 +920,19 @@ def _handler(args: argparse.Namespace) -> int:
     else:
         print("\n".join(report.lines()))
     return 0 if report.passed else 1
+
+
+def _dump_inputs(ref: str) -> Path | None:
+    """The inputs.npz of a ``--dump-dir`` directory given as the reference, if it has one."""
+    directory = Path(ref)
+    if not (directory / "manifest.json").is_file():
+        return None
+    try:
+        name = json.loads((directory / "manifest.json").read_text(encoding="utf-8")).get("inputs")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None  # opening the reference reports it
+    path = directory / name if isinstance(name, str) else None
+    return path if path is not None and path.is_file() else None
 
 
 def _dump(data: dict[str, Any], f: IO[str]) -> None:

@@ -404,6 +404,33 @@ def test_a_dump_directory_is_a_reference(tmp_path, capsys):
     assert out.splitlines()[-1].startswith("first diverging layer: 2 'avg_pool' (AvgPool-v14) at ")
 
 
+def test_a_real_dump_is_reproduced_from_its_own_inputs(tmp_path, capsys):
+    # irrun run --dump-dir keeps the random inputs it used; compare takes them from there.
+    dump = tmp_path / "dump"
+    assert main([str(MODELS / "demo.xml"), "--seed", "7", "--dump-dir", str(dump)]) == 0
+    capsys.readouterr()
+    rc = main(["compare", str(MODELS / "demo.xml"), "--ref", str(dump), "--mark-all"])
+    out = capsys.readouterr().out
+    assert rc == 0 and summary(out).startswith("PASSED | 15 of 15 tensors passed")
+    # Perturb one dumped layer: it fails, and is named as where the run diverged.
+    manifest = json.loads((dump / "manifest.json").read_text())
+    entry = next(e for e in manifest["tensors"] if e["name"] == "pool2")
+    value = np.load(dump / entry["file"])
+    value[0, 5, 1, 2] -= 0.25
+    np.save(dump / entry["file"], value)
+    rc = main(["compare", str(MODELS / "demo.xml"), "--ref", str(dump), "--mark-all"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert next(f[1] for f in tensor_lines(out) if f[0] == "FAILED") == "pool2"
+    assert "max abs 0.25 at [0, 5, 1, 2]" in out
+    assert out.splitlines()[-1].startswith("first diverging layer: 10 'pool2' (AvgPool-v14) at ")
+    # Other inputs than the dump's: compare says so.
+    rc = main(["compare", str(MODELS / "demo.xml"), "--ref", str(dump), "-i",
+               str(MODELS / "demo.inputs.npz")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 1 and "note: the reference's input 'image' is not the input given" in out
+
+
 def test_bad_references_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     cases = {
