@@ -28,7 +28,7 @@ from .model import Model, check_ir, internal_error, load
 from .reshape import describe, parse_shapes
 
 # The subcommands; each tool module's register() adds its own parser and handler.
-COMMANDS = ("run", "validate")
+COMMANDS = ("run", "validate", "inspect")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
     check.set_defaults(handler=_validate)
+    # Imported here: these tool modules use this module's helpers, so it must load first.
+    from . import inspector
+
+    inspector.register(sub, common)
     return parser
 
 
