@@ -28,7 +28,7 @@ from .model import Model, check_ir, internal_error, load
 from .reshape import describe, parse_shapes
 
 # The subcommands; each tool module's register() adds its own parser and handler.
-COMMANDS = ("run", "validate", "inspect")
+COMMANDS = ("run", "validate", "inspect", "graph")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,9 +80,10 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_run)
     check.set_defaults(handler=_validate)
     # Imported here: these tool modules use this module's helpers, so it must load first.
-    from . import inspector
+    from . import dot, inspector
 
     inspector.register(sub, common)
+    dot.register(sub, common)
     return parser
 
 
