@@ -122,18 +122,29 @@ def render(text: str, fmt: str, program: str, output: str) -> bytes:
 
 
 def quote(text: str) -> str:
-    """A DOT double-quoted string of ``text``, shown as written: line breaks appear as
-    ``\\n``, and a backslash never starts one of Graphviz's label escapes.
+    """A DOT double-quoted ID: the same ID for the same text, whatever it holds.
 
-    >>> print(quote('a "b" \\\\N'))
-    "a \\"b\\" \\\\N"
+    >>> print(quote('a "b" \\\\'))
+    "a \\"b\\" \\\\"
     """
-    return '"' + one_line(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _label(lines: list[str]) -> str:
-    """A node or edge label: each line quoted as text, joined by DOT's centred line break."""
-    return "\\n".join(quote(line)[1:-1] for line in lines)
+def quote_text(lines: list[str]) -> str:
+    """A label or tooltip: each line shown as written, joined by Graphviz's line break.
+
+    Graphviz reads backslash escapes (``\\N`` is the node's name) and HTML entities
+    (``&amp;``) in these strings: both are escaped, so a name is never rewritten; a
+    line break within one is shown as ``\\n``, as irrun shows it everywhere.
+
+    >>> print(quote_text(['a "b" \\\\N &amp;', "x\\ny"]))
+    "a \\"b\\" \\\\N &amp;amp;\\nx\\\\ny"
+    """
+    escaped = (
+        one_line(line).replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"')
+        for line in lines
+    )
+    return '"' + "\\n".join(escaped) + '"'
 
 
 def to_dot(report: dict[str, Any]) -> str:
@@ -165,9 +176,9 @@ def to_dot(report: dict[str, Any]) -> str:
         fill = _FILL.get(layer["type"])
         if fill:
             attrs.append(f'fillcolor="{fill}"')
-        tooltip = f"{report['file']}:{layer['line']}"
-        attrs.append(f"tooltip={quote(tooltip)}")
-        lines.append(f'  {quote(layer["id"])} [label="{_label(text)}", {", ".join(attrs)}];')
+        where = f"{report['file']}:{layer['line']}"
+        attrs.append(f"tooltip={quote_text([where])}")
+        lines.append(f'  {quote(layer["id"])} [label={quote_text(text)}, {", ".join(attrs)}];')
     lines.append("")
     for layer in report["layers"]:
         for tensor in layer["inputs"]:
@@ -180,7 +191,7 @@ def to_dot(report: dict[str, Any]) -> str:
                 port = next(p for p in producer["outputs"] if p["port"] == src["port"])
                 text.insert(0, port["names"][0] if port["names"] else f"port {src['port']}")
             lines.append(
-                f'  {quote(src["layer"])} -> {quote(layer["id"])} [label="{_label(text)}"];'
+                f'  {quote(src["layer"])} -> {quote(layer["id"])} [label={quote_text(text)}];'
             )
     lines.append("}")
     return "\n".join(lines) + "\n"
