@@ -21,7 +21,12 @@ def _shown(command: str) -> str:
 
 @pytest.mark.parametrize(
     "command",
-    ["irrun models/demo.xml", 'irrun validate models/pooling_chain.xml --shape "image[1,3,2,2]"'],
+    [
+        "irrun models/demo.xml",
+        'irrun validate models/pooling_chain.xml --shape "image[1,3,2,2]"',
+        "irrun inspect models/pooling_chain.xml",
+        "irrun graph models/pooling_chain.xml",
+    ],
 )
 def test_readme_output_is_current(command, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
