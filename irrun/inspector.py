@@ -351,9 +351,9 @@ def format_report(report: dict[str, Any]) -> str:
     )]  # fmt: skip
     if report["shapes"]:
         lines.append(f"shapes: {report['shapes']}")
-    lines.append("opsets: " + ", ".join(
+    lines.append("opsets: " + (", ".join(
         f"{opset or '(none)'} ({_plural(n, 'layer')})" for opset, n in report["opsets"].items()
-    ))  # fmt: skip
+    ) or "none"))  # fmt: skip
     for title, specs in (("inputs", report["inputs"]), ("outputs", report["outputs"])):
         lines += ["", f"{title}: {len(specs)}"]
         if specs:
@@ -369,7 +369,8 @@ def format_report(report: dict[str, Any]) -> str:
         shapes = f"{shown_in.rjust(width)} -> {outs}".rstrip()
         rows.append([entry["id"], entry["name"], entry["op"], shapes,
                      ", ".join(attributes_text(entry["attributes"]))])  # fmt: skip
-    lines += _table(rows)
+    if report["layers"]:
+        lines += _table(rows)
     if any(not t["inferred"] for e in report["layers"] for t in (*e["inputs"], *e["outputs"])):
         how = "unknown after --shape" if report["shapes"] else "as the file declares it"
         lines.append(f"  * not inferred (irrun validate says why): {how}")

@@ -379,3 +379,19 @@ def test_python_m_irrun_inspect(tmp_path):
         "Result-v1", "Result-v1",
     ]  # fmt: skip
     assert report["outputs"][1]["from"] == {"layer": "4", "port": 3}
+
+
+def test_a_model_without_layers(tmp_path, capsys):
+    xml = tmp_path / "empty.xml"
+    xml.write_text('<net name="empty" version="10"><layers/></net>\n')
+    assert inspect_text(capsys, xml).split("\n") == [
+        f"empty: {xml} (IR v10), weights {tmp_path / 'empty.bin'}",
+        "opsets: none",
+        "", "inputs: 0",
+        "", "outputs: 0",
+        "", "layers: 0",
+        "", f"weights: 0 Consts, 0 values, 0 bytes ({tmp_path / 'empty.bin'}: missing)",
+        "", "rt_info: none",
+        "", "validate: valid",
+        "",
+    ]  # fmt: skip
