@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from . import __version__, compare
+from . import __version__
 from .dump import LayerDump
 from .errors import Diagnostic, IrrunError, Location, UsageError
 from .files import check_output_path, save_npz, write_atomically
@@ -30,7 +30,7 @@ from .profiling import Profile
 from .reshape import describe, parse_shapes
 
 # The subcommands; each tool module's register() adds its own parser and handler.
-COMMANDS = ("run", "validate", "compare")
+COMMANDS = ("run", "validate", "inspect", "compare", "graph")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,7 +115,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
     check.set_defaults(handler=_validate)
+    # Imported here: these tool modules use this module's helpers, so it must load first.
+    from . import compare, dot, inspector
+
+    inspector.register(sub, common)
     compare.register(sub, common)
+    dot.register(sub, common)
     return parser
 
 

@@ -468,12 +468,24 @@ def _split_names(text: str) -> tuple[str, ...]:
 
 
 def _read_rt_info(el: etree._Element) -> dict[str, Any]:
-    """Keep ``<rt_info>`` as nested dicts: ``<attribute name= value=>`` and v11's free-form tags."""
+    """Keep ``<rt_info>`` as nested dicts: ``<attribute name= value=>`` and v11's free-form tags.
+
+    OpenVINO writes a key that is not an XML name (``OpenVINO Runtime``) as
+    ``<info name="OpenVINO Runtime" value=...>``, and reads it back by its name.
+
+    >>> _read_rt_info(etree.fromstring(
+    ...     '<rt_info><info name="a b" value="1"/><model_info><x value="2"/></model_info>'
+    ...     '</rt_info>'))
+    {'a b': '1', 'model_info': {'x': '2'}}
+    """
     out: dict[str, Any] = {}
     for child in el:
         if not isinstance(child.tag, str):
             continue
-        key = child.get("name") if child.tag == "attribute" else child.tag
+        if child.tag == "attribute" or (child.tag == "info" and child.get("name") is not None):
+            key = child.get("name")
+        else:
+            key = child.tag
         if key is None:
             continue
         if len(child):

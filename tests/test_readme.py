@@ -24,6 +24,8 @@ def _shown(command: str) -> str:
     [
         "irrun models/demo.xml",
         'irrun validate models/pooling_chain.xml --shape "image[1,3,2,2]"',
+        "irrun inspect models/pooling_chain.xml",
+        "irrun graph models/pooling_chain.xml",
         "irrun compare models/pooling_chain.xml --ref-backend openvino --mark-all",
         "irrun compare models/pooling_chain.xml --ref models/pooling_chain.expected.npz --seed 1",
     ],
