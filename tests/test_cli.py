@@ -413,3 +413,19 @@ def test_console_script(work):
     )  # fmt: skip
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     np.testing.assert_array_equal(load_npz(work / "o.npz")["pooled"], X_POOLED)
+
+
+def test_written_files_get_the_mode_open_would_give(tmp_path, capsys, monkeypatch):
+    # Temporary files are private; the file renamed into place must not be.
+    import os
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "out.npz"
+        assert main([str(MODELS / "demo.xml"), "-o", str(out)]) == 0
+        assert out.stat().st_mode & 0o777 == 0o644
+        out.chmod(0o640)  # an existing file keeps its mode
+        assert main([str(MODELS / "demo.xml"), "-o", str(out)]) == 0
+        assert out.stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)
