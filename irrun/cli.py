@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--seed", type=_seed, default=0, help="seed for random inputs (default 0)"
     )
+    from .batch import add_arguments  # batch imports this module's file helpers
+
+    add_arguments(run)
 
     check = sub.add_parser(
         "validate", parents=[common], help="check an IR file and report every problem",
@@ -209,6 +212,11 @@ def _dump_json(report: dict[str, Any], f: IO[str]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .batch import batch_command, check_arguments
+
+    check_arguments(args)
+    if args.input_dir is not None:
+        return batch_command(args)
     if args.output:
         # Checked before the model runs, so a long run does not end in a failed write.
         check_output_path(Path(args.output))
