@@ -26,7 +26,6 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -40,14 +39,6 @@ from .errors import IrrunError, Location, UsageError
 from .model import Model, load
 
 INPUT_SUFFIXES = (".npy", ".npz")
-
-# The thread counts of the BLAS libraries NumPy may use, and of OpenMP.  N worker
-# processes each running M BLAS threads would fight over the cores; one thread each
-# is as fast for the small matrices of a convolution and keeps runs independent.
-_THREAD_VARIABLES = (
-    "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -160,18 +151,6 @@ def _work(source: Path, out_dir: Path, resume: bool, debug: bool) -> FileResult:
     return _attempt(_worker_model, source, out_dir, resume, debug)
 
 
-@contextmanager
-def _one_thread_per_worker() -> Iterator[None]:
-    """Workers started inside start with one BLAS/OpenMP thread, unless the user set one."""
-    added = [name for name in _THREAD_VARIABLES if name not in os.environ]
-    os.environ.update(dict.fromkeys(added, "1"))
-    try:
-        yield
-    finally:
-        for name in added:
-            os.environ.pop(name, None)
-
-
 def _in_pool(
     model: Model, files: Sequence[Path], out_dir: Path, jobs: int, resume: bool, debug: bool,
     fail_fast: bool,
@@ -181,7 +160,11 @@ def _in_pool(
     queue = iter(files)
     # spawn, not fork: a fresh interpreter per worker, the same on every platform, and
     # no copy of a parent's BLAS threads or locks.
-    with _one_thread_per_worker(), ProcessPoolExecutor(
+    # Workers keep the BLAS thread count the environment gives, as the parent has: OpenBLAS
+    # splits a convolution's matrix product differently with another count, which changes
+    # the last bit of its sums, and --jobs must not change the values written.  With many
+    # workers on many cores, OMP_NUM_THREADS=1 avoids oversubscribing them.
+    with ProcessPoolExecutor(
         max_workers=jobs, mp_context=get_context("spawn"),
         initializer=_init_worker, initargs=(model,),
     ) as pool:  # fmt: skip
