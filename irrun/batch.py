@@ -98,10 +98,11 @@ def read_feeds(model: Model, path: Path) -> dict[str, np.ndarray]:
     return loaded
 
 
-def run_file(model: Model, source: str | Path, out_dir: str | Path) -> FileResult:
+def run_file(source: str | Path, model: Model, out_dir: str | Path) -> FileResult:
     """Run ``model`` on one input file and write ``out_dir/<stem>.npz``, whole or not at all.
 
-    Raises :class:`IrrunError` whose message names the input file.
+    Raises :class:`IrrunError` whose message names the input file.  The file comes first,
+    as ``dask.bag.Bag.map(run_file, model, out_dir)`` and ``map`` pass it.
     """
     source, out_dir = Path(source), Path(out_dir)
     target = output_path(out_dir, source)
@@ -125,7 +126,7 @@ def _attempt(model: Model, source: Path, out_dir: Path, resume: bool, debug: boo
     if resume and target.is_file():  # written atomically, so a file there is whole
         return FileResult(str(source), str(target), skipped=True)
     try:
-        return run_file(model, source, out_dir)
+        return run_file(source, model, out_dir)
     except IrrunError as exc:
         return FileResult(str(source), str(target), error=str(exc))
     except Exception as exc:  # a bug in irrun: one line for this file, the rest go on
