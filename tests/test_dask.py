@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -29,12 +30,20 @@ def recipe() -> str:
 
 @pytest.fixture(scope="module")
 def client():
+    # Dask's nannies set OMP_NUM_THREADS=1 and the like in this process's environment to
+    # start their workers, and leave them: later tests' worker processes would then run
+    # BLAS on another thread count than this process, and differ in the last bit.
+    environ = dict(os.environ)
     # Worker processes, one thread each, on localhost only, with no dashboard.
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-        host="127.0.0.1",
-    ) as cluster, distributed.Client(cluster) as c:  # fmt: skip
-        yield c
+    try:
+        with distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+            host="127.0.0.1",
+        ) as cluster, distributed.Client(cluster) as c:  # fmt: skip
+            yield c
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 @pytest.fixture(scope="module")
