@@ -182,7 +182,9 @@ def _in_pool(
                     result = future.result()
                     yield result
                     if result.error is not None and fail_fast:
+                        # Files not started are dropped; those running finish and are written.
                         queue = iter(())
+                        pending = {f for f in pending if not f.cancel()}
         except BrokenProcessPool:
             raise IrrunError(
                 "a worker process died (out of memory, or killed); outputs written so far "

@@ -165,15 +165,22 @@ def test_a_bad_file_is_named_and_the_others_are_written(jobs, tmp_path, capsys):
 def test_fail_fast_stops_at_the_first_bad_file(tmp_path, capsys):
     _bad_batch(tmp_path / "in")
     out = tmp_path / "out"
-    rc, stdout, err = run_cli(
-        capsys, str(MODELS / "pooling_chain.xml"), "--input-dir", str(tmp_path / "in"),
-        "--output-dir", str(out), "--fail-fast",
-    )  # fmt: skip
+    args = [str(MODELS / "pooling_chain.xml"), "--input-dir", str(tmp_path / "in")]
+    rc, stdout, err = run_cli(capsys, *args, "--output-dir", str(out), "--fail-fast")
     assert rc == 1
     assert err.splitlines()[0].startswith(f"irrun: error: {tmp_path / 'in' / 'b_shape.npy'}: ")
     assert err.splitlines()[1].startswith("irrun: error: 1 of 6 input files failed: ")
     assert SUMMARY.fullmatch(stdout.rstrip("\n")).group(4) == ", 1 failed, 4 not run (--fail-fast)"
     assert [p.name for p in out.iterdir()] == ["a_good.npz"]
+    # With workers, files already running finish; the others are not started.
+    rc, stdout, err = run_cli(capsys, *args, "--output-dir", str(tmp_path / "o2"), "--fail-fast",
+                              "--jobs", "2")  # fmt: skip
+    assert rc == 1
+    m = SUMMARY.fullmatch(stdout.rstrip("\n"))
+    written, rest = int(m.group(2)), m.group(4)
+    assert written == len(list((tmp_path / "o2").iterdir())) >= 1
+    assert re.fullmatch(r", [1-4] failed(, \d not run \(--fail-fast\))?", rest), rest
+    assert err.splitlines()[-1].startswith("irrun: error: ")
 
 
 def test_npz_files_feed_several_inputs_by_name(tmp_path, capsys):
