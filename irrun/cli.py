@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
         help="with --profile/--profile-json: run N times and report each layer's median "
         "(default 1)",
     )  # fmt: skip
+    from .batch import add_arguments  # batch imports this module's file helpers
+
+    add_arguments(run)
 
     check = sub.add_parser(
         "validate", parents=[common], help="check an IR file and report every problem",
@@ -261,6 +264,11 @@ def _dump_json(report: dict[str, Any], f: IO[str]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from .batch import batch_command, check_arguments
+
+    check_arguments(args)
+    if args.input_dir is not None:
+        return batch_command(args)
     # Outputs are checked before the model runs, so a long run does not end in a failed write.
     if args.output:
         check_output_path(Path(args.output))
@@ -299,7 +307,7 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if dumper is not None:
             dumper.finish(complete=done)
-    if dumper is not None:
+    if dumper is not None and not args.quiet:
         print(f"irrun: {dumper.summary()}", file=sys.stderr)
     if args.output:
         save_npz(Path(args.output), outputs)

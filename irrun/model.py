@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import element_types, ops  # noqa: F401  (ops registers every kernel)
 from .binding import UNSUPPORTED_CODES, Node, bind, supported_ops_text
-from .dims import Shape, format_shape, shape_fits
+from .dims import Shape, format_shape, parse_partial_shape, shape_fits
 from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from .executor import Observer, Plan, Step
 from .graph import LayerGraph, build_graph
@@ -204,7 +205,6 @@ class Model:
         self._graph: LayerGraph = checked.graph
         self._nodes: dict[str, Node] = checked.nodes
         self._infos = checked.infos
-        self._reshaped: ShapeSpec | None = None
         self._input_shapes: dict[str, Shape | None] = {}  # Parameter id -> shape, after reshape
         self._plan = Plan(self._graph, self._nodes)
         self._index_names()
@@ -212,12 +212,27 @@ class Model:
     def __getstate__(self) -> dict[str, Any]:
         # A pickle names the files and the shapes given; unpickling reads them again and
         # maps the weights anew, so a Model travels to worker processes in a few hundred bytes.
-        return {"path": self.path, "weights": self._weights_arg, "shapes": self._reshaped}
+        # Paths are kept as given (for messages) and absolute (for a worker started in
+        # another directory); shapes by Parameter layer id, since a layer's name may hold
+        # the commas and brackets of the --shape syntax, or be shared by two Parameters.
+        weights = self._weights_arg
+        return {
+            "path": (str(self.path), os.path.abspath(self.path)),
+            "weights": None if weights is None else (str(weights), os.path.abspath(weights)),
+            "shapes": {lid: format_shape(shape) for lid, shape in self._input_shapes.items()},
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["weights"])  # type: ignore[misc]
-        if state["shapes"] is not None:
-            self.reshape(state["shapes"])
+        weights = state["weights"]
+        self.__init__(  # type: ignore[misc]
+            _reopened(*state["path"]), None if weights is None else _reopened(*weights)
+        )
+        if state["shapes"]:
+            types = {lid: self._nodes[lid].attrs.element_type for lid in state["shapes"]}  # type: ignore[union-attr]
+            self._reshape(
+                {lid: TensorInfo(parse_partial_shape(text), types[lid])
+                 for lid, text in state["shapes"].items()}
+            )  # fmt: skip
 
     def __repr__(self) -> str:
         n_in, n_out = len(self.inputs), len(self.outputs)
@@ -332,7 +347,9 @@ class Model:
         >>> m.run(np.zeros((4, 3, 32, 32), np.float32))["pooled"].shape
         (4, 3, 2, 2)
         """
-        new_shapes = input_shapes(self._graph, self._nodes, shapes)
+        self._reshape(input_shapes(self._graph, self._nodes, shapes))
+
+    def _reshape(self, new_shapes: dict[str, TensorInfo]) -> None:
         merged = {
             lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
             for lid, shape in self._input_shapes.items()
@@ -349,7 +366,6 @@ class Model:
             )  # fmt: skip
         self._infos = infos
         self._input_shapes = {lid: info.shape for lid, info in merged.items()}
-        self._reshaped = describe(self._graph, merged)  # what a pickle carries
         self._index_names()
 
     def run(
@@ -486,6 +502,20 @@ class Model:
             shape = tuple(d if isinstance(d, int) else max(1, d.lo) for d in (declared or ()))
             feeds[spec.name] = random_array(rng, shape, attrs.element_type.dtype)
         return feeds
+
+
+def _reopened(given: str, absolute: str) -> Path:
+    """The path as first given, if it still names the same file here, else the absolute one.
+
+    A worker started in the same directory then names the model in its messages as the
+    parent does; one started elsewhere still finds it.
+    """
+    try:
+        if os.path.samefile(given, absolute):
+            return Path(given)
+    except OSError:
+        pass
+    return Path(absolute)
 
 
 def _own(array: np.ndarray) -> np.ndarray:
