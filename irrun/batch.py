@@ -296,9 +296,10 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                        help="skip input files whose output is already in OUT")  # fmt: skip
     verbosity = group.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true",
-                           help="batches: print nothing but errors")  # fmt: skip
+                           help="print nothing but errors and the outputs asked for")  # fmt: skip
     verbosity.add_argument("-v", "--verbose", action="store_true",
-                           help="batches: print a line per input file")  # fmt: skip
+                           help="say what is done and how long it takes on stderr "
+                           "(batches: a line per input file)")  # fmt: skip
 
 
 def check_arguments(args: argparse.Namespace) -> None:

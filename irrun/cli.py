@@ -285,10 +285,19 @@ def _run(args: argparse.Namespace) -> int:
             dumper = LayerDump(Path(args.dump_dir), Path(args.model), types, args.dump_name)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    say = _say if args.verbose else _silent
+    start = time.perf_counter()
     model = load(args.model, args.weights)
+    say(f"loaded {args.model}: {len(model.layers())} layers, {_ms(start)}")
     if args.shape:
         model.reshape(args.shape)
+        say(f"reshaped to {args.shape}")
     feeds = read_inputs(model, args.input) if args.input else model.random_inputs(args.seed)
+    given = ", ".join(args.input) if args.input else f"random (seed {args.seed})"
+    say(f"inputs: {given}: " + ", ".join(
+        f"{name} {list(np.shape(v))} {np.asarray(v).dtype}" for name, v in feeds.items()
+    ))  # fmt: skip
+    start = time.perf_counter()
     profile = Profile() if args.profile or args.profile_json else None
     if dumper is not None:
         dumper.prepare(feeds)
@@ -307,10 +316,13 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         if dumper is not None:
             dumper.finish(complete=done)
+    runs = args.iterations if profile is not None else 1
+    say(f"ran {runs} time{'s' * (runs != 1)} in {_ms(start)}")
     if dumper is not None and not args.quiet:
         print(f"irrun: {dumper.summary()}", file=sys.stderr)
     if args.output:
         save_npz(Path(args.output), outputs)
+        say(f"wrote {len(outputs)} output{'s' * (len(outputs) != 1)} to {args.output}")
     else:
         print(summary_table(outputs))
     if profile is not None:
@@ -321,6 +333,18 @@ def _run(args: argparse.Namespace) -> int:
             trace = profile.chrome_trace(args.model)
             write_atomically(Path(args.profile_json), lambda f: _dump_json(trace, f))
     return 0
+
+
+def _say(message: str) -> None:
+    print(f"irrun: {message}", file=sys.stderr)
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+def _ms(start: float) -> str:
+    return f"{(time.perf_counter() - start) * 1e3:.1f} ms"
 
 
 def _calling(hooks: list[Callable[[LayerRun], None]]) -> Callable[[LayerRun], None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -429,3 +430,18 @@ def test_written_files_get_the_mode_open_would_give(tmp_path, capsys, monkeypatc
         assert out.stat().st_mode & 0o777 == 0o640
     finally:
         os.umask(old)
+
+
+def test_verbose_says_what_is_done_on_stderr_and_quiet_keeps_the_outputs(tmp_path, capsys):
+    out = tmp_path / "o.npz"
+    rc, stdout, err = run_cli(capsys, str(MODELS / "demo.xml"), "-v", "-o", str(out), "--shape", "[2,3,32,32]")
+    assert rc == 0 and stdout == ""
+    lines = err.splitlines()
+    assert re.fullmatch(r"irrun: loaded .*demo\.xml: 23 layers, [\d.]+ ms", lines[0])
+    assert lines[1] == "irrun: reshaped to [2,3,32,32]"
+    assert lines[2] == "irrun: inputs: random (seed 0): image [2, 3, 32, 32] float32"
+    assert re.fullmatch(r"irrun: ran 1 time in [\d.]+ ms", lines[3])
+    assert lines[4] == f"irrun: wrote 1 output to {out}"
+    assert load_npz(out)["probabilities"].shape == (2, 10)
+    rc, stdout, err = run_cli(capsys, str(MODELS / "demo.xml"), "-q")
+    assert rc == 0 and err == "" and stdout.startswith("output ")
