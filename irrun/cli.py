@@ -24,7 +24,7 @@ import numpy as np
 from . import __version__
 from .dump import LayerDump
 from .errors import Diagnostic, IrrunError, Location, UsageError
-from .files import check_output_path, save_npz, write_atomically
+from .files import NPY_MAGIC, ZIP_MAGIC, check_magic, check_output_path, save_npz, write_atomically
 from .model import LayerRun, Model, check_ir, internal_error, load
 from .profiling import Profile
 from .reshape import describe, parse_shapes
@@ -47,19 +47,23 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument("--weights", metavar="BIN", help="the .bin file (default: beside the .xml)")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
 
-    run = sub.add_parser("run", parents=[common], help="run a model and show or save its outputs")
-    run.add_argument(
+    inputs = argparse.ArgumentParser(add_help=False)  # for the commands that run the model
+    inputs.add_argument(
         "-i", "--input", action="append", default=[], metavar="[NAME=]PATH",
         help="an input: a .npy (NAME= picks the input, optional for one input) or an .npz "
         "keyed by input name; repeat for several. Default: seeded random inputs",
     )  # fmt: skip
+    inputs.add_argument(
+        "--seed", type=_seed, default=0, help="seed for random inputs (default 0)"
+    )
+
+    run = sub.add_parser(
+        "run", parents=[common, inputs], help="run a model and show or save its outputs"
+    )
     run.add_argument(
         "-o", "--output", metavar="OUT.npz",
         help="save the outputs here, keyed by output name (default: print a summary table)",
     )  # fmt: skip
-    run.add_argument(
-        "--seed", type=_seed, default=0, help="seed for random inputs (default 0)"
-    )
     run.add_argument(
         "--shape", type=_shapes, metavar="SHAPES",
         help="run with new input shapes, in OpenVINO's syntax: x[8,3,224,224],y[1,4], or "
@@ -122,7 +126,7 @@ def _parser() -> argparse.ArgumentParser:
     from . import compare, dot, inspector
 
     inspector.register(sub, common)
-    compare.register(sub, common)
+    compare.register(sub, common, inputs)
     dot.register(sub, common)
     return parser
 
@@ -415,24 +419,9 @@ def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
     return feeds
 
 
-_NPY_MAGIC = b"\x93NUMPY"
-_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a member, or an empty archive
-
-
 def _load_array_file(path: Path) -> np.ndarray | dict[str, np.ndarray]:
     where = Location(str(path))
-    if path.is_dir():
-        raise IrrunError("is a directory, expected a .npy or .npz file", where)
-    if not path.is_file():
-        raise IrrunError("no such input file", where)
-    try:
-        with path.open("rb") as f:
-            magic = f.read(6)
-    except OSError as exc:
-        raise IrrunError(f"cannot read: {exc.strerror or exc}", where) from None
-    # np.load falls back to unpickling what it does not recognise, and then blames pickling.
-    if not magic.startswith(_NPY_MAGIC) and not magic.startswith(_ZIP_MAGIC):
-        raise IrrunError("not a .npy or .npz file (no NumPy or zip header)", where)
+    check_magic(path, NPY_MAGIC + ZIP_MAGIC, ".npy or .npz", "input")
     try:
         loaded = np.load(path, allow_pickle=False)
         if isinstance(loaded, np.lib.npyio.NpzFile):

@@ -32,6 +32,7 @@ from typing import IO, Any
 import numpy as np
 
 from .errors import IrrunError, LayerRef, Location, UsageError
+from .files import NPY_MAGIC, ZIP_MAGIC, check_magic
 from .model import Model, load
 
 DEFAULT_ATOL = 1e-5
@@ -357,7 +358,7 @@ class _NpzReference(Reference):
         super().__init__()
         self.description = str(path)
         self._path = path
-        _check_header(path, (b"PK\x03\x04", b"PK\x05\x06"), ".npz (no zip header)")
+        check_magic(path, ZIP_MAGIC, ".npz", "reference")
         try:
             self._npz = np.load(path, allow_pickle=False)
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
@@ -414,7 +415,7 @@ class _DumpReference(Reference):
         self.inputs_file = directory / inputs if isinstance(inputs, str) else None
         self._inputs: dict[str, np.ndarray] = {}
         if self.inputs_file is not None and self.inputs_file.is_file():
-            _check_header(self.inputs_file, (b"PK\x03\x04", b"PK\x05\x06"), ".npz")
+            check_magic(self.inputs_file, ZIP_MAGIC, ".npz", "input")
             try:
                 with np.load(self.inputs_file, allow_pickle=False) as npz:
                     self._inputs = {k: npz[k] for k in npz.files}
@@ -429,26 +430,12 @@ class _DumpReference(Reference):
         if name not in self._files:
             return self._inputs[name]
         path = self._files[name]
-        _check_header(path, (b"\x93NUMPY",), ".npy (no NumPy header)")
+        check_magic(path, NPY_MAGIC, ".npy", "reference")
         try:
             # Memory-mapped: a large dump is read page by page as it is compared.
             return np.load(path, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
             raise IrrunError(f"cannot read as .npy: {exc}", Location(str(path))) from None
-
-
-def _check_header(path: Path, magics: tuple[bytes, ...], what: str) -> None:
-    where = Location(str(path))
-    if not path.is_file():
-        raise IrrunError("no such reference file", where)
-    try:
-        with path.open("rb") as f:
-            magic = f.read(6)
-    except OSError as exc:
-        raise IrrunError(f"cannot read: {exc.strerror or exc}", where) from None
-    # np.load would fall back to unpickling anything else, and then blame pickling.
-    if not magic.startswith(magics):
-        raise IrrunError(f"not an {what}" if what[1] in "aeiou" else f"not a {what}", where)
 
 
 def open_reference(path: str | Path) -> Reference:
@@ -839,10 +826,12 @@ def _tolerances(given: list[tuple[str | None, float]], default: float) -> Tolera
     return by_name
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(
+    sub: Any, common: argparse.ArgumentParser, inputs: argparse.ArgumentParser
+) -> None:
     """Add ``irrun compare`` to the command line."""
     p = sub.add_parser(
-        "compare", parents=[common], help="compare irrun's values with a reference",
+        "compare", parents=[common, inputs], help="compare irrun's values with a reference",
         description="Run the model with irrun and compare its outputs (every layer's with "
         "--mark-all) with a reference: a file, or OpenVINO run on the same inputs. Prints a "
         "PASSED/FAILED line per tensor and a summary; exit 0 when all pass, 1 otherwise.",
@@ -857,11 +846,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--ref-backend", choices=["openvino"],
         help="run this backend on the same inputs as the reference (OpenVINO's CPU plugin, f32)",
     )  # fmt: skip
-    p.add_argument(
-        "-i", "--input", action="append", default=[], metavar="[NAME=]PATH",
-        help="an input, as for irrun run; repeat for several. Default: seeded random inputs",
-    )  # fmt: skip
-    p.add_argument("--seed", type=_seed, default=0, help="seed for random inputs (default 0)")
     p.add_argument(
         "--mark-all", action="store_true",
         help="compare every tensor irrun computes, in run order, and name the first "
@@ -882,19 +866,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=_handler)
 
 
-def _seed(text: str) -> int:
-    value = int(text)
-    if value < 0:  # NumPy refuses negative seeds: a usage error, not a crash
-        raise ValueError(text)
-    return value
-
-
-_seed.__name__ = "seed"
-
-
 def _handler(args: argparse.Namespace) -> int:
     # Imported here: cli imports this module to register the command.
-    from .cli import check_output_path, read_inputs, write_atomically
+    from .cli import read_inputs
+    from .files import check_output_path, write_atomically
 
     if args.output:
         check_output_path(Path(args.output))

@@ -61,3 +61,33 @@ def _mode_for(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+NPY_MAGIC = (b"\x93NUMPY",)
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a member, or an empty archive
+
+
+def check_magic(path: Path, magics: tuple[bytes, ...], what: str, kind: str = "") -> None:
+    """Refuse a file that is missing or does not start as ``what`` (``.npy``, ``.npz``) does.
+
+    np.load falls back to unpickling what it does not recognise, and then blames pickling;
+    ``kind`` names the file's role in the message (``no such input file``).
+    """
+    where = Location(str(path))
+    if path.is_dir():
+        raise IrrunError(f"is a directory, expected a {what} file", where)
+    if not path.is_file():
+        raise IrrunError(f"no such {kind + ' ' if kind else ''}file", where)
+    try:
+        with path.open("rb") as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise IrrunError(f"cannot read: {exc.strerror or exc}", where) from None
+    if not magic.startswith(magics):
+        header = " or ".join(("NumPy" if m == NPY_MAGIC else "zip") for m in _kinds(magics))
+        article = "an" if what[1] in "aeiou" else "a"
+        raise IrrunError(f"not {article} {what} file (no {header} header)", where)
+
+
+def _kinds(magics: tuple[bytes, ...]) -> list[tuple[bytes, ...]]:
+    return [m for m in (NPY_MAGIC, ZIP_MAGIC) if set(m) <= set(magics)]

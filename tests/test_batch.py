@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import TWO_INPUTS_IR
+from test_cli import TWO_INPUTS_IR, load_npz, run_cli
 
 import irrun
 from irrun import batch
@@ -22,17 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
 DEMO = str(MODELS / "demo.xml")
 SUMMARY = re.compile(r"(\d+) inputs?, (\d+) outputs? written to (.+?)(, .*)? in \d+\.\d\d s")
-
-
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    rc = main(list(args))
-    captured = capsys.readouterr()
-    return rc, captured.out, captured.err
-
-
-def load_npz(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path) as f:
-        return dict(f)
 
 
 def feeds_of(path: Path) -> dict[str, np.ndarray] | np.ndarray:

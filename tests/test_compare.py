@@ -434,7 +434,7 @@ def test_a_real_dump_is_reproduced_from_its_own_inputs(tmp_path, capsys):
 def test_bad_references_are_one_line_errors(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     cases = {
-        str(MODELS / "demo.xml"): "not a .npz (no zip header)",
+        str(MODELS / "demo.xml"): "not a .npz file (no zip header)",
         str(tmp_path / "nothing.npz"): "no such reference file",
         str(tmp_path / "empty"): "no manifest.json",
     }
