@@ -61,8 +61,12 @@ class Layer:
     unnamed_op: bool = False
     # A port could not be read (no id): port counts and positions are unknown.
     unreadable_ports: bool = False
+    _ref: LayerRef | None = field(default=None, init=False, repr=False, compare=False)
 
     def ref(self, version: int | None = None) -> LayerRef:
+        ref = self._ref
+        if ref is not None and (version is None or version == ref.version):
+            return ref
         if version is None:
             # Name the op version wherever the layer's type resolves, so that every
             # message about a layer reads the same, not only those issued after binding.
@@ -71,8 +75,11 @@ class Layer:
             if version is None:
                 with contextlib.suppress(registry.LookupFailure):
                     version = _RESOLVED[key] = registry.resolve(self.type, self.version).version
-        return LayerRef(self.id, self.name, self.type, version,
-                        None if version is not None else self.version or None)  # fmt: skip
+        ref = LayerRef(self.id, self.name, self.type, version,
+                       None if version is not None else self.version or None)  # fmt: skip
+        if version is not None and version == _RESOLVED.get((self.type, self.version)):
+            self._ref = ref  # what any later call returns, with or without the version
+        return ref
 
     def output_port(self, port_id: int) -> Port | None:
         """The first output port with this id (input and output ids may overlap)."""
@@ -174,8 +181,14 @@ def _read_bounded(path: Path, loc: Location) -> bytes:
     return data
 
 
-def parse_xml(path: str | Path) -> etree._Element:
-    """Parse ``path`` with the locked-down parser into its root element.
+def read_xml_bytes(path: str | Path) -> bytes:
+    """The bytes of ``path``, refusing a file above :func:`max_xml_bytes` unread."""
+    path = Path(path)
+    return _read_bounded(path, Location(str(path)))
+
+
+def parse_xml(path: str | Path, data: bytes | None = None) -> etree._Element:
+    """Parse ``path`` (or ``data``, its bytes) with the locked-down parser into its root.
 
     Raises :class:`IrrunError` (with the line) for a missing, empty, binary, too large or
     malformed file, or one with a document type declaration; the root is not checked to
@@ -186,7 +199,8 @@ def parse_xml(path: str | Path) -> etree._Element:
     """
     path = Path(path)
     loc = Location(str(path))
-    data = _read_bounded(path, loc)
+    if data is None:
+        data = _read_bounded(path, loc)
     if not data.strip():
         raise IrrunError("the file is empty, expected an OpenVINO IR <net> document", loc,
                          code="unreadable")  # fmt: skip
