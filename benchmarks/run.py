@@ -34,6 +34,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+# The irrun of this checkout, not whichever one is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import irrun  # noqa: E402
 
 try:

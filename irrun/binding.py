@@ -8,13 +8,13 @@ its own attribute check), so they cover every op irrun knows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
 from . import element_types, registry
 from .attributes import read_attributes
-from .errors import Diagnostic, LayerRef, Level
+from .errors import Diagnostic, LayerRef, Level, Location
 from .graph import LayerGraph
 from .reader import Layer
 from .registry import LookupFailure, OpDef, opset_number, resolve
@@ -70,6 +70,8 @@ class _Binder:
         self.lg = lg
         self.weights = weights
         self.problems: list[Diagnostic] = []
+        self.attributes: dict[tuple, tuple] = {}  # (op, <data> items) -> what read() gives
+        self.ops: dict[tuple[str, str], OpDef | LookupFailure] = {}
 
     def report(self, level: Level, code: str, message: str, line: int, ref: LayerRef,
                expected: Any = None, actual: Any = None) -> None:  # fmt: skip
@@ -79,9 +81,15 @@ class _Binder:
     def bind(self, layer: Layer) -> Node:
         if layer.unnamed_op:  # the reader has reported the missing type or version
             return Node(layer, None, None, layer.ref())
-        try:
-            op = resolve(layer.type, layer.version)
-        except LookupFailure as exc:
+        op = self.ops.get((layer.type, layer.version))
+        if op is None:
+            try:
+                op = resolve(layer.type, layer.version)
+            except LookupFailure as exc:
+                op = exc
+            self.ops[(layer.type, layer.version)] = op
+        if isinstance(op, LookupFailure):
+            exc = op
             code, message = _lookup_failure(layer, exc)
             self.report("error", code, message, layer.line, layer.ref(),
                         actual=f"{layer.type} ({layer.version})")  # fmt: skip
@@ -96,32 +104,48 @@ class _Binder:
             self.report("error", "input-count", f"has {n_in} input ports, expected {want}",
                         layer.line, ref, expected=want, actual=n_in)  # fmt: skip
 
-        values, found = read_attributes(op.attrs, layer.data)
+        # Layers of one op with the same <data> parse and check alike: done once per model.
+        key = (id(op), tuple(layer.data.items()))
+        outcome = self.attributes.get(key)
+        if outcome is None:
+            outcome = self.attributes[key] = self.read(op, layer.data)
+        values, found, failure = outcome
         for f in found:
             self.report(f.level, f.code, f.message, data_line, ref, f.expected, f.actual)
-        if any(f.level == "error" for f in found):
+        if failure is not None:
+            if failure.code == "internal-error":
+                self.problems.append(replace(failure, location=self.lg.doc.location(data_line),
+                                             layer=ref))  # fmt: skip
+            elif failure.code:
+                self.report("error", failure.code, failure.message, data_line, ref)
             return Node(layer, op, None, ref)
         attrs = SimpleNamespace(**values)
-        if op.check is not None:
-            try:
-                op.check(attrs)
-            except ValueError as exc:
-                self.report("error", "bad-attribute", str(exc), data_line, ref)
-                return Node(layer, op, None, ref)
-            except Exception as exc:  # a bug in the op's check: report it, check the rest
-                self.problems.append(Diagnostic(
-                    "error", "internal-error",
-                    f"irrun's attribute check for {op.label} failed ({type(exc).__name__}: "
-                    f"{exc}); this is a bug in irrun (--debug shows where)",
-                    self.lg.doc.location(data_line), ref,
-                    extra={"exception": exc},
-                ))  # fmt: skip
-                return Node(layer, op, None, ref)
         if op.type == "Const" and not self.read_const(ref, attrs, data_line):
             # Its shape or size is in doubt: nothing is inferred from it, so the one
             # mistake is not reported again at every layer it feeds.
             return Node(layer, op, None, ref)
         return Node(layer, op, attrs, ref)
+
+    @staticmethod
+    def read(op: OpDef, data: dict[str, str]) -> tuple[dict, list, Diagnostic | None]:
+        """A layer's attribute values, the findings about them, and why they cannot be
+        used (a Diagnostic without location; code "" when a finding says why), if so."""
+        values, found = read_attributes(op.attrs, data)
+        if any(f.level == "error" for f in found):
+            return values, found, Diagnostic("error", "", "", Location(""))
+        if op.check is not None:
+            try:
+                op.check(SimpleNamespace(**values))
+            except ValueError as exc:
+                return values, found, Diagnostic("error", "bad-attribute", str(exc), Location(""))
+            except Exception as exc:  # a bug in the op's check: report it, check the rest
+                return values, found, Diagnostic(
+                    "error", "internal-error",
+                    f"irrun's attribute check for {op.label} failed ({type(exc).__name__}: "
+                    f"{exc}); this is a bug in irrun (--debug shows where)",
+                    Location(""), extra={"exception": exc},
+                )  # fmt: skip
+        return values, found, None
 
     def read_const(self, ref: LayerRef, a: SimpleNamespace, line: int) -> bool:
         """Decode a Const's weights into ``a.value``; report why not and return False.

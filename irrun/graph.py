@@ -1,4 +1,4 @@
-"""The layer graph: a networkx DAG keyed by layer id, edges carrying port ids.
+"""The layer graph: layers keyed by id, edges carrying port ids.
 
 Building it checks the wiring and collects every problem as a :class:`Diagnostic`:
 duplicate layer and port ids, edges that name a missing layer or port, input ports
@@ -9,6 +9,7 @@ a model backwards from its Results and drops them).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -31,20 +32,31 @@ class Source:
 @dataclass
 class LayerGraph:
     doc: IRDocument
-    graph: nx.MultiDiGraph
     layers: dict[str, Layer]
     # Topological, ties broken by XML order; layers on a cycle come last, in XML order.
     order: list[str]
     sources: dict[tuple[str, int], Source]  # (layer id, input port id) -> producer
     problems: list[Diagnostic]
     cyclic: set[str] = field(default_factory=set)  # layers on a cycle
+    # (producer, consumer, from port, to port) of each edge in the graph, in file order.
+    edges: list[tuple[str, str, int, int]] = field(default_factory=list)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The graph as a networkx MultiDiGraph (built on each call)."""
+        return _nx_graph(self.layers, self.edges)
 
     def consumers(self, layer_id: str) -> list[tuple[str, int, int]]:
         """(consumer id, from port, to port) for each edge leaving ``layer_id``."""
-        return [
-            (dst, data["from_port"], data["to_port"])
-            for _, dst, data in self.graph.out_edges(layer_id, data=True)
-        ]
+        return [(dst, fp, tp) for src, dst, fp, tp in self.edges if src == layer_id]
+
+
+def _nx_graph(layers, edges) -> nx.MultiDiGraph:
+    graph = nx.MultiDiGraph()
+    graph.add_nodes_from(layers)
+    for src, dst, fp, tp in edges:
+        graph.add_edge(src, dst, from_port=fp, to_port=tp)
+    return graph
 
 
 def build_graph(doc: IRDocument) -> LayerGraph:
@@ -55,15 +67,19 @@ def build_graph(doc: IRDocument) -> LayerGraph:
     builder.check_inputs_fed()
     cyclic = builder.check_cycles()
     builder.check_reachability()
-    return LayerGraph(doc, builder.graph, builder.layers, builder.order(cyclic),
-                      builder.sources, builder.problems, cyclic)  # fmt: skip
+    return LayerGraph(doc, builder.layers, builder.order(cyclic), builder.sources,
+                      builder.problems, cyclic, builder.edges)  # fmt: skip
 
 
 class _Builder:
     def __init__(self, doc: IRDocument) -> None:
         self.doc = doc
-        self.graph = nx.MultiDiGraph()
         self.layers: dict[str, Layer] = {}
+        self.edges: list[tuple[str, str, int, int]] = []
+        self.successors: dict[str, list[str]] = {}  # one entry per edge
+        self.predecessors: dict[str, list[str]] = {}
+        self.output_ids: dict[str, set[int]] = {}  # the port ids of each layer
+        self.input_ids: dict[str, set[int]] = {}
         self.sources: dict[tuple[str, int], Source] = {}
         self.problems: list[Diagnostic] = []
         # Ends of edges left out of the graph (unreadable, or naming a missing layer or
@@ -74,6 +90,8 @@ class _Builder:
         # Set by any problem that leaves edges out of the graph: which layers reach a
         # Result is then unknown, and warnings about it would only echo that problem.
         self.wiring_broken = False
+        self._position: dict[str, int] | None = None
+        self._order: list[str] = []
 
     def report(self, code: str, message: str, line: int, layer: Layer | None = None,
               port: int | None = None, level: Level = "error") -> None:  # fmt: skip
@@ -91,7 +109,10 @@ class _Builder:
                            layer.line, layer)  # fmt: skip
                 continue
             self.layers[layer.id] = layer
-            self.graph.add_node(layer.id)
+            self.successors[layer.id] = []
+            self.predecessors[layer.id] = []
+            self.output_ids[layer.id] = {p.id for p in layer.outputs}
+            self.input_ids[layer.id] = {p.id for p in layer.inputs}
             self.wiring_broken |= layer.unreadable_ports
             for kind, ports in (("input", layer.inputs), ("output", layer.outputs)):
                 self._check_port_ids(layer, kind, ports)
@@ -130,21 +151,22 @@ class _Builder:
                 self.read_by_broken_edge.add((edge.from_layer, edge.from_port))
                 continue
             assert src is not None and dst is not None
-            ports_missing = (src.output_port(edge.from_port) is None
-                             or dst.input_port(edge.to_port) is None)  # fmt: skip
+            has_output = edge.from_port in self.output_ids[src.id]
+            has_input = edge.to_port in self.input_ids[dst.id]
+            ports_missing = not (has_output and has_input)
             if ports_missing and (src.unreadable_ports or dst.unreadable_ports):
                 # The edge may name the port the reader could not read (and has reported).
                 self.fed_by_broken_edge.add((dst.id, edge.to_port))
                 self.read_by_broken_edge.add((src.id, edge.from_port))
                 continue
-            if src.output_port(edge.from_port) is None:
+            if not has_output:
                 self.report("bad-edge",
                            f"edge to layer {dst.id} port {edge.to_port} leaves output port "
                            f"{edge.from_port}, but the layer has {_ports(src.outputs, 'output')}",
                            edge.line, src)  # fmt: skip
                 self.fed_by_broken_edge.add((dst.id, edge.to_port))
                 continue
-            if dst.input_port(edge.to_port) is None:
+            if not has_input:
                 self.report("bad-edge",
                            f"edge from layer {src.id} port {edge.from_port} enters input port "
                            f"{edge.to_port}, but the layer has {_ports(dst.inputs, 'input')}",
@@ -158,7 +180,9 @@ class _Builder:
                            edge.line, dst, edge.to_port)  # fmt: skip
                 continue
             self.sources[key] = Source(src.id, edge.from_port)
-            self.graph.add_edge(src.id, dst.id, from_port=edge.from_port, to_port=edge.to_port)
+            self.edges.append((src.id, dst.id, edge.from_port, edge.to_port))
+            self.successors[src.id].append(dst.id)
+            self.predecessors[dst.id].append(src.id)
 
     def check_inputs_fed(self) -> None:
         for layer in self.layers.values():
@@ -170,16 +194,20 @@ class _Builder:
 
     def check_cycles(self) -> set[str]:
         """Report each strongly connected part once, with a cycle through it; return its layers."""
+        self._order = self._sorted()
+        if len(self._order) == len(self.layers):
+            return set()  # every layer sorted: no cycle
         position = self.position()
+        graph = _nx_graph(self.layers, self.edges)
         cyclic: set[str] = set()
         parts = [
-            part for part in nx.strongly_connected_components(self.graph)
-            if len(part) > 1 or self.graph.has_edge(next(iter(part)), next(iter(part)))
+            part for part in nx.strongly_connected_components(graph)
+            if len(part) > 1 or graph.has_edge(next(iter(part)), next(iter(part)))
         ]  # fmt: skip
         for part in sorted(parts, key=lambda p: min(position[i] for i in p)):
             cyclic |= part
             first = min(part, key=position.__getitem__)
-            ids = [u for u, *_ in nx.find_cycle(self.graph.subgraph(part), source=first)]
+            ids = [u for u, *_ in nx.find_cycle(graph.subgraph(part), source=first)]
             start = ids.index(min(ids, key=position.__getitem__))
             ids = ids[start:] + ids[:start]
             path = " -> ".join(f"{i} '{self.layers[i].name}'" for i in [*ids, ids[0]])
@@ -189,6 +217,30 @@ class _Builder:
             head = self.layers[ids[0]]
             self.report("cycle", f"the graph has a cycle: layers {path}{also}", head.line, head)
         return cyclic
+
+    def _sorted(self, leave_out: set[str] | frozenset[str] = frozenset()) -> list[str]:
+        """Layers in topological order, ties broken by file order (the smallest ready
+        layer first); layers on or after a cycle, and those in ``leave_out``, are left out.
+        """
+        position = self.position()
+        waiting = {lid: 0 for lid in self.layers if lid not in leave_out}
+        for lid in waiting:
+            for p in self.predecessors[lid]:
+                if p in waiting:
+                    waiting[lid] += 1
+        ready = [position[lid] for lid, n in waiting.items() if n == 0]
+        heapq.heapify(ready)
+        ids = list(self.layers)
+        order = []
+        while ready:
+            lid = ids[heapq.heappop(ready)]
+            order.append(lid)
+            for c in self.successors[lid]:
+                if c in waiting:
+                    waiting[c] -= 1
+                    if waiting[c] == 0:
+                        heapq.heappush(ready, position[c])
+        return order
 
     def check_reachability(self) -> None:
         if self.wiring_broken:
@@ -203,7 +255,7 @@ class _Builder:
         live = set(sinks)
         stack = list(sinks)
         while stack:
-            for producer in self.graph.predecessors(stack.pop()):
+            for producer in self.predecessors[stack.pop()]:
                 if producer not in live:
                     live.add(producer)
                     stack.append(producer)
@@ -221,13 +273,15 @@ class _Builder:
                                port.line, layer, port.id, level="warning")  # fmt: skip
 
     def position(self) -> dict[str, int]:
-        return {lid: i for i, lid in enumerate(self.layers)}
+        if self._position is None:
+            self._position = {lid: i for i, lid in enumerate(self.layers)}
+        return self._position
 
     def order(self, cyclic: set[str]) -> list[str]:
+        if not cyclic:
+            return self._order
         position = self.position()
-        acyclic = self.graph.subgraph(lid for lid in self.layers if lid not in cyclic)
-        order = list(nx.lexicographical_topological_sort(acyclic, key=position.__getitem__))
-        return order + sorted(cyclic, key=position.__getitem__)
+        return self._sorted(cyclic) + sorted(cyclic, key=position.__getitem__)
 
 
 def _ports(ports: list, kind: str) -> str:

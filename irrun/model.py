@@ -18,7 +18,7 @@ from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from .executor import Observer, Plan, Step
 from .graph import LayerGraph, build_graph
 from .propagation import Infos, propagate
-from .reader import parse_xml, read_document
+from .reader import parse_xml, read_document, read_xml_bytes
 from .registry import TensorInfo
 from .reshape import ShapeSpec, describe, input_shapes
 from .schema import check_structure
@@ -97,6 +97,16 @@ class Checked:
     nodes: dict[str, Node] | None = None
     infos: Infos | None = None
     shapes: dict[str, TensorInfo] | None = None  # new input shapes, by Parameter layer id
+    # The XML of a file whose structure check was put off (see check_ir's ``complete``).
+    deferred: bytes | None = None
+
+    def complete(self) -> None:
+        """Add the findings of a structure check that was put off, once."""
+        if self.deferred is None:
+            return
+        structure = check_structure(parse_xml(self.path, self.deferred), self.path)
+        self.deferred = None
+        self.findings = _by_line(structure + self.findings)
 
     def refuse(self) -> None:
         """Raise the error that stops ``load``, if there is one.
@@ -137,7 +147,10 @@ def _unsupported_error(path: Path, found: list[Diagnostic]) -> IrrunError:
 
 
 def check_ir(
-    xml: str | Path, weights: str | Path | Weights | None = None, shapes: ShapeSpec | None = None
+    xml: str | Path,
+    weights: str | Path | Weights | None = None,
+    shapes: ShapeSpec | None = None,
+    complete: bool = True,
 ) -> Checked:
     """Check an IR file through every stage irrun has, collecting every finding.
 
@@ -146,19 +159,28 @@ def check_ir(
     and constants, then shapes and types.  A stage that cannot start (no XML, no
     <net>) ends the check.  ``shapes`` (see :mod:`irrun.reshape`) gives the inputs
     new shapes; a bad one raises :class:`~irrun.errors.UsageError`.
+
+    With ``complete=False`` (what ``load`` does) the structure check is put off when
+    the reader read everything: its findings then stop no load, and
+    :meth:`Checked.complete` adds them when they are asked for.
     """
     path = Path(xml)
     if not isinstance(weights, Weights):
         weights = Weights(_weights_path(path, weights))
     try:
-        root = parse_xml(path)
+        data = read_xml_bytes(path)
+        root = parse_xml(path, data)
     except UsageError:
         raise
     except IrrunError as exc:
         unreadable = [Diagnostic.from_error(exc, "unreadable")]
         return Checked(path, unreadable, list(unreadable))
-    structure = check_structure(root, path)
     doc, read_problems = read_document(root, path)
+    deferred = None
+    if complete or read_problems:
+        structure = check_structure(root, path)
+    else:
+        structure, deferred = [], data
     del root  # the records hold all that is needed; the tree is the largest thing in memory
     # The reader fails on elements the schema rejects as well: keep the schema's finding,
     # which says more, and let it stop the load as the reader's would have.
@@ -177,7 +199,8 @@ def check_ir(
     later = lg.problems + bound + propagated
     findings += later
     blocking += [d for d in later if d.level == "error" and d.code not in INFORMATIONAL_CODES]
-    return Checked(path, _by_line(findings), _unique(blocking), lg, nodes, infos, new_shapes)
+    return Checked(path, _by_line(findings), _unique(blocking), lg, nodes, infos, new_shapes,
+                   deferred)  # fmt: skip
 
 
 class Model:
@@ -195,7 +218,7 @@ class Model:
         self.path = Path(xml)
         self._weights_arg = weights
         self.weights = Weights(_weights_path(self.path, weights))
-        checked = check_ir(self.path, self.weights)
+        checked = check_ir(self.path, self.weights, complete=False)
         checked.refuse()
         assert checked.graph is not None and checked.nodes is not None
         assert checked.infos is not None
@@ -324,6 +347,7 @@ class Model:
         first (``{"x": [8, 3, 224, 224]}`` or ``"x[8,3,224,224]"``), and what breaks is
         reported instead of the comparisons with the declared dims.
         """
+        self._checked.complete()  # the structure check load put off
         if shapes is None:
             return list(self._checked.findings)
         new_shapes = input_shapes(self._graph, self._nodes, shapes)

@@ -10,6 +10,7 @@ pool's ``output_shape``) are folded so shapes stay known.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -65,66 +66,103 @@ def propagate(
     problems: list[Diagnostic] = []
     loc = lg.doc.location
     check_dims = not shapes
+    sources = lg.sources
+    # Layers of one op with the same <data> and the same input shapes and types infer
+    # alike: the shape rule and the pool checks run once per model for each such kind.
+    outcomes: dict[tuple, tuple] = {}
     for lid in lg.order:
         node = nodes[lid]
         # Without all its ports (the reader reported one) a layer's outputs cannot be
         # matched to what its op produces.
         if not node.ok or node.layer.unreadable_ports:
             continue
-        assert node.op is not None and node.attrs is not None
-        inputs = input_infos(lg, node, infos)
-        if inputs is None:
+        op = node.op
+        assert op is not None and node.attrs is not None
+        inputs = []
+        for port in node.layer.inputs:
+            src = sources.get((lid, port.id))
+            info = infos.get((src.layer, src.port)) if src else None
+            if info is None:
+                break
+            inputs.append(info)
+        if len(inputs) != len(node.layer.inputs):  # some input is unknown
             continue
         if check_dims:  # before the shape rule, which may refuse these very inputs
             for port, info in zip(node.layer.inputs, inputs, strict=True):
-                problems.extend(_check_port(lg, node, port, info, None))
-        if node.op.type == "Parameter" and shapes and lid in shapes:
+                if not _port_agrees(port, info, False, True):
+                    problems.extend(_check_port(lg, node, port, info, None))
+        if op.type == "Parameter" and shapes and lid in shapes:
             outputs = [shapes[lid]]
+            empty: list[str] = []
         else:
-            try:
-                outputs = node.op.infer(node.attrs, inputs)
-            except ShapeError as exc:
-                detail = describe_attrs(node)
-                shown = ", ".join(format_shape(i.shape) for i in inputs)
-                problems.append(
-                    Diagnostic(
-                        "error", "shape-error",
-                        f"{exc} (input {shown}" + (f"; {detail})" if detail else ")"),
-                        loc(node.layer.line), node.ref,
-                    )
-                )
+            if any(i.value is not None for i in inputs) or op.type in ("Parameter", "Const"):
+                outcome = _infer(node, inputs)
+            else:
+                key = (id(op), tuple(node.layer.data.items()),
+                       tuple([(i.shape, i.element_type) for i in inputs]))  # fmt: skip
+                outcome = outcomes.get(key)
+                if outcome is None:
+                    outcome = outcomes[key] = _infer(node, inputs)
+            failure, outputs, empty = outcome
+            if failure is not None:
+                problems.append(replace(failure, location=loc(node.layer.line), layer=node.ref))
                 continue
-            except Exception as exc:  # a bug in an op's shape rule: report it, check the rest
-                problems.append(
-                    Diagnostic(
-                        "error", "internal-error",
-                        f"irrun's shape rule for {node.op.label} failed ({type(exc).__name__}: "
-                        f"{exc}); this is a bug in irrun (--debug shows where)",
-                        loc(node.layer.line), node.ref,
-                        extra={"exception": exc},
-                    )
-                )
-                continue
-            outputs = _fold(node, inputs, outputs)
-        if inputs:
-            problems.extend(
-                Diagnostic("warning", "empty-window", message, loc(node.layer.line), node.ref)
-                for message in pool_checks.empty_windows(node.attrs, inputs[0].shape)
-            )
+        problems.extend(
+            Diagnostic("warning", "empty-window", message, loc(node.layer.line), node.ref)
+            for message in empty
+        )
         if len(outputs) != len(node.layer.outputs):
             problems.append(
                 Diagnostic(
                     "error", "output-count",
-                    f"has {len(node.layer.outputs)} output ports, {node.op.label} produces "
+                    f"has {len(node.layer.outputs)} output ports, {op.label} produces "
                     f"{len(outputs)}", loc(node.layer.line), node.ref,
                     expected=len(outputs), actual=len(node.layer.outputs),
                 )
             )
+        precision_matters = "decompression" not in node.layer.rt_info
         for port, info in zip(node.layer.outputs, outputs, strict=False):
             # Of two ports with one id (reported by the graph), edges read the first.
             infos.setdefault((lid, port.id), info)
-            problems.extend(_check_port(lg, node, port, info, inputs, check_dims))
+            if not _port_agrees(port, info, precision_matters, check_dims):
+                problems.extend(_check_port(lg, node, port, info, inputs, check_dims))
     return infos, problems
+
+
+def _infer(
+    node: Node, inputs: list[TensorInfo]
+) -> tuple[Diagnostic | None, list[TensorInfo], list[str]]:
+    """A layer's output infos and empty-window messages, or the finding (without its
+    location) that says why its shape rule refused the inputs."""
+    op = node.op
+    assert op is not None
+    try:
+        outputs = op.infer(node.attrs, inputs)
+    except ShapeError as exc:
+        detail = describe_attrs(node)
+        shown = ", ".join(format_shape(i.shape) for i in inputs)
+        message = f"{exc} (input {shown}" + (f"; {detail})" if detail else ")")
+        return Diagnostic("error", "shape-error", message), [], []
+    except Exception as exc:  # a bug in an op's shape rule: report it, check the rest
+        return Diagnostic(
+            "error", "internal-error",
+            f"irrun's shape rule for {op.label} failed ({type(exc).__name__}: "
+            f"{exc}); this is a bug in irrun (--debug shows where)",
+            extra={"exception": exc},
+        ), [], []  # fmt: skip
+    outputs = _fold(node, inputs, outputs)
+    empty = pool_checks.empty_windows(node.attrs, inputs[0].shape) if inputs else []
+    return None, outputs, empty
+
+
+def _port_agrees(port, info: TensorInfo, precision_matters: bool, check_dims: bool) -> bool:
+    """The quick test that :func:`_check_port` would find nothing (False: ask it)."""
+    dims = port.dims
+    if check_dims and dims is not None and info.shape is not None and dims != info.shape:
+        return False
+    if precision_matters and port.precision is not None and info.element_type is not None:
+        return port.precision.name == info.element_type.name
+    return True
 
 
 def _fold(node: Node, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> list[TensorInfo]:

@@ -41,6 +41,10 @@ class Port:
     rt_info: dict[str, Any] = field(default_factory=dict)
 
 
+# (type, version) of the layers whose op has resolved -> the op's version.
+_RESOLVED: dict[tuple[str, str], int] = {}
+
+
 @dataclass
 class Layer:
     id: str
@@ -57,15 +61,25 @@ class Layer:
     unnamed_op: bool = False
     # A port could not be read (no id): port counts and positions are unknown.
     unreadable_ports: bool = False
+    _ref: LayerRef | None = field(default=None, init=False, repr=False, compare=False)
 
     def ref(self, version: int | None = None) -> LayerRef:
+        ref = self._ref
+        if ref is not None and (version is None or version == ref.version):
+            return ref
         if version is None:
             # Name the op version wherever the layer's type resolves, so that every
             # message about a layer reads the same, not only those issued after binding.
-            with contextlib.suppress(registry.LookupFailure):
-                version = registry.resolve(self.type, self.version).version
-        return LayerRef(self.id, self.name, self.type, version,
-                        None if version is not None else self.version or None)  # fmt: skip
+            key = (self.type, self.version)
+            version = _RESOLVED.get(key)
+            if version is None:
+                with contextlib.suppress(registry.LookupFailure):
+                    version = _RESOLVED[key] = registry.resolve(self.type, self.version).version
+        ref = LayerRef(self.id, self.name, self.type, version,
+                       None if version is not None else self.version or None)  # fmt: skip
+        if version is not None and version == _RESOLVED.get((self.type, self.version)):
+            self._ref = ref  # what any later call returns, with or without the version
+        return ref
 
     def output_port(self, port_id: int) -> Port | None:
         """The first output port with this id (input and output ids may overlap)."""
@@ -167,8 +181,14 @@ def _read_bounded(path: Path, loc: Location) -> bytes:
     return data
 
 
-def parse_xml(path: str | Path) -> etree._Element:
-    """Parse ``path`` with the locked-down parser into its root element.
+def read_xml_bytes(path: str | Path) -> bytes:
+    """The bytes of ``path``, refusing a file above :func:`max_xml_bytes` unread."""
+    path = Path(path)
+    return _read_bounded(path, Location(str(path)))
+
+
+def parse_xml(path: str | Path, data: bytes | None = None) -> etree._Element:
+    """Parse ``path`` (or ``data``, its bytes) with the locked-down parser into its root.
 
     Raises :class:`IrrunError` (with the line) for a missing, empty, binary, too large or
     malformed file, or one with a document type declaration; the root is not checked to
@@ -179,7 +199,8 @@ def parse_xml(path: str | Path) -> etree._Element:
     """
     path = Path(path)
     loc = Location(str(path))
-    data = _read_bounded(path, loc)
+    if data is None:
+        data = _read_bounded(path, loc)
     if not data.strip():
         raise IrrunError("the file is empty, expected an OpenVINO IR <net> document", loc,
                          code="unreadable")  # fmt: skip
@@ -303,6 +324,8 @@ class _Reader:
         text = self.need(el, attr, what)
         if text is None:
             return None
+        if text.isdigit() and text.isascii():  # the common case, without the pattern
+            return int(text)
         # OpenVINO reads an unsigned integer: blanks and a plus sign before the digits only.
         if not _UNSIGNED.fullmatch(text):
             self.problem(f'<{what}> attribute {attr}="{text}" is not an unsigned integer',
@@ -365,14 +388,24 @@ class _Reader:
             line=el.sourceline or 0,
             unnamed_op=type_name is None or version is None,
         )
-        data = el.find("data")
+        # One pass over the children; OpenVINO reads only the first <data>, <input>,
+        # <output> and <rt_info> of a layer.
+        data = group_in = group_out = rt = None
+        for child in el:
+            tag = child.tag
+            if tag == "data":
+                data = child if data is None else data
+            elif tag == "input":
+                group_in = child if group_in is None else group_in
+            elif tag == "output":
+                group_out = child if group_out is None else group_out
+            elif tag == "rt_info":
+                rt = child if rt is None else rt
         if data is not None:
             layer.data = dict(data.attrib)
             layer.data_line = data.sourceline or 0
-        # OpenVINO reads only the first <input> and <output> lists.
-        for tag, ports, is_output in (("input", layer.inputs, False),
-                                      ("output", layer.outputs, True)):  # fmt: skip
-            group = el.find(tag)
+        for group, ports, is_output in ((group_in, layer.inputs, False),
+                                        (group_out, layer.outputs, True)):  # fmt: skip
             if group is not None:
                 for p in group:
                     if p.tag != "port":
@@ -382,30 +415,53 @@ class _Reader:
                         layer.unreadable_ports = True
                     else:
                         ports.append(port)
-        rt = el.find("rt_info")
         if rt is not None:
             layer.rt_info = _read_rt_info(rt)
         return layer
 
     def port(self, el: etree._Element, layer: Layer, is_output: bool) -> Port | None:
         line = el.sourceline or 0
-        port_id = self.integer(el, "id", "port")
-        if port_id is None:
-            return None
+        text = el.get("id")
+        if text is not None and text.isdigit() and text.isascii():
+            port_id = int(text)
+        else:
+            port_id = self.integer(el, "id", "port")
+            if port_id is None:
+                return None
         port = Port(id=port_id, line=line)
         precision = el.get("precision")
         if precision is not None:
-            try:
-                port.precision = element_types.from_precision(precision)
-            except ValueError as exc:
-                self.problem(str(exc), line, layer, port.id)
+            et = _PRECISIONS.get(precision)
+            if et is None:
+                try:
+                    et = _PRECISIONS[precision] = element_types.from_precision(precision)
+                except ValueError as exc:
+                    self.problem(str(exc), line, layer, port.id)
+            port.precision = et
         elif is_output:
             self.problem("output <port> has no precision", line, layer, port.id)
         names = el.get("names")
         if names:
-            port.names = _split_names(names)
+            port.names = (_split_names(names) if "\\" in names
+                          else tuple(n for n in names.split(",") if n))  # fmt: skip
+        texts = tuple([d.text for d in el.iterchildren("dim")])
+        dims = _DIMS.get(texts)
+        if dims is None:
+            dims = self.dims(el, layer, port)
+            if dims is not None and len(_DIMS) < 4096:
+                _DIMS[texts] = dims
+        port.dims = dims
+        if len(el) > len(texts):  # more than dims: maybe an <rt_info>
+            rt = el.find("rt_info")
+            if rt is not None:
+                port.rt_info = _read_rt_info(rt)
+        return port
+
+    def dims(self, el: etree._Element, layer: Layer, port: Port) -> tuple[Dim, ...] | None:
+        """A port's dims, or None (and a problem for each) when some cannot be read."""
         dims: list[Dim] = []
-        for d in el.findall("dim"):
+        ok = True
+        for d in el.iterchildren("dim"):
             text = (d.text or "").strip()
             try:
                 dims.append(parse_dim(text))
@@ -413,17 +469,15 @@ class _Reader:
                 self.problem(
                     f"<dim>{text}</dim> is not a dimension "
                     "(expected an integer >= -1 or a range a..b)",
-                    d.sourceline or line, layer, port.id,
+                    d.sourceline or port.line, layer, port.id,
                 )  # fmt: skip
-                port.dims = None
-        if port.dims is not None:
-            port.dims = tuple(dims)
-        rt = el.find("rt_info")
-        if rt is not None:
-            port.rt_info = _read_rt_info(rt)
-        return port
+                ok = False
+        return tuple(dims) if ok else None
 
 
+# What the reader has parsed before: the texts of a port's <dim>s, and precisions.
+_DIMS: dict[tuple[str | None, ...], tuple[Dim, ...]] = {}
+_PRECISIONS: dict[str, ElementType] = {}
 _UNSIGNED = re.compile(r"\s*\+?[0-9]+")
 
 
@@ -435,6 +489,8 @@ def _layer_id(text: str | None) -> str | None:
     >>> _layer_id(" +07"), _layer_id("one")
     ('7', 'one')
     """
+    if text is not None and text.isdigit() and text.isascii() and (text[0] != "0" or text == "0"):
+        return text  # already as OpenVINO compares it
     return str(int(text)) if text is not None and _UNSIGNED.fullmatch(text) else text
 
 
