@@ -27,6 +27,8 @@ def _values(shape, kind: str, seed: int = 0) -> np.ndarray:
         x[(x == 0) & (rng.random(shape) < 0.5)] = -0.0
         return x
     x = rng.standard_normal(shape).astype(np.float32)
+    if kind == "relu":  # half +0.0, no -0.0: the sign fix of zero maxima is skipped
+        return np.maximum(x, np.float32(0))
     if kind == "special":
         pick = rng.random(shape)
         x[pick < 0.15] = np.nan
@@ -113,7 +115,7 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype(f"u{a.dtype.itemsize}"))
 
 
-@pytest.mark.parametrize("kind", ["normal", "ties", "special"])
+@pytest.mark.parametrize("kind", ["normal", "ties", "special", "relu"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_matches_cpu_plugin_bit_for_bit(name, kind, core, tmp_path, tiny_chunks):
     shape, build = CASES[name]
@@ -134,6 +136,25 @@ def test_matches_cpu_plugin_bit_for_bit(name, kind, core, tmp_path, tiny_chunks)
         if g.dtype.kind == "f":
             same |= np.isnan(g) & np.isnan(w)
         assert same.all(), f"output {i}: {int((~same).sum())} of {same.size} differ"
+
+
+@pytest.mark.parametrize("kind", ["ties", "special", "relu"])
+@pytest.mark.parametrize("name", [n for n in CASES if n.startswith("max-")])
+def test_max_values_alone_match_cpu_plugin_bit_for_bit(name, kind, core, tmp_path, tiny_chunks):
+    # Without the index output the values take their own path (and their own sign fix).
+    shape, build = CASES[name]
+    x = _values(shape, kind, seed=1)
+    p = opset1.parameter(list(shape), ov.Type.f32, name="x")
+    values = build(p)[0]
+    values.get_tensor().set_names({"y0"})
+    model = ov.Model([values], [p], name)
+    ov.save_model(model, tmp_path / "m.xml", compress_to_fp16=False)
+    want = core.compile_model(model, "CPU", CPU_CONFIG)(x)[0]
+    got = irrun.load(tmp_path / "m.xml").run({"x": x})["y0"]
+    same = (_bits(got) == _bits(want)) | (np.isnan(got) & np.isnan(want))
+    assert got.shape == want.shape and same.all(), f"{int((~same).sum())} of {same.size} differ"
+    if kind == "relu":
+        assert not np.signbit(got[got == 0]).any()
 
 
 def test_unused_index_output_is_not_computed(tmp_path, monkeypatch):

@@ -332,6 +332,18 @@ def _finish(out: np.ndarray, low: np.generic) -> None:
         np.maximum(out, low, out=out)
 
 
+def has_negative_zero(a: np.ndarray) -> bool:
+    """Whether float ``a`` holds -0.0: read as signed integers it is the least value.
+
+    >>> has_negative_zero(np.array([0.0, -1.0], np.float32)), has_negative_zero(np.float16([-0.0]))
+    (False, True)
+    """
+    if a.size == 0:
+        return False
+    as_int = a.view(np.dtype(f"i{a.dtype.itemsize}"))
+    return bool(as_int.min() == np.iinfo(as_int.dtype).min)
+
+
 def _zero_signs(xc: np.ndarray, w: Windows, out: np.ndarray) -> None:
     """Give each zero maximum the sign of the window's first zero in row-major order.
 
@@ -483,7 +495,9 @@ def max_pool(
                 run(cur, dst, low)
                 cur = dst
             _finish(values[ch], low)
-            if floats:
+            # Only -0.0 among the inputs can make a zero maximum's sign wrong; ReLU
+            # outputs are full of +0.0 and hold no -0.0.
+            if floats and has_negative_zero(xp[ch]):
                 _zero_signs(xp[ch], w, values[ch])
         return values.reshape(shape), None
     first = plan.first_taps()

@@ -28,9 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .max_pool import lowest
-
-_NEGATIVE_ZERO = np.float32(-0.0).view(np.int32)
+from .max_pool import has_negative_zero, lowest
 
 # Bytes of a chunk's buffer: NumPy's cost per call outweighs what smaller, cached chunks save.
 CHUNK_BYTES = 1 << 22
@@ -144,7 +142,7 @@ class ChainPlan:
         # What is known of the values, so that checks that cannot find anything are
         # skipped: whether some is -0.0, and whether all are finite and small enough
         # that no sum overflows (then no NaN or -inf ever comes up).
-        negative_zero = _has_negative_zero(xc)
+        negative_zero = has_negative_zero(xc)
         bound = np.float32(np.finfo(np.float32).max / (4 * len(self.taps)))
         small = bool(-bound < xc.min() and xc.max() < bound)  # False for NaN
         for layer in self.layers:
@@ -156,7 +154,7 @@ class ChainPlan:
             else:
                 self._average(views[src], views[dst], lo, hi, layer, p, negative_zero)
                 # Averages of values that are not -0.0 can still underflow to it.
-                negative_zero = _has_negative_zero(views[dst][lo:hi])
+                negative_zero = has_negative_zero(views[dst][lo:hi])
             src, dst = dst, src
         return src
 
@@ -171,7 +169,7 @@ class ChainPlan:
                 np.add(acc, src[lo + t : hi + t], out=acc)
             # A sum of -0.0 taps only (each window holds its centre, so the input has
             # -0.0) is -0.0 here and +0.0 in the plugin, whose sum starts at +0.0.
-            if negative_zero and _has_negative_zero(acc):
+            if negative_zero and has_negative_zero(acc):
                 acc += 0.0
         counts, full = self.divisors(p)
         np.divide(acc, counts if layer.exclude_pad or not self.any_pad else full, out=acc)
@@ -206,11 +204,6 @@ class ChainPlan:
             negative |= first & np.signbit(v)
             found |= first
         acc[where - lo] = np.where(negative, np.float32(-0.0), np.float32(0.0))
-
-
-def _has_negative_zero(a: np.ndarray) -> bool:
-    """Whether float32 ``a`` holds -0.0: read as int32 it is the least value."""
-    return bool(a.view(np.int32).min() == _NEGATIVE_ZERO)
 
 
 def _count(o: int, k: int, pad: int, size: int) -> int:
