@@ -182,3 +182,24 @@ def test_unused_index_output_is_not_computed(tmp_path, monkeypatch):
     assert seen == [(True, False), None, (False, True)]
     np.testing.assert_array_equal(only["indices"], both["indices"])
     assert both["indices"][0, 1, 0, 0] == 64 + 9
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "special"])
+@pytest.mark.parametrize("shape", [(2, 5, 6, 7), (1, 3, 4, 5, 6), (3, 4, 33)])
+def test_global_adaptive_average_adds_in_row_major_order(shape, kind, tiny_chunks):
+    # OpenVINO's plugin turns an all-ones AdaptiveAvgPool into ReduceMean, so the
+    # oracle here is the reference's order, spelled out: f32 additions from +0.0 in
+    # row-major order, one division.
+    x = _values(shape, kind, seed=2)
+    got = adaptive_pool.adaptive_avg_pool(x, (1,) * (len(shape) - 2))
+    planes = x.reshape(shape[0] * shape[1], -1)
+    want = np.empty(len(planes), np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for i, plane in enumerate(planes):
+            acc = np.float32(0.0)
+            for v in plane:
+                acc = np.float32(acc + v)
+            want[i] = acc / np.float32(plane.size)
+    got = got.reshape(-1)
+    same = (_bits(got) == _bits(want)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), f"{int((~same).sum())} of {same.size} differ"

@@ -151,6 +151,15 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
     # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
     with np.errstate(invalid="ignore", over="ignore"):
         for ch in plan.chunks:
+            if plan.out_count == 1:
+                # One window holds the whole plane (global pooling): its positions are
+                # the rows, and reducing a C-ordered array over its first axis adds
+                # them one row at a time, in the plugin's order, in one call.
+                acc = np.add.reduce(_rows(xp[ch], plan.plane, acc_dtype, False), axis=0)
+                acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
+                acc /= counts[0]
+                np.copyto(out[ch], acc[:, None])
+                continue
             rows = _rows(xp[ch], plan.plane, acc_dtype, zero_row=True)
             acc = np.take(rows, plan.taps[0], axis=0)
             acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
