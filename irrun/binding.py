@@ -31,6 +31,8 @@ class Node:
     op: OpDef | None  # None when the layer's op could not be resolved or configured
     attrs: SimpleNamespace | None
     ref: LayerRef
+    # (id of the op, the <data> items): layers of one kind read and infer alike.
+    kind: tuple = ()
 
     @property
     def ok(self) -> bool:
@@ -124,7 +126,7 @@ class _Binder:
             # Its shape or size is in doubt: nothing is inferred from it, so the one
             # mistake is not reported again at every layer it feeds.
             return Node(layer, op, None, ref)
-        return Node(layer, op, attrs, ref)
+        return Node(layer, op, attrs, ref, key)
 
     @staticmethod
     def read(op: OpDef, data: dict[str, str]) -> tuple[dict, list, Diagnostic | None]:

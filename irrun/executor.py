@@ -43,19 +43,18 @@ class Plan:
         self.steps: list[Step] = []
         self.parameters: dict[str, int] = {}  # Parameter layer id -> slot
         self.producer: dict[int, int] = {}  # slot -> index of the step that writes it
+        slots, sources = self.slots, lg.sources
         for lid in lg.order:
             node = nodes[lid]
             assert node.op is not None and node.attrs is not None
             for port in node.layer.outputs:
-                self.slots[(lid, port.id)] = len(self.slots)
-            outs = tuple(self.slots[(lid, p.id)] for p in node.layer.outputs)
+                slots[(lid, port.id)] = len(slots)
+            outs = tuple([slots[(lid, p.id)] for p in node.layer.outputs])
             if node.op.type == "Parameter":
                 self.parameters[lid] = outs[0]
                 continue
-            ins = tuple(
-                self.slots[(src.layer, src.port)]
-                for src in (lg.sources[(lid, p.id)] for p in node.layer.inputs)
-            )
+            # A Source is the (layer, port) key of its producer's slot.
+            ins = tuple([slots[sources[(lid, p.id)]] for p in node.layer.inputs])
             for slot in outs:
                 self.producer[slot] = len(self.steps)
             self.steps.append(Step(node, node.op.kernel, node.attrs, ins, outs))

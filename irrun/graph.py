@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import networkx as nx
 
 from .errors import Diagnostic, Level
-from .reader import IRDocument, Layer, Port
+from .reader import Edge, IRDocument, Layer, Port
 
 # OpenVINO collects a model's layers by walking back from these.
 SINK_TYPES = ("result", "assign")
 
 
-@dataclass(frozen=True)
-class Source:
-    """Where an input port's tensor comes from."""
+class Source(NamedTuple):
+    """Where an input port's tensor comes from (a tuple: one is made per edge)."""
 
     layer: str
     port: int
@@ -111,11 +111,13 @@ class _Builder:
             self.layers[layer.id] = layer
             self.successors[layer.id] = []
             self.predecessors[layer.id] = []
-            self.output_ids[layer.id] = {p.id for p in layer.outputs}
-            self.input_ids[layer.id] = {p.id for p in layer.inputs}
+            out_ids = self.output_ids[layer.id] = {p.id for p in layer.outputs}
+            in_ids = self.input_ids[layer.id] = {p.id for p in layer.inputs}
             self.wiring_broken |= layer.unreadable_ports
-            for kind, ports in (("input", layer.inputs), ("output", layer.outputs)):
-                self._check_port_ids(layer, kind, ports)
+            if len(in_ids) != len(layer.inputs):  # some id is repeated
+                self._check_port_ids(layer, "input", layer.inputs)
+            if len(out_ids) != len(layer.outputs):
+                self._check_port_ids(layer, "output", layer.outputs)
 
     def _check_port_ids(self, layer: Layer, kind: str, ports: list[Port]) -> None:
         # Input and output ids are separate namespaces in OpenVINO; within one, an edge
@@ -130,59 +132,77 @@ class _Builder:
                 seen[port.id] = port
 
     def add_edges(self) -> None:
+        layers, output_ids, input_ids = self.layers, self.output_ids, self.input_ids
+        sources, successors, predecessors = self.sources, self.successors, self.predecessors
         for edge in self.doc.edges:
-            if not edge.complete:
-                self.wiring_broken = True
-                self.fed_by_broken_edge.add((edge.to_layer, edge.to_port))
-                self.read_by_broken_edge.add((edge.from_layer, edge.from_port))
-                continue
-            assert edge.from_layer is not None and edge.to_layer is not None
-            assert edge.from_port is not None and edge.to_port is not None
-            src, dst = self.layers.get(edge.from_layer), self.layers.get(edge.to_layer)
-            missing = [lid for lid, lay in ((edge.from_layer, src), (edge.to_layer, dst))
-                       if lay is None]  # fmt: skip
-            if missing:
-                self.report("bad-edge",
-                           f"edge from layer {edge.from_layer} port {edge.from_port} to layer "
-                           f"{edge.to_layer} port {edge.to_port}: there is no layer with id "
-                           f"{missing[0]}", edge.line)  # fmt: skip
-                # The other end exists: its port is not also reported as unfed or unused.
-                self.fed_by_broken_edge.add((edge.to_layer, edge.to_port))
-                self.read_by_broken_edge.add((edge.from_layer, edge.from_port))
-                continue
-            assert src is not None and dst is not None
-            has_output = edge.from_port in self.output_ids[src.id]
-            has_input = edge.to_port in self.input_ids[dst.id]
-            ports_missing = not (has_output and has_input)
-            if ports_missing and (src.unreadable_ports or dst.unreadable_ports):
-                # The edge may name the port the reader could not read (and has reported).
-                self.fed_by_broken_edge.add((dst.id, edge.to_port))
-                self.read_by_broken_edge.add((src.id, edge.from_port))
-                continue
-            if not has_output:
-                self.report("bad-edge",
-                           f"edge to layer {dst.id} port {edge.to_port} leaves output port "
-                           f"{edge.from_port}, but the layer has {_ports(src.outputs, 'output')}",
-                           edge.line, src)  # fmt: skip
-                self.fed_by_broken_edge.add((dst.id, edge.to_port))
-                continue
-            if not has_input:
-                self.report("bad-edge",
-                           f"edge from layer {src.id} port {edge.from_port} enters input port "
-                           f"{edge.to_port}, but the layer has {_ports(dst.inputs, 'input')}",
-                           edge.line, dst)  # fmt: skip
+            # The common case first, with as few lookups as can be: both layers and both
+            # ports exist and the input port is not fed yet.
+            src, dst = layers.get(edge.from_layer), layers.get(edge.to_layer)  # type: ignore[arg-type]
+            key = (edge.to_layer, edge.to_port)
+            if (src is not None and dst is not None and edge.from_port in output_ids[src.id]
+                    and edge.to_port in input_ids[dst.id] and key not in sources):  # fmt: skip
                 self.used_outputs.add((src.id, edge.from_port))
+                sources[key] = Source(src.id, edge.from_port)  # type: ignore[arg-type,index]
+                self.edges.append((src.id, dst.id, edge.from_port, edge.to_port))  # type: ignore[arg-type]
+                successors[src.id].append(dst.id)
+                predecessors[dst.id].append(src.id)
                 continue
-            key = (dst.id, edge.to_port)
+            self._add_odd_edge(edge)
+
+    def _add_odd_edge(self, edge: Edge) -> None:
+        """An edge that is incomplete, names what is missing, or feeds a port fed already."""
+        if not edge.complete:
+            self.wiring_broken = True
+            self.fed_by_broken_edge.add((edge.to_layer, edge.to_port))
+            self.read_by_broken_edge.add((edge.from_layer, edge.from_port))
+            return
+        assert edge.from_layer is not None and edge.to_layer is not None
+        assert edge.from_port is not None and edge.to_port is not None
+        src, dst = self.layers.get(edge.from_layer), self.layers.get(edge.to_layer)
+        missing = [lid for lid, lay in ((edge.from_layer, src), (edge.to_layer, dst))
+                   if lay is None]  # fmt: skip
+        if missing:
+            self.report("bad-edge",
+                       f"edge from layer {edge.from_layer} port {edge.from_port} to layer "
+                       f"{edge.to_layer} port {edge.to_port}: there is no layer with id "
+                       f"{missing[0]}", edge.line)  # fmt: skip
+            # The other end exists: its port is not also reported as unfed or unused.
+            self.fed_by_broken_edge.add((edge.to_layer, edge.to_port))
+            self.read_by_broken_edge.add((edge.from_layer, edge.from_port))
+            return
+        assert src is not None and dst is not None
+        has_output = edge.from_port in self.output_ids[src.id]
+        has_input = edge.to_port in self.input_ids[dst.id]
+        ports_missing = not (has_output and has_input)
+        if ports_missing and (src.unreadable_ports or dst.unreadable_ports):
+            # The edge may name the port the reader could not read (and has reported).
+            self.fed_by_broken_edge.add((dst.id, edge.to_port))
+            self.read_by_broken_edge.add((src.id, edge.from_port))
+            return
+        if not has_output:
+            self.report("bad-edge",
+                       f"edge to layer {dst.id} port {edge.to_port} leaves output port "
+                       f"{edge.from_port}, but the layer has {_ports(src.outputs, 'output')}",
+                       edge.line, src)  # fmt: skip
+            self.fed_by_broken_edge.add((dst.id, edge.to_port))
+            return
+        if not has_input:
+            self.report("bad-edge",
+                       f"edge from layer {src.id} port {edge.from_port} enters input port "
+                       f"{edge.to_port}, but the layer has {_ports(dst.inputs, 'input')}",
+                       edge.line, dst)  # fmt: skip
             self.used_outputs.add((src.id, edge.from_port))
-            if key in self.sources:
-                self.report("port-fed-twice", f"input port {edge.to_port} is fed by two edges",
-                           edge.line, dst, edge.to_port)  # fmt: skip
-                continue
-            self.sources[key] = Source(src.id, edge.from_port)
-            self.edges.append((src.id, dst.id, edge.from_port, edge.to_port))
-            self.successors[src.id].append(dst.id)
-            self.predecessors[dst.id].append(src.id)
+            return
+        key = (dst.id, edge.to_port)
+        self.used_outputs.add((src.id, edge.from_port))
+        if key in self.sources:
+            self.report("port-fed-twice", f"input port {edge.to_port} is fed by two edges",
+                       edge.line, dst, edge.to_port)  # fmt: skip
+            return
+        self.sources[key] = Source(src.id, edge.from_port)
+        self.edges.append((src.id, dst.id, edge.from_port, edge.to_port))
+        self.successors[src.id].append(dst.id)
+        self.predecessors[dst.id].append(src.id)
 
     def check_inputs_fed(self) -> None:
         for layer in self.layers.values():

@@ -71,7 +71,10 @@ def _weights_path(xml: Path, weights: str | Path | None) -> Path:
 
 def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
     """Each finding once, in the order given."""
-    return list({(d.code, str(d)): d for d in found}.values())
+    # Keyed by what the printed finding is made of rather than by its text: formatting
+    # every finding (a big model has thousands of warnings) would cost more than the rest.
+    return list({(d.code, d.level, d.location, d.layer, d.layer and d.port, d.message): d
+                 for d in found}.values())  # fmt: skip
 
 
 def _by_line(found: list[Diagnostic]) -> list[Diagnostic]:

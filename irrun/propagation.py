@@ -72,34 +72,35 @@ def propagate(
     outcomes: dict[tuple, tuple] = {}
     for lid in lg.order:
         node = nodes[lid]
+        layer = node.layer
+        op = node.op
         # Without all its ports (the reader reported one) a layer's outputs cannot be
         # matched to what its op produces.
-        if not node.ok or node.layer.unreadable_ports:
+        if op is None or node.attrs is None or layer.unreadable_ports:
             continue
-        op = node.op
-        assert op is not None and node.attrs is not None
         inputs = []
-        for port in node.layer.inputs:
+        constant = False  # some input's value is known: the outcome is this layer's own
+        for port in layer.inputs:
             src = sources.get((lid, port.id))
-            info = infos.get((src.layer, src.port)) if src else None
+            info = infos.get(src) if src else None  # a Source is a (layer, port) key
             if info is None:
                 break
             inputs.append(info)
-        if len(inputs) != len(node.layer.inputs):  # some input is unknown
+            constant = constant or info.value is not None
+        if len(inputs) != len(layer.inputs):  # some input is unknown
             continue
         if check_dims:  # before the shape rule, which may refuse these very inputs
-            for port, info in zip(node.layer.inputs, inputs, strict=True):
+            for port, info in zip(layer.inputs, inputs, strict=True):
                 if not _port_agrees(port, info, False, True):
                     problems.extend(_check_port(lg, node, port, info, None))
         if op.type == "Parameter" and shapes and lid in shapes:
             outputs = [shapes[lid]]
             empty: list[str] = []
         else:
-            if any(i.value is not None for i in inputs) or op.type in ("Parameter", "Const"):
+            if constant or op.type in ("Parameter", "Const"):
                 outcome = _infer(node, inputs)
             else:
-                key = (id(op), tuple(node.layer.data.items()),
-                       tuple([(i.shape, i.element_type) for i in inputs]))  # fmt: skip
+                key = (node.kind, tuple([(i.shape, i.element_type) for i in inputs]))
                 outcome = outcomes.get(key)
                 if outcome is None:
                     outcome = outcomes[key] = _infer(node, inputs)
@@ -107,11 +108,12 @@ def propagate(
             if failure is not None:
                 problems.append(replace(failure, location=loc(node.layer.line), layer=node.ref))
                 continue
-        problems.extend(
-            Diagnostic("warning", "empty-window", message, loc(node.layer.line), node.ref)
-            for message in empty
-        )
-        if len(outputs) != len(node.layer.outputs):
+        if empty:
+            problems.extend(
+                Diagnostic("warning", "empty-window", message, loc(layer.line), node.ref)
+                for message in empty
+            )
+        if len(outputs) != len(layer.outputs):
             problems.append(
                 Diagnostic(
                     "error", "output-count",
@@ -120,8 +122,8 @@ def propagate(
                     expected=len(outputs), actual=len(node.layer.outputs),
                 )
             )
-        precision_matters = "decompression" not in node.layer.rt_info
-        for port, info in zip(node.layer.outputs, outputs, strict=False):
+        precision_matters = "decompression" not in layer.rt_info
+        for port, info in zip(layer.outputs, outputs, strict=False):
             # Of two ports with one id (reported by the graph), edges read the first.
             infos.setdefault((lid, port.id), info)
             if not _port_agrees(port, info, precision_matters, check_dims):

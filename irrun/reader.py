@@ -31,7 +31,7 @@ from .errors import IrrunError, LayerRef, Location, UsageError
 SUPPORTED_IR_VERSIONS = (10, 11)
 
 
-@dataclass
+@dataclass(slots=True)
 class Port:
     id: int
     line: int
@@ -45,7 +45,7 @@ class Port:
 _RESOLVED: dict[tuple[str, str], int] = {}
 
 
-@dataclass
+@dataclass(slots=True)
 class Layer:
     id: str
     name: str
@@ -104,7 +104,7 @@ class Edge:
         return None not in (self.from_layer, self.from_port, self.to_layer, self.to_port)
 
 
-@dataclass
+@dataclass(slots=True)
 class IRDocument:
     path: Path
     ir_version: int
@@ -366,6 +366,12 @@ class _Reader:
         )
 
     def edge(self, el: etree._Element) -> Edge:
+        get = el.get
+        ids = get("from-layer"), get("from-port"), get("to-layer"), get("to-port")
+        if all(text is not None and text.isdigit() and text.isascii() for text in ids):
+            # The common case: plain numbers, so _layer_id and integer() have nothing to say.
+            fl, fp, tl, tp = ids
+            return Edge(_layer_id(fl), int(fp), _layer_id(tl), int(tp), el.sourceline or 0)
         return Edge(
             from_layer=_layer_id(self.need(el, "from-layer", "edge")),
             from_port=self.integer(el, "from-port", "edge"),
@@ -375,8 +381,13 @@ class _Reader:
         )
 
     def layer(self, el: etree._Element) -> Layer | None:
-        ident = [self.need(el, attr, "layer") for attr in ("id", "name", "type", "version")]
-        lid, name, type_name, version = ident
+        get = el.get
+        lid, name, type_name, version = get("id"), get("name"), get("type"), get("version")
+        if lid is None or name is None or type_name is None or version is None:
+            # Report each missing one, in this order.
+            lid, name, type_name, version = [
+                self.need(el, attr, "layer") for attr in ("id", "name", "type", "version")
+            ]
         lid = _layer_id(lid)
         if lid is None:  # nothing can refer to it
             return None
