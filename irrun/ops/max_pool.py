@@ -352,7 +352,9 @@ def _zero_signs(xc: np.ndarray, w: Windows, out: np.ndarray) -> None:
     redone here one tap at a time over just those positions.
     """
     zero = out == 0
-    if not zero.any():
+    # Only -0.0 among the inputs can make a zero maximum's sign wrong; ReLU outputs
+    # are full of zero maxima, all +0.0.
+    if not zero.any() or not has_negative_zero(xc):
         return
     where = np.flatnonzero(zero)
     coords = np.unravel_index(where, out.shape)
@@ -495,9 +497,7 @@ def max_pool(
                 run(cur, dst, low)
                 cur = dst
             _finish(values[ch], low)
-            # Only -0.0 among the inputs can make a zero maximum's sign wrong; ReLU
-            # outputs are full of +0.0 and hold no -0.0.
-            if floats and has_negative_zero(xp[ch]):
+            if floats:
                 _zero_signs(xp[ch], w, values[ch])
         return values.reshape(shape), None
     first = plan.first_taps()
