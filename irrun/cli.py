@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import zipfile
@@ -183,6 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (irrun inspect ... | head): stop quietly, and keep Python's
+        # flush of stdout at exit from failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as the shell reports a process a pipe killed
     except Exception as exc:  # a bug in irrun: still one line, the traceback with --debug
         if args.debug:
             raise

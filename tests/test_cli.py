@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -445,3 +446,13 @@ def test_verbose_says_what_is_done_on_stderr_and_quiet_keeps_the_outputs(tmp_pat
     assert load_npz(out)["probabilities"].shape == (2, 10)
     rc, stdout, err = run_cli(capsys, str(MODELS / "demo.xml"), "-q")
     assert rc == 0 and err == "" and stdout.startswith("output ")
+
+
+@pytest.mark.parametrize("command", ["inspect", "graph", "run"])
+def test_a_closed_pipe_ends_quietly(command):
+    # irrun inspect MODEL | head: when the reader has gone, no error and no traceback.
+    # "true" exits at once, so irrun always writes into a closed pipe.
+    env = {**os.environ, "PYTHONPATH": str(MODELS.parent)}
+    script = f"set -o pipefail; {sys.executable} -m irrun {command} {MODELS / 'demo.xml'} | true"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
+    assert (done.returncode, done.stderr) == (141, "")
