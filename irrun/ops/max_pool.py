@@ -104,7 +104,7 @@ CHUNK_BYTES = 1 << 22
 _ALL = slice(None)
 
 
-def _fold(dst: np.ndarray, srcs: list[np.ndarray]) -> None:
+def fmax_fold(dst: np.ndarray, srcs: list[np.ndarray]) -> None:
     """``dst`` = fmax over ``srcs`` in order (NaN only where every source is NaN)."""
     if len(srcs) == 1:
         np.copyto(dst, srcs[0])
@@ -188,23 +188,23 @@ class _AxisMax:
         if self.flat is not None:
             dst, srcs = self.flat
             af = a3.reshape(-1)
-            _fold(o3.reshape(-1)[dst], [af[i] for i in srcs])
+            fmax_fold(o3.reshape(-1)[dst], [af[i] for i in srcs])
         elif self.pairs is not None:
             dst, srcs = self.pairs
             phases = _split_pairs(a3.reshape(-1))
-            _fold(o3.reshape(-1)[dst], [phases[ph][i] for ph, i in srcs])
+            fmax_fold(o3.reshape(-1)[dst], [phases[ph][i] for ph, i in srcs])
         elif self.sliding is not None:
             n, srcs, cols, take = self.sliding
             af = a3.reshape(-1)
             grid = np.empty(self.shape_in[0] * self.shape_in[1], a.dtype)
-            _fold(grid[:n], [af[i] for i in srcs])
+            fmax_fold(grid[:n], [af[i] for i in srcs])
             o3.reshape(self.shape_out[:2])[cols] = grid.reshape(self.shape_in[:2])[take]
         elif self.strided is not None:
             dst, srcs = self.strided
-            _fold(o3[dst], [a3[i] for i in srcs])
+            fmax_fold(o3[dst], [a3[i] for i in srcs])
         for dst, srcs in self.borders:
             if srcs:
-                _fold(o3[dst], [a3[i] for i in srcs])
+                fmax_fold(o3[dst], [a3[i] for i in srcs])
             else:
                 o3[dst] = low
 
@@ -296,7 +296,7 @@ class _AxisArgmax:
 def _first_max(v, rel, taps, first, distance, carried) -> None:
     """``v`` = max of ``taps``; ``rel`` = ``first`` + ``distance`` * (position of the
     first tap equal to it) + (that tap's entry of ``carried``, if any)."""
-    _fold(v, taps)
+    fmax_fold(v, taps)
     kind = rel.dtype.type
     if carried is None:
         # The position is the number of leading taps that differ from the maximum.

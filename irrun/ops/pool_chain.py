@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .max_pool import has_negative_zero, lowest
+from .max_pool import fmax_fold, has_negative_zero, lowest
 
 # Bytes of a chunk's buffer: NumPy's cost per call outweighs what smaller, cached chunks save.
 CHUNK_BYTES = 1 << 22
@@ -182,9 +182,9 @@ class ChainPlan:
         # The input is needed again only to give zero maxima their sign: otherwise the
         # row maxima go to dst and the result back into src.
         rows_buf, result = (np.empty_like(src), dst) if negative_zero else (dst, src)
-        _fmax_all(rows_buf[rlo:rhi], [src[rlo + t : rhi + t] for t in self.row_taps])
+        fmax_fold(rows_buf[rlo:rhi], [src[rlo + t : rhi + t] for t in self.row_taps])
         acc = result[lo:hi]
-        _fmax_all(acc, [rows_buf[lo + t : hi + t] for t in self.col_taps])
+        fmax_fold(acc, [rows_buf[lo + t : hi + t] for t in self.col_taps])
         if not small and not acc.min() >= self.low:  # NaN, or -inf: below the start value
             np.fmax(acc, self.low, out=acc)
         if negative_zero:  # fmax may have picked either zero of a tie
@@ -211,13 +211,6 @@ def _count(o: int, k: int, pad: int, size: int) -> int:
     return sum(0 <= o - pad + j < size for j in range(k))
 
 
-def _fmax_all(out: np.ndarray, srcs: list[np.ndarray]) -> None:
-    if len(srcs) == 1:
-        np.copyto(out, srcs[0])
-        return
-    np.fmax(srcs[0], srcs[1], out=out)
-    for s in srcs[2:]:
-        np.fmax(out, s, out=out)
 
 
 def chain_layer(op_type: str, a) -> tuple[Geometry, Layer] | None:
