@@ -33,9 +33,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from .cli import _load_array_file, save_npz
+from .cli import int_at_least
 from .dims import format_shape
 from .errors import IrrunError, Location, UsageError
+from .files import load_array_file, save_npz
 from .model import Model, load
 
 INPUT_SUFFIXES = (".npy", ".npz")
@@ -79,7 +80,7 @@ def output_path(out_dir: Path, source: Path) -> Path:
 
 def read_feeds(model: Model, path: Path) -> dict[str, np.ndarray]:
     """The inputs one batch file holds; raises :class:`IrrunError` naming the file."""
-    loaded = _load_array_file(path)
+    loaded = load_array_file(path)
     where = Location(str(path))
     if not isinstance(loaded, dict):
         if len(model.inputs) != 1:
@@ -266,12 +267,10 @@ def _count(n: int, noun: str) -> str:
 
 def jobs_count(text: str) -> int:
     """``--jobs``: a number of worker processes, 0 or ``auto`` for one per CPU."""
-    if text == "auto":
-        return 0
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
+    return 0 if text == "auto" else _non_negative(text)
+
+
+_non_negative = int_at_least(0, "--jobs")
 
 
 jobs_count.__name__ = "--jobs"  # argparse names the type in "invalid --jobs value: 'x'"

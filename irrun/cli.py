@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +24,7 @@ import numpy as np
 from . import __version__
 from .dump import LayerDump
 from .errors import Diagnostic, IrrunError, Location, UsageError
-from .files import NPY_MAGIC, ZIP_MAGIC, check_magic, check_output_path, save_npz, write_atomically
+from .files import check_output_path, load_array_file, save_npz, write_atomically
 from .model import LayerRun, Model, check_ir, internal_error, load
 from .profiling import Profile
 from .reshape import describe, parse_shapes
@@ -144,25 +143,24 @@ def _shapes(text: str) -> str:
 _shapes.__name__ = "--shape"  # argparse names the type in "invalid --shape value: '...'"
 
 
-def _seed(text: str) -> int:
-    # NumPy refuses negative seeds; refused here, it is a usage error (exit 2), not a crash.
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
+def int_at_least(low: int, name: str) -> Callable[[str], int]:
+    """An argparse type for integers from ``low`` up; ``name`` is what its errors call it.
+
+    Refused by argparse, a value out of range is a usage error (exit 2), not a crash.
+    """
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = name  # argparse says "invalid NAME value: '-1'"
+    return parse
 
 
-_seed.__name__ = "seed"  # argparse names the type in "invalid seed value: '-1'"
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
-_positive.__name__ = "count"
+_seed = int_at_least(0, "seed")  # NumPy refuses negative seeds
+_positive = int_at_least(1, "count")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,7 +400,7 @@ def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
             head, tail = spec.split("=", 1)
             if model.input_spec(head) is not None or not Path(spec).exists():
                 name, path = head, tail
-        loaded = _load_array_file(Path(path))
+        loaded = load_array_file(Path(path))
         if isinstance(loaded, dict):
             if name is not None:
                 if name not in loaded:
@@ -424,19 +422,6 @@ def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
             name = model.inputs[0].name
         put(name, loaded, spec)
     return feeds
-
-
-def _load_array_file(path: Path) -> np.ndarray | dict[str, np.ndarray]:
-    where = Location(str(path))
-    check_magic(path, NPY_MAGIC + ZIP_MAGIC, ".npy or .npz", "input")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded:
-                return {k: loaded[k] for k in loaded.files}
-        return loaded
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise IrrunError(f"cannot read as .npy or .npz: {exc}", where) from None
 
 
 def summary_table(outputs: dict[str, np.ndarray]) -> str:

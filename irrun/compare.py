@@ -32,7 +32,7 @@ from typing import IO, Any
 import numpy as np
 
 from .errors import IrrunError, LayerRef, Location, UsageError
-from .files import NPY_MAGIC, ZIP_MAGIC, check_magic
+from .files import NPY_MAGIC, ZIP_MAGIC, check_magic, load_array_file
 from .model import Model, load
 
 DEFAULT_ATOL = 1e-5
@@ -415,13 +415,11 @@ class _DumpReference(Reference):
         self.inputs_file = directory / inputs if isinstance(inputs, str) else None
         self._inputs: dict[str, np.ndarray] = {}
         if self.inputs_file is not None and self.inputs_file.is_file():
-            check_magic(self.inputs_file, ZIP_MAGIC, ".npz", "input")
-            try:
-                with np.load(self.inputs_file, allow_pickle=False) as npz:
-                    self._inputs = {k: npz[k] for k in npz.files}
-            except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            loaded = load_array_file(self.inputs_file)
+            if not isinstance(loaded, dict):
                 where = Location(str(self.inputs_file))
-                raise IrrunError(f"cannot read as .npz: {exc}", where) from None
+                raise IrrunError("expected an .npz of the inputs by name, not a .npy", where)
+            self._inputs = loaded
 
     def names(self) -> list[str]:
         return [*self._files, *(n for n in self._inputs if n not in self._files)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -91,3 +92,17 @@ def check_magic(path: Path, magics: tuple[bytes, ...], what: str, kind: str = ""
 
 def _kinds(magics: tuple[bytes, ...]) -> list[tuple[bytes, ...]]:
     return [m for m in (NPY_MAGIC, ZIP_MAGIC) if set(m) <= set(magics)]
+
+
+def load_array_file(path: Path) -> np.ndarray | dict[str, np.ndarray]:
+    """An input file: a .npy's array, or an .npz's arrays by name; errors name the file."""
+    where = Location(str(path))
+    check_magic(path, NPY_MAGIC + ZIP_MAGIC, ".npy or .npz", "input")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded:
+                return {k: loaded[k] for k in loaded.files}
+        return loaded
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise IrrunError(f"cannot read as .npy or .npz: {exc}", where) from None

@@ -43,6 +43,7 @@ class Profile:
         self.walls: list[float] = []
         self._origin: float | None = None
         self._run = -1
+        self._run_start = 0.0
 
     def start_run(self, now: float) -> None:
         if self._origin is None:
