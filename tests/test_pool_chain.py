@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -105,3 +107,19 @@ def test_chain_of_other_types_goes_layer_by_layer(tmp_path):
     got = m.run({"x": x})["y"]
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_chain_runs_at_once_in_threads(tmp_path):
+    # The plan keeps a buffer between runs: runs at the same time must not share it.
+    shape = (2, 8, 20, 20)
+    path, compiled = _save(tmp_path, shape, ov.Type.f32, ["max", "avg"] * 3, (3, 3),
+                           [1, 1], [1, 1])  # fmt: skip
+    m = irrun.load(path)
+    xs = [np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+          for seed in range(8)]  # fmt: skip
+    wants = [next(iter(compiled(x).values())) for x in xs]
+    with ThreadPoolExecutor(4) as pool:
+        gots = list(pool.map(lambda x: [m.run({"x": x})["y"] for _ in range(20)], xs))
+    for got, want in zip(gots, wants, strict=True):
+        for g in got:
+            np.testing.assert_array_equal(g.view(np.uint32), want.view(np.uint32))

@@ -340,8 +340,12 @@ def has_negative_zero(a: np.ndarray) -> bool:
     """
     if a.size == 0:
         return False
-    as_int = a.view(np.dtype(f"i{a.dtype.itemsize}"))
-    return bool(as_int.min() == np.iinfo(as_int.dtype).min)
+    signed, least = _SIGNED[a.dtype.itemsize]
+    return bool(a.view(signed).min() == least)
+
+
+# Float size -> the signed integers of that size and their least value (-0.0's bits).
+_SIGNED = {n: (np.dtype(f"i{n}"), np.iinfo(f"i{n}").min) for n in (2, 4, 8)}
 
 
 def _zero_signs(xc: np.ndarray, w: Windows, out: np.ndarray) -> None:

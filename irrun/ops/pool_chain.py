@@ -32,6 +32,8 @@ from .max_pool import fmax_fold, has_negative_zero, lowest
 
 # Bytes of a chunk's buffer: NumPy's cost per call outweighs what smaller, cached chunks save.
 CHUNK_BYTES = 1 << 22
+# Elements of the divisor an average broadcasts (a whole number of planes, at least).
+DIVISOR_ELEMENTS = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -52,15 +54,29 @@ class Geometry:
 
 
 class ChainPlan:
-    """A chain of pools over one input shape (N, C, H, W), float32, worked out once."""
+    """A chain of pools over one input shape (N, C, H, W), float32, worked out once.
+
+    Layout of a chunk of ``p`` planes in a flat buffer: each plane is ``bh`` rows of
+    padding then its ``h`` rows, each row ``bw`` padding positions then its ``w``
+    values, and after the last plane ``bh`` more rows and ``bw`` positions of
+    padding.  ``bh`` and ``bw`` are the larger of the two pads on their axis: a
+    band of padding is the end padding of what comes before it and the begin
+    padding of what follows, so a tap never reaches beyond the band next to it.
+
+    The plan keeps one of its two buffers between runs (as OpenVINO keeps its
+    memory between inferences): fresh memory from the system costs a page fault
+    per 4 KiB, which is a tenth of a run's time once other code has made the
+    allocator give memory back.
+    """
 
     def __init__(self, shape: tuple[int, ...], g: Geometry, layers: tuple[Layer, ...]) -> None:
         n, c, h, w = shape
         (kh, kw), (pbh, pbw), (peh, pew) = g.kernel, g.pads_begin, g.pads_end
         self.shape, self.layers = shape, layers
-        self.h, self.w, self.pbh, self.pbw = h, w, pbh, pbw
-        self.hp, self.wp = hp, wp = h + pbh + peh, w + pbw + pew
-        self.plane = hp * wp
+        self.h, self.w = h, w
+        self.bh, self.bw = bh, bw = max(pbh, peh), max(pbw, pew)
+        self.wp = wp = w + bw
+        self.plane = (h + bh) * wp  # the distance between planes
         self.planes = n * c
         self.per_chunk = max(1, min(self.planes, CHUNK_BYTES // (self.plane * 4)))
         self.low = lowest(np.dtype(np.float32))
@@ -69,72 +85,73 @@ class ChainPlan:
         self.row_taps = [j - pbw for j in range(kw)]
         self.col_taps = [(i - pbh) * wp for i in range(kh)]
         self.any_pad = any((pbh, pbw, peh, pew))
-        # Per-position window counts (exclude-pad), in the padded layout (1 in the padding).
+        # Exclude-pad window counts of a few planes in the layout (1 in the padding),
+        # by which an average divides its sums, broadcast over groups of planes: a
+        # divisor as large as the tensor would be a third buffer to keep, and NumPy
+        # broadcasts slowly over short rows.
         rows = np.array([_count(r, kh, pbh, h) for r in range(h)], np.float32)
         cols = np.array([_count(q, kw, pbw, w) for q in range(w)], np.float32)
-        counts = np.ones((hp, wp), np.float32)
-        counts[pbh : pbh + h, pbw : pbw + w] = rows[:, None] * cols[None, :]
-        self._counts = counts
-        self._divisors: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        counts = np.ones((h + bh, wp), np.float32)
+        counts[bh:, bw:] = rows[:, None] * cols[None, :]
+        self.group = min(self.per_chunk, -(-DIVISOR_ELEMENTS // self.plane))
+        self.counts = np.tile(counts.reshape(-1), self.group)
+        self.kernel_size = np.float32(kh * kw)
+        self._spare: list[np.ndarray] = []  # the buffer kept between runs
 
-    def divisors(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        """Flat divisors over the output range of ``p`` planes: exclude-pad counts, and
-        the whole kernel (an average that counts the padding)."""
-        if p not in self._divisors:
-            lo, hi = self.span(p)
-            flat = np.broadcast_to(self._counts, (p, self.hp, self.wp)).reshape(-1)[lo:hi]
-            full = np.full(hi - lo, float(len(self.taps)), np.float32)
-            self._divisors[p] = (np.ascontiguousarray(flat), full)
-        return self._divisors[p]
+    def size(self, p: int) -> int:
+        """Length of the buffer for ``p`` planes (with the padding after the last)."""
+        return p * self.plane + self.bh * self.wp + self.bw
 
     def span(self, p: int) -> tuple[int, int]:
         """The flat range from the first to past the last output position of ``p`` planes."""
-        lo = self.pbh * self.wp + self.pbw
-        hi = (p - 1) * self.plane + (self.pbh + self.h - 1) * self.wp + self.pbw + self.w
-        return lo, hi
+        return self.bh * self.wp + self.bw, p * self.plane
 
     def run(self, x: np.ndarray) -> np.ndarray:
         """The chain's output for ``x`` (the planned shape, float32).
 
-        Two padded buffers per chunk; for a single chunk the output is allocated
-        once one of them is freed, so that a run holds at most about twice the
-        tensor's size.
+        The buffer that does not hold the result is freed before the output is
+        made, so that a run holds at most about twice the tensor's size.
         """
         xp = x.reshape(self.planes, self.h, self.w)
-        size = self.per_chunk * self.plane
+        size = self.size(self.per_chunk)
+        try:
+            bufs = [self._spare.pop()]  # another thread may be using it: then make one
+        except IndexError:
+            bufs = [np.empty(size, np.float32)]
+        bufs.append(np.empty(size, np.float32))
         if self.per_chunk >= self.planes:
-            bufs = [np.empty(size, np.float32), np.empty(size, np.float32)]
-            which = self._run_chunk(xp, bufs)
-            result = bufs.pop(which)
+            result = bufs.pop(self._run_chunk(xp, bufs))
             bufs.clear()
             out = np.empty((self.planes, self.h, self.w), np.float32)
             np.copyto(out, self._interior(result, self.planes))
-            return out.reshape(self.shape)
-        out = np.empty((self.planes, self.h, self.w), np.float32)
-        bufs = [np.empty(size, np.float32), np.empty(size, np.float32)]
-        for start in range(0, self.planes, self.per_chunk):
-            stop = min(self.planes, start + self.per_chunk)
-            which = self._run_chunk(xp[start:stop], bufs)
-            np.copyto(out[start:stop], self._interior(bufs[which], stop - start))
+        else:
+            out = np.empty((self.planes, self.h, self.w), np.float32)
+            for start in range(0, self.planes, self.per_chunk):
+                stop = min(self.planes, start + self.per_chunk)
+                which = self._run_chunk(xp[start:stop], bufs)
+                np.copyto(out[start:stop], self._interior(bufs[which], stop - start))
+            result = bufs[0]
+        if not self._spare:
+            self._spare.append(result)
         return out.reshape(self.shape)
 
     def _interior(self, buf: np.ndarray, p: int) -> np.ndarray:
-        b3 = buf[: p * self.plane].reshape(p, self.hp, self.wp)
-        return b3[:, self.pbh : self.pbh + self.h, self.pbw : self.pbw + self.w]
+        b3 = buf[: p * self.plane].reshape(p, self.h + self.bh, self.wp)
+        return b3[:, self.bh :, self.bw :]
 
     def _fill_padding(self, buf: np.ndarray, p: int, value: float) -> None:
         """Put ``value`` in every padding position of the first ``p`` planes of ``buf``."""
-        b3 = buf[: p * self.plane].reshape(p, self.hp, self.wp)
-        top, bottom = self.pbh, self.pbh + self.h
-        b3[:, :top] = value
-        b3[:, bottom:] = value
-        b3[:, top:bottom, : self.pbw] = value
-        b3[:, top:bottom, self.pbw + self.w :] = value
+        wp, end = self.wp, p * self.plane
+        if self.bw:  # the band at the start of every row, padding rows included
+            buf[: end + self.bh * wp].reshape(-1, wp)[:, : self.bw] = value
+        if self.bh:  # the rows before each plane
+            buf[:end].reshape(p, self.plane)[:, : self.bh * wp] = value
+        buf[end : self.size(p)] = value  # the padding after the last plane
 
     def _run_chunk(self, xc: np.ndarray, bufs: list[np.ndarray]) -> int:
         """Run the chain over the planes ``xc``; return which buffer holds the result."""
         p = xc.shape[0]
-        n = p * self.plane
+        n = self.size(p)
         src, dst = 0, 1
         views = [b[:n] for b in bufs]
         lo, hi = self.span(p)
@@ -171,8 +188,19 @@ class ChainPlan:
             # -0.0) is -0.0 here and +0.0 in the plugin, whose sum starts at +0.0.
             if negative_zero and has_negative_zero(acc):
                 acc += 0.0
-        counts, full = self.divisors(p)
-        np.divide(acc, counts if layer.exclude_pad or not self.any_pad else full, out=acc)
+        if layer.exclude_pad or not self.any_pad:
+            # Whole planes, the padding before the first output included (it is
+            # divided by 1), a group of planes per row.
+            size = self.group * self.plane
+            whole = p // self.group * size
+            if whole:
+                groups = dst[:whole].reshape(-1, size)
+                np.divide(groups, self.counts, out=groups)
+            if whole < p * self.plane:
+                rest = dst[whole : p * self.plane]
+                np.divide(rest, self.counts[: rest.size], out=rest)
+        else:
+            np.divide(acc, self.kernel_size, out=acc)
 
     def _max(self, src, dst, lo, hi, negative_zero: bool, small: bool) -> bool:
         """Max-pool ``src``: into ``src`` itself (return False) or into ``dst`` (True)."""
