@@ -305,7 +305,7 @@ def _first_max(v, rel, taps, first, distance, carried) -> None:
         for t in range(1, len(taps)):
             ne = np.not_equal(taps[t - 1], v)
             later = ne if later is None else np.logical_and(later, ne, out=later)
-            rel += later
+            rel += later.view(np.uint8)  # True is 1: adding the bytes needs no cast
         if distance != 1:
             rel *= kind(distance)
         if first:
@@ -318,18 +318,24 @@ def _first_max(v, rel, taps, first, distance, carried) -> None:
         later = ne if later is None else np.logical_and(later, ne, out=later)
         step = np.subtract(carried[t], carried[t - 1])
         step += kind(distance)
-        step *= later
+        step *= later.view(np.uint8) if kind is np.uint8 else later
         rel += step
 
 
-def _finish(out: np.ndarray, low: np.generic) -> None:
-    """Raise what is below the running maximum's start value to it (NaN included)."""
+def _finish(out: np.ndarray, low: np.generic) -> bool:
+    """Raise what is below the running maximum's start value to it (NaN included).
+
+    Returns whether some value is now the start value (a window with nothing above it).
+    """
+    m = out.min()
     if out.dtype.kind == "f":
-        m = out.min()
         if not m >= low:  # NaN, or -inf below f32's lowest
             np.fmax(out, low, out=out)
-    elif low > np.iinfo(out.dtype).min and out.min() < low:
+            return True
+    elif m < low:
         np.maximum(out, low, out=out)
+        return True
+    return bool(m == low)
 
 
 def has_negative_zero(a: np.ndarray) -> bool:
@@ -404,6 +410,7 @@ class _Plan:
         self.value_chunks = plane_chunks(self.planes, plane_bytes, target)
         self._values: dict[int, list] = {}
         self._indices: dict[int, list] = {}
+        self._starts: dict[int, np.ndarray] = {}
 
     def _axis_runs(self, p: int, order: list[int]):
         """(axis, rows before it, elements after it, shape after it) for each pass."""
@@ -439,6 +446,7 @@ class _Plan:
             ]
         return self._indices[p]
 
+    @functools.cached_property
     def first_taps(self) -> np.ndarray:
         """The index in the plane of each window's first tap (negative in the padding)."""
         first = np.zeros(self.w.out, self.within_dtype)
@@ -448,6 +456,13 @@ class _Plan:
             starts = np.arange(ax.out) * ax.stride + ax.offset(0)
             first = first + (starts * st).astype(self.within_dtype).reshape(shape)
         return first[None]
+
+    def plane_starts(self, modulo: int) -> np.ndarray:
+        """The index of each plane's first element, modulo ``modulo``, shaped to broadcast."""
+        if modulo not in self._starts:
+            starts = (np.arange(self.planes, dtype=np.int64) * self.plane) % modulo
+            self._starts[modulo] = starts.reshape((self.planes,) + (1,) * len(self.w.out))
+        return self._starts[modulo]
 
 
 @functools.lru_cache(maxsize=256)
@@ -504,10 +519,9 @@ def max_pool(
             if floats:
                 _zero_signs(xp[ch], w, values[ch])
         return values.reshape(shape), None
-    first = plan.first_taps()
+    first = plan.first_taps
     modulo = int(np.prod(x.shape[axis:], dtype=np.int64))
-    plane_start = (np.arange(plan.planes, dtype=np.int64) * plan.plane) % modulo
-    plane_start = plane_start.reshape((plan.planes,) + (1,) * len(w.out))
+    plane_start = plan.plane_starts(modulo)
     index = np.empty((plan.planes, *w.out), index_dtype)
     for ch in plan.chunks:
         p = ch.stop - ch.start
@@ -519,16 +533,15 @@ def max_pool(
             run(cur, rel, v, rel_out, low)
             cur, rel = v, rel_out
         vals = values[ch]
-        _finish(vals, low)
+        some_empty = _finish(vals, low)
         idx = index[ch]
-        starts = np.broadcast_to(plane_start[ch], idx.shape)
         if modulo < plan.plane:  # the axis is inside the plane: take the index apart
             within = np.add(rel, first, dtype=plan.within_dtype)
             within %= modulo
             np.add(within, plane_start[ch], out=idx, casting="unsafe")
-        else:
-            np.add(rel, first, out=idx, casting="unsafe")
-            np.add(idx, plane_start[ch], out=idx, casting="unsafe")
+        else:  # the two terms that broadcast first: a cast of rel to the index type costs
+            np.add(plane_start[ch], first, out=idx, casting="unsafe")
+            np.add(idx, rel, out=idx, casting="unsafe")
         if floats:
             zero = vals == 0
             if zero.any():  # fmax may pick either zero of a tie; the first one wins
@@ -536,9 +549,9 @@ def max_pool(
                 inside = (rel[where] + first[(0, *where[1:])]).astype(np.int64)
                 vals[where] = xp[ch].reshape(p, -1)[where[0], inside]
         # Nothing strictly above the start value: the window keeps the plane's start.
-        empty = vals == low
-        if empty.any():
-            idx[empty] = starts[empty]
+        if some_empty:
+            empty = vals == low
+            idx[empty] = np.broadcast_to(plane_start[ch], idx.shape)[empty]
     return (values.reshape(shape) if with_values else None), index.reshape(shape)
 
 
