@@ -140,6 +140,56 @@ def _split_pairs(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return even, odd
 
 
+class _Phases:
+    """The rows (or columns) of one strided axis copied out by phase (``phase::stride``).
+
+    Over the copies every tap of the full windows is a contiguous slice (one flat
+    slice over all planes when the copies have one row per output), so the
+    operations per tap run at full speed instead of over short strided runs; a
+    copy costs about what one strided operation does.  ``pairs``: the phases of a
+    stride-2 innermost axis are taken apart by _split_pairs instead.
+    """
+
+    def __init__(self, ax: Axis, p: int, inner: int, pairs: bool) -> None:
+        s, offsets = ax.stride, [ax.offset(j) for j in range(ax.kernel)]
+        lo, hi = ax.full()
+        width = max(ax.out, *(hi + c // s for c in offsets))
+        self.shape = (p, width, inner)
+        self.rows = {}  # phase -> (rows of the copy, rows of the input)
+        for c in offsets:
+            ph = c % s
+            count = min(width, len(range(ph, ax.size, s)))
+            self.rows[ph] = ((_ALL, slice(0, count)), (_ALL, slice(ph, ph + count * s, s)))
+        self.flat = width == ax.out
+        if self.flat:
+            qa, qb = lo * inner, ((p - 1) * width + hi) * inner
+            self.dst = slice(qa, qb)
+            self.srcs = [(c % s, slice(qa + c // s * inner, qb + c // s * inner))
+                         for c in offsets]  # fmt: skip
+        else:
+            self.dst = (_ALL, slice(lo, hi))
+            self.srcs = [(c % s, (_ALL, slice(lo + c // s, hi + c // s))) for c in offsets]
+        self.pairs = pairs and self.flat
+
+    def copies(self, a3: np.ndarray, split: bool = True) -> dict[int, np.ndarray]:
+        """The phases of ``a3``; ``split=False``: never by _split_pairs."""
+        if self.pairs and split:
+            return dict(enumerate(_split_pairs(a3.reshape(-1))))
+        copies = {}
+        for ph, (fill, rows) in self.rows.items():
+            copy = np.empty(self.shape, a3.dtype)
+            np.copyto(copy[fill], a3[rows])
+            copies[ph] = copy.reshape(-1) if self.flat else copy
+        return copies
+
+    def taps(self, copies: dict[int, np.ndarray]) -> list[np.ndarray]:
+        return [copies[ph][i] for ph, i in self.srcs]
+
+    def target(self, out: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """The full windows' part of ``out`` (of ``shape``) that the taps line up with."""
+        return out.reshape(-1)[self.dst] if self.flat else out.reshape(shape)[self.dst]
+
+
 class _AxisMax:
     """The maximum over one axis of ``(P, S, R)`` into ``(P, O, R)``, sliced in advance.
 
@@ -150,7 +200,7 @@ class _AxisMax:
 
     def __init__(self, ax: Axis, p: int, inner: int, slide: bool, itemsize: int) -> None:
         self.shape_in, self.shape_out = (p, ax.size, inner), (p, ax.out, inner)
-        self.flat = self.sliding = self.strided = self.pairs = None
+        self.flat = self.sliding = self.strided = self.pairs = self.phases = None
         lo, hi = ax.full()
         s, offsets = ax.stride, [ax.offset(j) for j in range(ax.kernel)]
         if lo < hi and ax.aligned:
@@ -163,6 +213,9 @@ class _AxisMax:
             qa, qb = lo, (p - 1) * ax.out + hi
             self.pairs = (slice(qa, qb), [(c % 2, slice(qa + c // 2, qb + c // 2))
                                           for c in offsets])  # fmt: skip
+        elif lo < hi and inner > 1 and s > 1 and len({c % s for c in offsets}) < ax.kernel:
+            # Some phase is read by two taps or more: its copy pays for itself.
+            self.phases = _Phases(ax, p, inner, pairs=False)
         elif lo < hi and slide and inner == 1 and s > 1 and ax.kernel > 1:
             # NumPy's float max over a strided view is several times slower than
             # over contiguous memory: take the window maximum at every input
@@ -193,6 +246,9 @@ class _AxisMax:
             dst, srcs = self.pairs
             phases = _split_pairs(a3.reshape(-1))
             fmax_fold(o3.reshape(-1)[dst], [phases[ph][i] for ph, i in srcs])
+        elif self.phases is not None:
+            ph = self.phases
+            fmax_fold(ph.target(out, self.shape_out), ph.taps(ph.copies(a3)))
         elif self.sliding is not None:
             n, srcs, cols, take = self.sliding
             af = a3.reshape(-1)
@@ -221,37 +277,18 @@ class _AxisArgmax:
     type's range, since every result fits), because masked writes are far slower
     in NumPy.
 
-    With a stride, the rows (columns) each tap reads are first copied out by phase
-    (``phase::stride``): then every tap is a contiguous slice, and the dozen
-    operations per tap run at full speed instead of over short strided runs.
+    With a stride, the taps read copies of the input by phase (see _Phases).
     """
 
     def __init__(self, ax: Axis, p: int, inner: int, step: int, itemsize: int) -> None:
         self.shape_in, self.shape_out = (p, ax.size, inner), (p, ax.out, inner)
-        # The values' phases by _split_pairs (the carried offsets never need them).
-        self.pairs = _pairs_split(ax, inner, itemsize)
         s, offsets = ax.stride, [ax.offset(j) for j in range(ax.kernel)]
         self.distance = ax.dilation * step  # of consecutive taps, in the plane
         self.groups = []  # (dst, srcs, offset of the first tap); srcs slice the input
         self.phases = None
         lo, hi = ax.full()
         if lo < hi and s > 1 and ax.kernel > 1:
-            width = max(ax.out, *(hi + c // s for c in offsets))
-            self.phase_shape = (p, width, inner)
-            self.phases = {}
-            for c in offsets:
-                ph = c % s
-                count = min(width, len(range(ph, ax.size, s)))
-                self.phases[ph] = ((_ALL, slice(0, count)), (_ALL, slice(ph, ph + count * s, s)))
-            if width == ax.out:  # one flat slice per tap over all planes
-                qa, qb = lo * inner, ((p - 1) * width + hi) * inner
-                self.phase_dst = slice(qa, qb)
-                self.phase_srcs = [(c % s, slice(qa + c // s * inner, qb + c // s * inner))
-                                   for c in offsets]  # fmt: skip
-            else:
-                self.phase_dst = (_ALL, slice(lo, hi))
-                self.phase_srcs = [(c % s, (_ALL, slice(lo + c // s, hi + c // s)))
-                                   for c in offsets]  # fmt: skip
+            self.phases = _Phases(ax, p, inner, _pairs_split(ax, inner, itemsize))
         elif lo < hi:
             last = (hi - 1) * s + 1
             self.groups.append(((_ALL, slice(lo, hi)),
@@ -261,29 +298,16 @@ class _AxisArgmax:
             srcs = [(_ALL, o * s + offsets[j]) for j in taps]
             self.groups.append(((_ALL, o), srcs, taps[0] * self.distance if taps else 0))
 
-    def _copies(self, a3: np.ndarray) -> dict[int, np.ndarray]:
-        if self.pairs and isinstance(self.phase_dst, slice):
-            return dict(enumerate(_split_pairs(a3.reshape(-1))))
-        copies = {}
-        for ph, (fill, rows) in self.phases.items():
-            copy = np.empty(self.phase_shape, a3.dtype)
-            np.copyto(copy[fill], a3[rows])
-            copies[ph] = copy.reshape(-1) if isinstance(self.phase_dst, slice) else copy
-        return copies
-
     def __call__(self, a, rel, vout, rel_out, low) -> None:
         a3, v3 = a.reshape(self.shape_in), vout.reshape(self.shape_out)
         r3 = None if rel is None else rel.reshape(self.shape_in)
         ro3 = rel_out.reshape(self.shape_out)
         if self.phases is not None:
-            values = self._copies(a3)
-            carried = None if r3 is None else self._copies(r3)
-            dst, srcs = self.phase_dst, self.phase_srcs
-            flat = isinstance(dst, slice)
-            v = vout.reshape(-1)[dst] if flat else v3[dst]
-            r = rel_out.reshape(-1)[dst] if flat else ro3[dst]
-            _first_max(v, r, [values[ph][i] for ph, i in srcs], 0, self.distance,
-                       None if carried is None else [carried[ph][i] for ph, i in srcs])
+            ph = self.phases
+            # The carried offsets are small integers: copied, never split in pairs.
+            carried = None if r3 is None else ph.taps(ph.copies(r3, split=False))
+            _first_max(ph.target(vout, self.shape_out), ph.target(rel_out, self.shape_out),
+                       ph.taps(ph.copies(a3)), 0, self.distance, carried)  # fmt: skip
         for dst, srcs, first in self.groups:
             if not srcs:
                 v3[dst] = low
