@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,23 @@ class LayerRun:
 # Errors that do not stop a model from loading: OpenVINO reads neither a port's dims nor
 # its precision (it infers both), so irrun runs such a model too.
 INFORMATIONAL_CODES = ("shape-mismatch", "type-mismatch")
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector, unless it is off already.
+
+    Loading makes tens of thousands of records that all live on; collections while
+    they are made only walk them again and again, a tenth of the load's time.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _weights_path(xml: Path, weights: str | Path | None) -> Path:
@@ -206,6 +226,39 @@ def check_ir(
                    deferred)  # fmt: skip
 
 
+@dataclass(slots=True)
+class _TensorNames:
+    """The name each layer output is shown under, and every name a tensor answers to."""
+
+    by_port: dict[tuple[str, int], str]  # (layer id, port id) -> its name
+    by_slot: dict[int, str]
+    slots: dict[str, int]  # any accepted name -> slot
+
+    @staticmethod
+    def index(lg: LayerGraph, plan_slots: dict[tuple[str, int], int]) -> _TensorNames:
+        names = _TensorNames({}, {}, {})
+        slots = names.slots
+        for lid in lg.order:
+            layer = lg.layers[lid]
+            for port in layer.outputs:
+                slot = plan_slots[(lid, port.id)]
+                for name in port.names:
+                    slots.setdefault(name, slot)
+                if port.names:
+                    shown = port.names[0]
+                elif len(layer.outputs) == 1:
+                    shown = layer.name
+                else:
+                    shown = f"{layer.name}:{port.id}"
+                names.by_port[(lid, port.id)] = shown
+                names.by_slot[slot] = shown
+            if layer.outputs:
+                slots.setdefault(layer.name, plan_slots[(lid, layer.outputs[0].id)])
+            for port in layer.outputs:
+                slots.setdefault(f"{layer.name}:{port.id}", plan_slots[(lid, port.id)])
+        return names
+
+
 class Model:
     """A loaded IR model, planned and ready to run.
 
@@ -221,19 +274,21 @@ class Model:
         self.path = Path(xml)
         self._weights_arg = weights
         self.weights = Weights(_weights_path(self.path, weights))
-        checked = check_ir(self.path, self.weights, complete=False)
-        checked.refuse()
-        assert checked.graph is not None and checked.nodes is not None
-        assert checked.infos is not None
-        self._checked = checked
-        self.ir_version = checked.graph.doc.ir_version
-        self.rt_info: dict[str, Any] = checked.graph.doc.rt_info
-        self._graph: LayerGraph = checked.graph
-        self._nodes: dict[str, Node] = checked.nodes
-        self._infos = checked.infos
-        self._input_shapes: dict[str, Shape | None] = {}  # Parameter id -> shape, after reshape
-        self._plan = Plan(self._graph, self._nodes)
-        self._index_names()
+        with collection_paused():
+            checked = check_ir(self.path, self.weights, complete=False)
+            checked.refuse()
+            assert checked.graph is not None and checked.nodes is not None
+            assert checked.infos is not None
+            self._checked = checked
+            self.ir_version = checked.graph.doc.ir_version
+            self.rt_info: dict[str, Any] = checked.graph.doc.rt_info
+            self._graph: LayerGraph = checked.graph
+            self._nodes: dict[str, Node] = checked.nodes
+            self._infos = checked.infos
+            # Parameter id -> shape, after reshape
+            self._input_shapes: dict[str, Shape | None] = {}
+            self._plan = Plan(self._graph, self._nodes)
+            self._index_names()
 
     def __getstate__(self) -> dict[str, Any]:
         # A pickle names the files and the shapes given; unpickling reads them again and
@@ -288,32 +343,12 @@ class Model:
         ]  # fmt: skip
 
     def _index_names(self) -> None:
+        """The model's inputs and outputs, by every name they answer to."""
         lg, nodes = self._graph, self._nodes
         self.inputs: list[TensorSpec] = []
         self._input_ids: dict[str, str] = {}  # any accepted name -> Parameter layer id
         self.outputs: list[TensorSpec] = []
         self._output_slots: dict[str, int] = {}
-        tensor_slots: dict[str, int] = {}
-        self._port_names: dict[tuple[str, int], str] = {}
-        self._slot_names: dict[int, str] = {}
-        for lid in lg.order:
-            layer = lg.layers[lid]
-            for port in layer.outputs:
-                slot = self._plan.slots[(lid, port.id)]
-                for name in port.names:
-                    tensor_slots.setdefault(name, slot)
-                if port.names:
-                    shown = port.names[0]
-                elif len(layer.outputs) == 1:
-                    shown = layer.name
-                else:
-                    shown = f"{layer.name}:{port.id}"
-                self._port_names[(lid, port.id)] = shown
-                self._slot_names[slot] = shown
-            if layer.outputs:
-                tensor_slots.setdefault(layer.name, self._plan.slots[(lid, layer.outputs[0].id)])
-            for port in layer.outputs:
-                tensor_slots.setdefault(f"{layer.name}:{port.id}", self._plan.slots[(lid, port.id)])
         for lid in lg.order:
             node: Node = nodes[lid]
             layer = node.layer
@@ -332,7 +367,24 @@ class Model:
                 info = self._infos.get((src.layer, src.port), TensorInfo(None, None))
                 self.outputs.append(TensorSpec(name, info.shape, _et_name(info), names))
                 self._output_slots[name] = self._plan.slots[(src.layer, src.port)]
-        self._tensor_slots = tensor_slots
+
+    @cached_property
+    def _names(self) -> _TensorNames:
+        # Built when first asked for: a run of the model's outputs needs none of it, and a
+        # big model has names for thousands of tensors.
+        return _TensorNames.index(self._graph, self._plan.slots)
+
+    @property
+    def _port_names(self) -> dict[tuple[str, int], str]:
+        return self._names.by_port
+
+    @property
+    def _slot_names(self) -> dict[int, str]:
+        return self._names.by_slot
+
+    @property
+    def _tensor_slots(self) -> dict[str, int]:
+        return self._names.slots
 
     def input_spec(self, name: str) -> TensorSpec | None:
         """The input ``name`` denotes (its Parameter's name or any tensor name), or None."""

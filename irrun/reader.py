@@ -455,7 +455,8 @@ class _Reader:
         if names:
             port.names = (_split_names(names) if "\\" in names
                           else tuple(n for n in names.split(",") if n))  # fmt: skip
-        texts = tuple([d.text for d in el.iterchildren("dim")])
+        # Faster than iterchildren("dim"), which filters in lxml element by element.
+        texts = tuple([d.text for d in el if d.tag == "dim"])
         dims = _DIMS.get(texts)
         if dims is None:
             dims = self.dims(el, layer, port)

@@ -82,3 +82,54 @@ def test_repeated_layers_keep_their_own_findings(tmp_path):
     assert len({d.layer.id for d in empty}) == 4 and len({d.line for d in empty}) == 4
     mismatch = [d for d in found if d.code == "shape-mismatch"]
     assert len(mismatch) >= 1 and {d.layer.id for d in mismatch} <= {"3", "4"}
+
+
+def test_load_pauses_the_garbage_collector_and_restores_it(monkeypatch):
+    import gc
+
+    from irrun import model
+
+    seen = []
+    real = model.check_ir
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model, "check_ir", spy)
+    assert gc.isenabled()
+    irrun.load(MODELS / "pooling_chain.xml")
+    assert seen == [False]
+    assert gc.isenabled()
+    with pytest.raises(irrun.IrrunError):
+        irrun.load(MODELS / "no_such_model.xml")
+    assert seen == [False, False]
+    assert gc.isenabled()  # restored after the error too
+
+
+def test_load_leaves_a_disabled_garbage_collector_disabled():
+    import gc
+
+    gc.disable()
+    try:
+        irrun.load(MODELS / "pooling_chain.xml")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_tensor_names_are_the_same_however_they_are_first_asked_for():
+    """The names index is built on first use: by a run, by tensor_names or by layers()."""
+    import numpy as np
+
+    path = MODELS / "pooling_chain.xml"
+    x = np.ones((1, 3, 16, 16), np.float32)
+    by_run = irrun.load(path)
+    values = by_run.run({"image": x}, intermediate=True)
+    by_names = irrun.load(path)
+    names = by_names.tensor_names
+    assert set(values) <= set(names.values())  # every computed tensor, under its name
+    assert "stem_pool:1" in values
+    assert by_run.tensor_names == names
+    assert names[(next(r.id for r, _, _ in by_names.layers() if r.name == "stem_pool"), 2)] == "stem_pool:2"
+    assert irrun.load(path).run({"image": x}, outputs=["stem_pool:2"])["stem_pool:2"].shape == (1, 3, 8, 8)
