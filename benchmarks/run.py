@@ -6,7 +6,8 @@
 
 Everything runs in this one process on one thread (OpenVINO with
 INFERENCE_NUM_THREADS=1, torch.set_num_threads(1), BLAS threads 1), and the
-backends are interleaved run by run so that machine noise hits all alike.
+backends are interleaved run by run, each backend first in turn, so that machine
+noise and what one backend leaves behind (a cold cache) hit all alike.
 OpenVINO and PyTorch are each timed when installed.  Ratios below 1 mean
 irrun is faster.  Every workload's irrun outputs are also compared with
 OpenVINO's bit for bit (the "exact" column), and the issue's targets are
@@ -163,10 +164,13 @@ def _interleaved(backends: dict[str, Callable[[], object]], runs: int) -> dict[s
     for f in backends.values():  # warm up caches and lazy initialisation
         f()
     samples: dict[str, list[float]] = {k: [] for k in backends}
-    for _ in range(runs):
-        for name, f in backends.items():
+    order = list(backends)
+    for i in range(runs):
+        # Each backend in turn comes first: what one leaves behind (a cold cache,
+        # freed memory) slows the next, and no backend should always pay for it.
+        for name in order[i % len(order) :] + order[: i % len(order)]:
             start = time.perf_counter()
-            f()
+            backends[name]()
             samples[name].append(time.perf_counter() - start)
     return {k: _median_ms(v) for k, v in samples.items()}
 
