@@ -139,23 +139,12 @@ class ChainPlan:
         b3 = buf[: p * self.plane].reshape(p, self.h + self.bh, self.wp)
         return b3[:, self.bh :, self.bw :]
 
-    def _fill_padding(self, buf: np.ndarray, p: int, value: float) -> None:
-        """Put ``value`` in every padding position of the first ``p`` planes of ``buf``."""
-        wp, end = self.wp, p * self.plane
-        if self.bw:  # the band at the start of every row, padding rows included
-            buf[: end + self.bh * wp].reshape(-1, wp)[:, : self.bw] = value
-        if self.bh:  # the rows before each plane
-            buf[:end].reshape(p, self.plane)[:, : self.bh * wp] = value
-        buf[end : self.size(p)] = value  # the padding after the last plane
-
     def _run_chunk(self, xc: np.ndarray, bufs: list[np.ndarray]) -> int:
         """Run the chain over the planes ``xc``; return which buffer holds the result."""
         p = xc.shape[0]
-        n = self.size(p)
         src, dst = 0, 1
-        views = [b[:n] for b in bufs]
-        lo, hi = self.span(p)
-        np.copyto(self._interior(views[src], p), xc)
+        views = [_Views(self, b, p) for b in bufs]
+        np.copyto(self._interior(bufs[src], p), xc)
         # What is known of the values, so that checks that cannot find anything are
         # skipped: whether some is -0.0, and whether all are finite and small enough
         # that no sum overflows (then no NaN or -inf ever comes up).
@@ -163,62 +152,56 @@ class ChainPlan:
         bound = np.float32(np.finfo(np.float32).max / (4 * len(self.taps)))
         small = bool(-bound < xc.min() and xc.max() < bound)  # False for NaN
         for layer in self.layers:
-            self._fill_padding(views[src], p, -np.inf if layer.max else 0.0)
+            fill = -np.inf if layer.max else 0.0
+            for pad in views[src].padding:
+                pad[...] = fill
             if layer.max:
                 # A maximum is one of its window's values: -0.0 only where some was.
-                if not self._max(views[src], views[dst], lo, hi, negative_zero, small):
+                if not self._max(views[src], views[dst], negative_zero, small):
                     continue  # the result is in src
             else:
-                self._average(views[src], views[dst], lo, hi, layer, p, negative_zero)
+                self._average(views[src], views[dst], layer, negative_zero)
                 # Averages of values that are not -0.0 can still underflow to it.
-                negative_zero = has_negative_zero(views[dst][lo:hi])
+                negative_zero = has_negative_zero(views[dst].out)
             src, dst = dst, src
         return src
 
-    def _average(self, src, dst, lo, hi, layer: Layer, p: int, negative_zero: bool) -> None:
-        acc = dst[lo:hi]
-        taps = self.taps
+    def _average(self, src: _Views, dst: _Views, layer: Layer, negative_zero: bool) -> None:
+        acc, taps = dst.out, src.taps
         if len(taps) == 1:
-            np.add(src[lo + taps[0] : hi + taps[0]], 0.0, out=acc)
+            np.add(taps[0], 0.0, out=acc)
         else:
-            np.add(src[lo + taps[0] : hi + taps[0]], src[lo + taps[1] : hi + taps[1]], out=acc)
-            for t in taps[2:]:
-                np.add(acc, src[lo + t : hi + t], out=acc)
+            np.add(taps[0], taps[1], out=acc)
+            for tap in taps[2:]:
+                np.add(acc, tap, out=acc)
             # A sum of -0.0 taps only (each window holds its centre, so the input has
             # -0.0) is -0.0 here and +0.0 in the plugin, whose sum starts at +0.0.
             if negative_zero and has_negative_zero(acc):
                 acc += 0.0
         if layer.exclude_pad or not self.any_pad:
-            # Whole planes, the padding before the first output included (it is
-            # divided by 1), a group of planes per row.
-            size = self.group * self.plane
-            whole = p // self.group * size
-            if whole:
-                groups = dst[:whole].reshape(-1, size)
-                np.divide(groups, self.counts, out=groups)
-            if whole < p * self.plane:
-                rest = dst[whole : p * self.plane]
-                np.divide(rest, self.counts[: rest.size], out=rest)
+            for part in dst.divided:
+                np.divide(part, self.counts[: part.shape[-1]], out=part)
         else:
             np.divide(acc, self.kernel_size, out=acc)
 
-    def _max(self, src, dst, lo, hi, negative_zero: bool, small: bool) -> bool:
+    def _max(self, src: _Views, dst: _Views, negative_zero: bool, small: bool) -> bool:
         """Max-pool ``src``: into ``src`` itself (return False) or into ``dst`` (True)."""
-        # Rows first, over every row (the padding rows give -inf), then columns.
-        top, bottom = self.col_taps[0], self.col_taps[-1]
-        rlo, rhi = lo + top, hi + bottom
-        # The input is needed again only to give zero maxima their sign: otherwise the
-        # row maxima go to dst and the result back into src.
-        rows_buf, result = (np.empty_like(src), dst) if negative_zero else (dst, src)
-        fmax_fold(rows_buf[rlo:rhi], [src[rlo + t : rhi + t] for t in self.row_taps])
-        acc = result[lo:hi]
-        fmax_fold(acc, [rows_buf[lo + t : hi + t] for t in self.col_taps])
+        # Rows first, over every row (the padding rows give -inf), then columns.  The
+        # input is needed again only to give zero maxima their sign: otherwise the row
+        # maxima go to dst and the result back into src.
+        if negative_zero:
+            rows, result = _Views(self, np.empty_like(src.buf), src.p), dst
+        else:
+            rows, result = dst, src
+        fmax_fold(rows.rows, src.row_taps)
+        acc = result.out
+        fmax_fold(acc, rows.col_taps)
         if not small and not acc.min() >= self.low:  # NaN, or -inf: below the start value
             np.fmax(acc, self.low, out=acc)
         if negative_zero:  # fmax may have picked either zero of a tie
             zero = acc == 0
             if zero.any():
-                self._zero_signs(src, acc, lo, zero)
+                self._zero_signs(src.buf, acc, self.span(src.p)[0], zero)
         return negative_zero
 
     def _zero_signs(self, src: np.ndarray, acc: np.ndarray, lo: int, zero: np.ndarray) -> None:
@@ -232,6 +215,39 @@ class ChainPlan:
             negative |= first & np.signbit(v)
             found |= first
         acc[where - lo] = np.where(negative, np.float32(-0.0), np.float32(0.0))
+
+
+class _Views:
+    """The views of one buffer that a chunk of ``p`` planes goes through, made once
+    per run: a view costs about as much to make as a small NumPy call does."""
+
+    def __init__(self, plan: ChainPlan, buf: np.ndarray, p: int) -> None:
+        lo, hi = plan.span(p)
+        self.buf, self.p = buf, p
+        self.out = buf[lo:hi]  # the output positions, and the garbage between rows
+        self.taps = [buf[lo + t : hi + t] for t in plan.taps]
+        # Max pools: row maxima over every row (the padding rows give -inf), then
+        # columns over those.
+        rlo, rhi = lo + plan.col_taps[0], hi + plan.col_taps[-1]
+        self.rows = buf[rlo:rhi]
+        self.row_taps = [buf[rlo + t : rhi + t] for t in plan.row_taps]
+        self.col_taps = [buf[lo + t : hi + t] for t in plan.col_taps]
+        wp, plane = plan.wp, plan.plane
+        end = p * plane
+        self.padding = [buf[end : plan.size(p)]]  # after the last plane
+        if plan.bw:  # the band at the start of every row, padding rows included
+            self.padding.append(buf[: end + plan.bh * wp].reshape(-1, wp)[:, : plan.bw])
+        if plan.bh:  # the rows before each plane
+            self.padding.append(buf[:end].reshape(p, plane)[:, : plan.bh * wp])
+        # What an exclude-pad average divides by its counts: whole planes, the padding
+        # before the first output included (divided by 1), a group of planes per row.
+        size = plan.group * plane
+        whole = p // plan.group * size
+        self.divided = []
+        if whole:
+            self.divided.append(buf[:whole].reshape(-1, size))
+        if whole < end:
+            self.divided.append(buf[whole:end])
 
 
 def _count(o: int, k: int, pad: int, size: int) -> int:
