@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import irrun
 from irrun.executor import PoolChain
+from irrun.ops import pool_chain
+from irrun.ops.avg_pool import avg_pool
+from irrun.ops.max_pool import max_pool
 
 ov = pytest.importorskip("openvino")
 op1 = pytest.importorskip("openvino.opset1")
@@ -123,3 +130,38 @@ def test_chain_runs_at_once_in_threads(tmp_path):
     for got, want in zip(gots, wants, strict=True):
         for g in got:
             np.testing.assert_array_equal(g.view(np.uint32), want.view(np.uint32))
+
+
+@st.composite
+def _chains(draw):
+    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    pbh, pbw = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(1, 9)),
+             draw(st.integers(1, 9)))  # fmt: skip
+    layers = draw(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=5))
+    return shape, (kh, kw), (pbh, pbw), (kh - 1 - pbh, kw - 1 - pbw), layers
+
+
+@settings(max_examples=80, deadline=None)
+@given(_chains(), st.integers(0, 2**32 - 1), st.sampled_from([1e-40, 1.0, 1e37]),
+       st.integers(0, 3))  # fmt: skip
+def test_chain_matches_the_layer_kernels(case, seed, scale, planes_per_chunk):
+    # The layer kernels are checked against OpenVINO elsewhere; the chain must agree
+    # with them bit for bit, in chunks or not, and again when its kept buffer is reused.
+    shape, kernel, pb, pe, kinds = case
+    with np.errstate(over="ignore"):  # 3e38 * 1e37 is inf, one more special value
+        x = _special(shape, seed) * np.float32(scale)
+    plane = (shape[2] + max(pb[0], pe[0])) * (shape[3] + max(pb[1], pe[1])) * 4
+    chunk = planes_per_chunk * plane or pool_chain.CHUNK_BYTES
+    layers = tuple(pool_chain.Layer(is_max, exclude) for is_max, exclude in kinds)
+    with mock.patch.object(pool_chain, "CHUNK_BYTES", chunk), np.errstate(all="ignore"):
+        plan = pool_chain.ChainPlan(shape, pool_chain.Geometry(kernel, pb, pe), layers)
+        got = [plan.run(x), plan.run(x)]
+        want = x
+        for layer in layers:
+            a = SimpleNamespace(kernel=kernel, strides=(1, 1), pads_begin=pb, pads_end=pe,
+                                dilations=(1, 1), rounding_type="floor", auto_pad="explicit",
+                                exclude_pad=layer.exclude_pad)  # fmt: skip
+            want = max_pool(want, a, with_indices=False)[0] if layer.max else avg_pool(want, a)
+    for g in got:
+        np.testing.assert_array_equal(g.view(np.uint32), want.view(np.uint32))
