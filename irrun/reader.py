@@ -391,18 +391,13 @@ class _Reader:
         lid = _layer_id(lid)
         if lid is None:  # nothing can refer to it
             return None
-        layer = Layer(
-            id=lid,
-            name=name or "",
-            type=type_name or "",
-            version=version or "",
-            line=el.sourceline or 0,
-            unnamed_op=type_name is None or version is None,
-        )
+        layer = Layer(lid, name or "", type_name or "", version or "", el.sourceline or 0,
+                      unnamed_op=type_name is None or version is None)  # fmt: skip
         # One pass over the children; OpenVINO reads only the first <data>, <input>,
-        # <output> and <rt_info> of a layer.
+        # <output> and <rt_info> of a layer.  A slice makes the children's list in one
+        # call, where iterating the element goes through lxml's iterator child by child.
         data = group_in = group_out = rt = None
-        for child in el:
+        for child in el[:]:
             tag = child.tag
             if tag == "data":
                 data = child if data is None else data
@@ -413,24 +408,44 @@ class _Reader:
             elif tag == "rt_info":
                 rt = child if rt is None else rt
         if data is not None:
-            layer.data = dict(data.attrib)
+            layer.data = _data_attributes(data)
             layer.data_line = data.sourceline or 0
-        for group, ports, is_output in ((group_in, layer.inputs, False),
-                                        (group_out, layer.outputs, True)):  # fmt: skip
-            if group is not None:
-                for p in group:
-                    if p.tag != "port":
-                        continue
-                    port = self.port(p, layer, is_output)
-                    if port is None:
-                        layer.unreadable_ports = True
-                    else:
-                        ports.append(port)
+        if group_in is not None:
+            self.ports(group_in, layer, layer.inputs, False)
+        if group_out is not None:
+            self.ports(group_out, layer, layer.outputs, True)
         if rt is not None:
             layer.rt_info = _read_rt_info(rt)
         return layer
 
-    def port(self, el: etree._Element, layer: Layer, is_output: bool) -> Port | None:
+    def ports(self, group: etree._Element, layer: Layer, ports: list[Port],
+              is_output: bool) -> None:  # fmt: skip
+        known = _PORTS
+        for el in group[:]:
+            if el.tag != "port":
+                continue
+            children = el[:]
+            texts = tuple([d.text for d in children if d.tag == "dim"])
+            # A port is read from its attributes and dims alone, so ports written alike
+            # share what was read from the first of them (all immutable values).
+            key = (tuple(el.items()), texts, is_output)
+            read = known.get(key)
+            if read is not None and len(children) == len(texts):
+                ports.append(Port(read[0], el.sourceline or 0, read[1], read[2], read[3]))
+                continue
+            count = len(self.problems)
+            port = self.port(el, layer, is_output, texts, len(children) > len(texts))
+            if port is None:
+                layer.unreadable_ports = True
+                continue
+            ports.append(port)
+            # Only what reads without a problem is kept: problems name the port's line.
+            if len(self.problems) == count and len(known) < 4096:
+                known[key] = (port.id, port.precision, port.names, port.dims)
+
+    def port(self, el: etree._Element, layer: Layer, is_output: bool,
+             texts: tuple[str | None, ...], more: bool) -> Port | None:  # fmt: skip
+        """Read a port whose <dim> texts are ``texts`` (``more``: it has other children)."""
         line = el.sourceline or 0
         text = el.get("id")
         if text is not None and text.isdigit() and text.isascii():
@@ -455,15 +470,13 @@ class _Reader:
         if names:
             port.names = (_split_names(names) if "\\" in names
                           else tuple(n for n in names.split(",") if n))  # fmt: skip
-        # Faster than iterchildren("dim"), which filters in lxml element by element.
-        texts = tuple([d.text for d in el if d.tag == "dim"])
         dims = _DIMS.get(texts)
         if dims is None:
             dims = self.dims(el, layer, port)
             if dims is not None and len(_DIMS) < 4096:
                 _DIMS[texts] = dims
         port.dims = dims
-        if len(el) > len(texts):  # more than dims: maybe an <rt_info>
+        if more:  # more than dims: maybe an <rt_info>
             rt = el.find("rt_info")
             if rt is not None:
                 port.rt_info = _read_rt_info(rt)
@@ -490,6 +503,23 @@ class _Reader:
 # What the reader has parsed before: the texts of a port's <dim>s, and precisions.
 _DIMS: dict[tuple[str | None, ...], tuple[Dim, ...]] = {}
 _PRECISIONS: dict[str, ElementType] = {}
+# (attributes, dim texts, is output) of a port read without a problem -> its id,
+# element type, names and dims.
+_PORTS: dict[tuple, tuple[int, ElementType | None, tuple[str, ...], tuple[Dim, ...] | None]] = {}
+# The items of a <data> element -> the dict read from them, copied for each layer.
+_DATA: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+
+
+def _data_attributes(el: etree._Element) -> dict[str, str]:
+    # Most layers of a model share their <data> with others of their type, and copying a
+    # dict costs less than making one from lxml's attributes.
+    items = tuple(el.items())
+    data = _DATA.get(items)
+    if data is None:
+        data = dict(items)
+        if len(_DATA) < 4096:
+            _DATA[items] = data
+    return data.copy()
 _UNSIGNED = re.compile(r"\s*\+?[0-9]+")
 
 
