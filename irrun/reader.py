@@ -89,7 +89,7 @@ class Layer:
         return next((p for p in self.inputs if p.id == port_id), None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Edge:
     """An ``<edge>``; a part is None when its attribute is missing or unreadable."""
 
@@ -98,6 +98,14 @@ class Edge:
     to_layer: str | None
     to_port: int | None
     line: int
+
+    def __init__(self, from_layer: str | None, from_port: int | None, to_layer: str | None,
+                 to_port: int | None, line: int) -> None:  # fmt: skip
+        # A model has as many edges as layers: filling the instance's dict costs half
+        # the object.__setattr__ calls of the frozen dataclass's own __init__.
+        fields = self.__dict__
+        fields["from_layer"], fields["from_port"] = from_layer, from_port
+        fields["to_layer"], fields["to_port"], fields["line"] = to_layer, to_port, line
 
     @property
     def complete(self) -> bool:
@@ -368,7 +376,8 @@ class _Reader:
     def edge(self, el: etree._Element) -> Edge:
         get = el.get
         ids = get("from-layer"), get("from-port"), get("to-layer"), get("to-port")
-        if all(text is not None and text.isdigit() and text.isascii() for text in ids):
+        # all(): no attribute is missing or empty, so their digits joined are theirs.
+        if all(ids) and (joined := "".join(ids)).isdigit() and joined.isascii():
             # The common case: plain numbers, so _layer_id and integer() have nothing to say.
             fl, fp, tl, tp = ids
             return Edge(_layer_id(fl), int(fp), _layer_id(tl), int(tp), el.sourceline or 0)
