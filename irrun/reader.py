@@ -27,6 +27,7 @@ from . import element_types, registry
 from .dims import Dim, parse_dim
 from .element_types import ElementType
 from .errors import IrrunError, LayerRef, Location, UsageError
+from .frozen import fast_init
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 
@@ -89,7 +90,8 @@ class Layer:
         return next((p for p in self.inputs if p.id == port_id), None)
 
 
-@dataclass(frozen=True, init=False)
+@fast_init  # a model has as many edges as layers
+@dataclass(frozen=True)
 class Edge:
     """An ``<edge>``; a part is None when its attribute is missing or unreadable."""
 
@@ -98,14 +100,6 @@ class Edge:
     to_layer: str | None
     to_port: int | None
     line: int
-
-    def __init__(self, from_layer: str | None, from_port: int | None, to_layer: str | None,
-                 to_port: int | None, line: int) -> None:  # fmt: skip
-        # A model has as many edges as layers: filling the instance's dict costs half
-        # the object.__setattr__ calls of the frozen dataclass's own __init__.
-        fields = self.__dict__
-        fields["from_layer"], fields["from_port"] = from_layer, from_port
-        fields["to_layer"], fields["to_port"], fields["line"] = to_layer, to_port, line
 
     @property
     def complete(self) -> bool:
