@@ -134,7 +134,8 @@ def _parser() -> etree.XMLParser:
 def read_ir(path: str | Path) -> IRDocument:
     """Read ``path`` into an :class:`IRDocument`; raise :class:`IrrunError` on bad XML."""
     path = Path(path)
-    doc, problems = read_document(parse_xml(path), path)
+    data = read_xml_bytes(path)
+    doc, problems = read_document(parse_xml(path, data), path, data)
     if problems:
         raise problems[0]
     assert doc is not None
@@ -304,9 +305,12 @@ def _scan_prolog(text: str) -> int:
 class _Reader:
     """Reads a parsed document into records, listing what it cannot read."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, data: bytes | None = None) -> None:
         self.path = path
         self.problems: list[IrrunError] = []
+        # The file's lines, to know layers written alike by their text (see _bodies):
+        # only when libxml2 counts its lines as split here, one per "\n".
+        self.lines = data.split(b"\n") if data is not None and b"\r" not in data else None
 
     def problem(self, message: str, line: int, layer: Layer | None = None,
                 port: int | None = None) -> None:  # fmt: skip
@@ -352,9 +356,11 @@ class _Reader:
         if layers_el is None:
             self.problem("<net> has no <layers>", line)
             return None
+        children = layers_el[:]
         layers = [
-            layer for el in layers_el if el.tag == "layer" if (layer := self.layer(el)) is not None
-        ]
+            layer for el, body in zip(children, self._bodies(children), strict=True)
+            if el.tag == "layer" if (layer := self.layer(el, body)) is not None
+        ]  # fmt: skip
         edges_el = root.find("edges")
         edges = [] if edges_el is None else [self.edge(el) for el in edges_el if el.tag == "edge"]
         rt = root.find("rt_info")
@@ -383,7 +389,27 @@ class _Reader:
             line=el.sourceline or 0,
         )
 
-    def layer(self, el: etree._Element) -> Layer | None:
+    def _bodies(self, children: list[etree._Element]) -> list[bytes | None]:
+        """The text of each child of <layers> after its start tag, up to the next child's;
+        None where the lines do not show where it starts and ends.
+
+        A <layer> alone on its line, followed by another alone on its line, has all its
+        content in the lines between: two layers with the same such text have the same
+        children on the same lines relative to their own, and are read alike.
+        """
+        lines = self.lines
+        if lines is None or len(children) < 2:
+            return [None] * len(children)
+        starts = [el.sourceline or 0 for el in children]
+        alone = [0 < n <= len(lines) and _LAYER_LINE.fullmatch(lines[n - 1]) is not None
+                 for n in starts]  # fmt: skip
+        bodies: list[bytes | None] = [None] * len(children)
+        for i in range(len(children) - 1):
+            if alone[i] and alone[i + 1]:
+                bodies[i] = b"\n".join(lines[starts[i] : starts[i + 1] - 1])
+        return bodies
+
+    def layer(self, el: etree._Element, body: bytes | None = None) -> Layer | None:
         get = el.get
         lid, name, type_name, version = get("id"), get("name"), get("type"), get("version")
         if lid is None or name is None or type_name is None or version is None:
@@ -394,8 +420,28 @@ class _Reader:
         lid = _layer_id(lid)
         if lid is None:  # nothing can refer to it
             return None
-        layer = Layer(lid, name or "", type_name or "", version or "", el.sourceline or 0,
-                      unnamed_op=type_name is None or version is None)  # fmt: skip
+        line = el.sourceline or 0
+        unnamed_op = type_name is None or version is None
+        name, type_name, version = name or "", type_name or "", version or ""
+        read = _BODIES.get(body) if body is not None else None
+        if read is not None:
+            data, data_offset, inputs, outputs = read
+            return Layer(lid, name, type_name, version, line, data.copy(),
+                         line + data_offset if data_offset >= 0 else 0,
+                         [Port(i, line + offset, et, names, dims)
+                          for i, offset, et, names, dims in inputs],
+                         [Port(i, line + offset, et, names, dims)
+                          for i, offset, et, names, dims in outputs],
+                         unnamed_op=unnamed_op)  # fmt: skip
+        count = len(self.problems)
+        layer = Layer(lid, name, type_name, version, line, unnamed_op=unnamed_op)
+        self.children(el, layer)
+        if body is not None and len(self.problems) == count:
+            _remember_body(body, layer)
+        return layer
+
+    def children(self, el: etree._Element, layer: Layer) -> None:
+        """Read a layer's <data>, ports and <rt_info> into ``layer``."""
         # One pass over the children; OpenVINO reads only the first <data>, <input>,
         # <output> and <rt_info> of a layer.  A slice makes the children's list in one
         # call, where iterating the element goes through lxml's iterator child by child.
@@ -419,7 +465,6 @@ class _Reader:
             self.ports(group_out, layer, layer.outputs, True)
         if rt is not None:
             layer.rt_info = _read_rt_info(rt)
-        return layer
 
     def ports(self, group: etree._Element, layer: Layer, ports: list[Port],
               is_output: bool) -> None:  # fmt: skip
@@ -509,6 +554,31 @@ _PRECISIONS: dict[str, ElementType] = {}
 # (attributes, dim texts, is output) of a port read without a problem -> its id,
 # element type, names and dims.
 _PORTS: dict[tuple, tuple[int, ElementType | None, tuple[str, ...], tuple[Dim, ...] | None]] = {}
+# A <layer> start tag alone on its line (not an empty element), declaring no namespace:
+# its children's tags, and so how they read, depend on nothing else in that line.
+_LAYER_LINE = re.compile(rb"[ \t]*<layer[ \t](?![^<>]*xmlns)[^<>]*[^/<>]>[ \t]*")
+# The text of a layer after its start tag (see _Reader._bodies), for layers read without
+# a problem or an <rt_info> -> its <data> dict (copied for each layer) and the line of
+# its <data> after the layer's (-1: none), and (id, line after the layer's, element
+# type, names, dims) of each input and output port.
+_PortReading = tuple[int, int, ElementType | None, tuple[str, ...], tuple[Dim, ...] | None]
+_BODIES: dict[bytes, tuple[dict[str, str], int, tuple[_PortReading, ...],
+                           tuple[_PortReading, ...]]] = {}  # fmt: skip
+
+
+def _remember_body(body: bytes, layer: Layer) -> None:
+    ports = (*layer.inputs, *layer.outputs)
+    if layer.rt_info or any(p.rt_info for p in ports) or len(body) > 16384:
+        return
+    line = layer.line
+    inputs, outputs = (tuple((p.id, p.line - line, p.precision, p.names, p.dims) for p in group)
+                       for group in (layer.inputs, layer.outputs))  # fmt: skip
+    data_offset = layer.data_line - line if layer.data_line else -1
+    if len(_BODIES) >= 1024:  # start again for the model being read rather than keep old ones
+        _BODIES.clear()
+    _BODIES[body] = (dict(layer.data), data_offset, inputs, outputs)
+
+
 # The items of a <data> element -> the dict read from them, copied for each layer.
 _DATA: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
 
@@ -539,13 +609,16 @@ def _layer_id(text: str | None) -> str | None:
     return str(int(text)) if text is not None and _UNSIGNED.fullmatch(text) else text
 
 
-def read_document(root: etree._Element, path: str | Path) -> tuple[IRDocument | None, list]:
+def read_document(root: etree._Element, path: str | Path,
+                  data: bytes | None = None) -> tuple[IRDocument | None, list]:  # fmt: skip
     """Read a parsed document; return it (None if not even a <net>) and the problems.
+
+    ``data``, the bytes ``root`` was parsed from, lets layers written alike be read once.
 
     Each problem is an :class:`IrrunError` with the code ``structure``; the elements
     concerned are skipped or kept with a blank, as the module's docstring says.
     """
-    reader = _Reader(Path(path))
+    reader = _Reader(Path(path), data)
     doc = reader.net(root)
     return doc, reader.problems
 

@@ -1,8 +1,8 @@
 """What the reader shares between elements written alike stays each element's own.
 
-The reader keeps, across models, what it read from a port's attributes and dims and
-from a layer's ``<data>``: a port met again reads from that, and each layer gets its
-own copy of the ``<data>`` dict.  Lines, names and problems must still be each
+The reader keeps, across models, what it read from a layer's text after its start tag,
+from a port's attributes and dims and from a layer's ``<data>``: a layer or port met
+again reads from that, and each layer gets its own copy of the ``<data>`` dict.  Lines, names and problems must still be each
 element's own, and nothing done to one model's records may reach another's.
 """
 
@@ -63,10 +63,16 @@ def _chain(tmp_path: Path, pools: list[dict], name: str = "m.xml") -> Path:
     return path
 
 
-def _read(path: Path):
-    doc, problems = read_document(reader.parse_xml(path), path)
+def _read(path: Path, text: bool = True):
+    """Read ``path`` as load does, with its bytes (``text``: layers may be known by it)."""
+    data = path.read_bytes()
+    doc, problems = read_document(reader.parse_xml(path, data), path, data if text else None)
     assert doc is not None
     return doc, problems
+
+
+def _records(doc) -> list:
+    return [(layer, layer.inputs, layer.outputs) for layer in doc.layers]
 
 
 def test_ports_read_alike_keep_their_own_lines(tmp_path):
@@ -180,6 +186,62 @@ def test_edges_with_odd_numbers_are_read_as_openvino_reads_them(tmp_path):
     assert doc.edges[0] == Edge("0", 0, "1", None, doc.edges[0].line)
     assert doc.edges[1] == Edge("1", 1, "2", 0, doc.edges[1].line)
     assert [p.code for p in problems] == ["structure"]
+
+
+def test_layers_written_alike_are_read_from_their_text_at_their_own_lines(tmp_path):
+    path = _chain(tmp_path, [{"names": ""}] * 3)
+    reader._BODIES.clear()
+    doc, problems = _read(path)
+    assert not problems and reader._BODIES  # the pools after the first were known by text
+    pools = doc.layers[1:4]
+    for pool in pools:
+        assert pool.data_line == pool.line + 1
+        assert [p.line for p in pool.inputs] == [pool.line + 3]
+        assert [p.line for p in pool.outputs] == [pool.line + 6]
+        assert pool.data["kernel"] == "1,1" and pool.outputs[0].dims == (1, 2, 4, 4)
+    assert [p.name for p in pools] == ["pool1", "pool2", "pool3"]
+    assert len({id(p.data) for p in pools}) == 3
+    assert _records(doc) == _records(_read(path, text=False)[0])
+
+
+def test_layers_declaring_namespaces_are_read_by_themselves(tmp_path):
+    """The same text reads otherwise under another namespace declared on the layer's line."""
+    path = _chain(tmp_path, [{"names": ""}] * 3)
+    text = path.read_text().replace("<data strides", '<data p:colour="red" strides')
+    for i, uri in ((1, "urn:x"), (2, "urn:y"), (3, "urn:x")):
+        text = text.replace(f'name="pool{i}" type="MaxPool" version="opset1"',
+                            f'name="pool{i}" type="MaxPool" version="opset1" xmlns:p="{uri}"')
+    path.write_text(text)
+    for _ in range(2):  # cold and warm
+        doc, _ = _read(path)
+        assert [next(iter(layer.data)) for layer in doc.layers[1:4]] == [
+            "{urn:x}colour", "{urn:y}colour", "{urn:x}colour"]  # fmt: skip
+        assert _records(doc) == _records(_read(path, text=False)[0])
+
+
+def test_layers_not_alone_on_their_lines_are_read_element_by_element(tmp_path):
+    path = _chain(tmp_path, [{}, {}, {}])
+    text = path.read_text()
+    # pool2 starts on the line where pool1 ends, its data follows on the same line
+    text = text.replace('</layer>\n\t\t<layer id="2"', '</layer><layer id="2"')
+    text = text.replace('version="opset1">\n\t\t\t<data strides', 'version="opset1"><data strides')
+    path.write_text(text)
+    for _ in range(2):
+        doc, problems = _read(path)
+        assert not problems
+        assert _records(doc) == _records(_read(path, text=False)[0])
+        lines = path.read_text().splitlines()
+        for layer in doc.layers:
+            assert f'<layer id="{layer.id}"' in lines[layer.line - 1]
+            if layer.data_line:
+                assert "<data " in lines[layer.data_line - 1]
+
+
+def test_windows_line_ends_read_as_unix_ones(tmp_path):
+    path = _chain(tmp_path, [{}, {}])
+    unix = _records(_read(path)[0])
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert _records(_read(path)[0]) == unix
 
 
 @fast_init
