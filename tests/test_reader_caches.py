@@ -262,3 +262,18 @@ def test_fast_init_keeps_a_frozen_dataclass():
     with pytest.raises(TypeError):
         _Record()  # type: ignore[call-arg]
     assert repr(_Record(1, c=[2])) == "_Record(a=1, b='b', c=[2])"
+
+
+def test_blank_text_that_is_read_is_kept(tmp_path):
+    """The parser drops whitespace between elements, not an element's only text."""
+    path = _chain(tmp_path, [{}])
+    text = path.read_text().replace("<dim>2</dim><dim>4</dim><dim>4</dim></port>\n\t\t\t</output>",
+                                    "<dim> 2 </dim><dim>4</dim><dim>  </dim></port>\n\t\t\t</output>",
+                                    1)  # fmt: skip
+    path.write_text(text)
+    root = reader.parse_xml(path)
+    port = root.find("layers")[0].find("output")[0]  # the Parameter's, written first
+    assert [d.text for d in port] == ["1", " 2 ", "4", "  "]
+    _, problems = _read(path)
+    assert [p.message for p in problems] == [
+        "<dim></dim> is not a dimension (expected an integer >= -1 or a range a..b)"]  # fmt: skip
