@@ -382,9 +382,12 @@ class _Reader:
         ids = get("from-layer"), get("from-port"), get("to-layer"), get("to-port")
         # all(): no attribute is missing or empty, so their digits joined are theirs.
         if all(ids) and (joined := "".join(ids)).isdigit() and joined.isascii():
-            # The common case: plain numbers, so _layer_id and integer() have nothing to say.
+            # The common case: plain numbers, so integer() has nothing to say, nor
+            # _layer_id unless a layer id has a leading zero.
             fl, fp, tl, tp = ids
-            return Edge(_layer_id(fl), int(fp), _layer_id(tl), int(tp), el.sourceline or 0)
+            if fl[0] == "0" or tl[0] == "0":
+                fl, tl = _layer_id(fl), _layer_id(tl)
+            return Edge(fl, int(fp), tl, int(tp), el.sourceline or 0)
         return Edge(
             from_layer=_layer_id(self.need(el, "from-layer", "edge")),
             from_port=self.integer(el, "from-port", "edge"),
