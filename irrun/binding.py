@@ -31,8 +31,9 @@ class Node:
     op: OpDef | None  # None when the layer's op could not be resolved or configured
     attrs: SimpleNamespace | None
     ref: LayerRef
-    # (id of the op, the <data> items): layers of one kind read and infer alike.
-    kind: tuple = ()
+    # Layers of one kind (one op, the same <data> items) read and infer alike; the number
+    # stands for the kind within one bind(), cheaper to hash than the items it stands for.
+    kind: int = -1
 
     @property
     def ok(self) -> bool:
@@ -72,7 +73,8 @@ class _Binder:
         self.lg = lg
         self.weights = weights
         self.problems: list[Diagnostic] = []
-        self.attributes: dict[tuple, tuple] = {}  # (op, <data> items) -> what read() gives
+        # (op, <data> items) -> what read() gives, and the kind's number
+        self.attributes: dict[tuple, tuple] = {}
         self.ops: dict[tuple[str, str], OpDef | LookupFailure] = {}
 
     def report(self, level: Level, code: str, message: str, line: int, ref: LayerRef,
@@ -110,8 +112,8 @@ class _Binder:
         key = (id(op), tuple(layer.data.items()))
         outcome = self.attributes.get(key)
         if outcome is None:
-            outcome = self.attributes[key] = self.read(op, layer.data)
-        values, found, failure = outcome
+            outcome = self.attributes[key] = (*self.read(op, layer.data), len(self.attributes))
+        values, found, failure, kind = outcome
         for f in found:
             self.report(f.level, f.code, f.message, data_line, ref, f.expected, f.actual)
         if failure is not None:
@@ -126,7 +128,7 @@ class _Binder:
             # Its shape or size is in doubt: nothing is inferred from it, so the one
             # mistake is not reported again at every layer it feeds.
             return Node(layer, op, None, ref)
-        return Node(layer, op, attrs, ref, key)
+        return Node(layer, op, attrs, ref, kind)
 
     @staticmethod
     def read(op: OpDef, data: dict[str, str]) -> tuple[dict, list, Diagnostic | None]:

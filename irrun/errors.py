@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .frozen import fast_init
 
+
+@fast_init  # one per layer
 @dataclass(frozen=True)
 class LayerRef:
     """Identity of a layer as it appears in the IR, for messages."""
@@ -38,6 +41,7 @@ class LayerRef:
         }  # fmt: skip
 
 
+@fast_init
 @dataclass(frozen=True)
 class Location:
     """A file and a line in it (line 0 when unknown)."""
@@ -115,6 +119,7 @@ class UsageError(IrrunError):
 Level = Literal["error", "warning"]
 
 
+@fast_init  # a big model has thousands of warnings
 @dataclass(frozen=True)
 class Diagnostic:
     """One finding of the checker.

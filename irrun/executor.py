@@ -18,11 +18,13 @@ import numpy as np
 
 from .binding import Node
 from .errors import IrrunError, Location
+from .frozen import fast_init
 from .graph import LayerGraph
 from .ops.pool_chain import ChainPlan, Geometry, Layer, chain_layer
 from .registry import ShapeError
 
 
+@fast_init  # one per layer
 @dataclass(frozen=True)
 class Step:
     node: Node

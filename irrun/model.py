@@ -198,7 +198,7 @@ def check_ir(
     except IrrunError as exc:
         unreadable = [Diagnostic.from_error(exc, "unreadable")]
         return Checked(path, unreadable, list(unreadable))
-    doc, read_problems = read_document(root, path)
+    doc, read_problems = read_document(root, path, data)
     deferred = None
     if complete or read_problems:
         structure = check_structure(root, path)

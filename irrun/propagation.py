@@ -91,7 +91,9 @@ def propagate(
             continue
         if check_dims:  # before the shape rule, which may refuse these very inputs
             for port, info in zip(layer.inputs, inputs, strict=True):
-                if not _port_agrees(port, info, False, True):
+                # Dims and precision just as inferred agree, whatever is compared.
+                if (port.dims != info.shape or port.precision is not info.element_type) and \
+                        not _port_agrees(port, info, False, True):  # fmt: skip
                     problems.extend(_check_port(lg, node, port, info, None))
         if op.type == "Parameter" and shapes and lid in shapes:
             outputs = [shapes[lid]]
@@ -126,7 +128,8 @@ def propagate(
         for port, info in zip(layer.outputs, outputs, strict=False):
             # Of two ports with one id (reported by the graph), edges read the first.
             infos.setdefault((lid, port.id), info)
-            if not _port_agrees(port, info, precision_matters, check_dims):
+            if (port.dims != info.shape or port.precision is not info.element_type) and \
+                    not _port_agrees(port, info, precision_matters, check_dims):  # fmt: skip
                 problems.extend(_check_port(lg, node, port, info, inputs, check_dims))
     return infos, problems
 

@@ -27,6 +27,7 @@ from . import element_types, registry
 from .dims import Dim, parse_dim
 from .element_types import ElementType
 from .errors import IrrunError, LayerRef, Location, UsageError
+from .frozen import fast_init
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 
@@ -89,6 +90,7 @@ class Layer:
         return next((p for p in self.inputs if p.id == port_id), None)
 
 
+@fast_init  # a model has as many edges as layers
 @dataclass(frozen=True)
 class Edge:
     """An ``<edge>``; a part is None when its attribute is missing or unreadable."""
@@ -126,13 +128,18 @@ def _parser() -> etree.XMLParser:
         remove_comments=True,
         remove_pis=True,
         huge_tree=False,
+        # Whitespace between elements is never read (libxml2 keeps blank text that is an
+        # element's only content), and IR has no xml:id: fewer nodes to build and free.
+        remove_blank_text=True,
+        collect_ids=False,
     )
 
 
 def read_ir(path: str | Path) -> IRDocument:
     """Read ``path`` into an :class:`IRDocument`; raise :class:`IrrunError` on bad XML."""
     path = Path(path)
-    doc, problems = read_document(parse_xml(path), path)
+    data = read_xml_bytes(path)
+    doc, problems = read_document(parse_xml(path, data), path, data)
     if problems:
         raise problems[0]
     assert doc is not None
@@ -302,9 +309,12 @@ def _scan_prolog(text: str) -> int:
 class _Reader:
     """Reads a parsed document into records, listing what it cannot read."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, data: bytes | None = None) -> None:
         self.path = path
         self.problems: list[IrrunError] = []
+        # The file's lines, to know layers written alike by their text (see _bodies):
+        # only when libxml2 counts its lines as split here, one per "\n".
+        self.lines = data.split(b"\n") if data is not None and b"\r" not in data else None
 
     def problem(self, message: str, line: int, layer: Layer | None = None,
                 port: int | None = None) -> None:  # fmt: skip
@@ -350,9 +360,11 @@ class _Reader:
         if layers_el is None:
             self.problem("<net> has no <layers>", line)
             return None
+        children = layers_el[:]
         layers = [
-            layer for el in layers_el if el.tag == "layer" if (layer := self.layer(el)) is not None
-        ]
+            layer for el, body in zip(children, self._bodies(children), strict=True)
+            if el.tag == "layer" if (layer := self.layer(el, body)) is not None
+        ]  # fmt: skip
         edges_el = root.find("edges")
         edges = [] if edges_el is None else [self.edge(el) for el in edges_el if el.tag == "edge"]
         rt = root.find("rt_info")
@@ -368,10 +380,14 @@ class _Reader:
     def edge(self, el: etree._Element) -> Edge:
         get = el.get
         ids = get("from-layer"), get("from-port"), get("to-layer"), get("to-port")
-        if all(text is not None and text.isdigit() and text.isascii() for text in ids):
-            # The common case: plain numbers, so _layer_id and integer() have nothing to say.
+        # all(): no attribute is missing or empty, so their digits joined are theirs.
+        if all(ids) and (joined := "".join(ids)).isdigit() and joined.isascii():
+            # The common case: plain numbers, so integer() has nothing to say, nor
+            # _layer_id unless a layer id has a leading zero.
             fl, fp, tl, tp = ids
-            return Edge(_layer_id(fl), int(fp), _layer_id(tl), int(tp), el.sourceline or 0)
+            if fl[0] == "0" or tl[0] == "0":
+                fl, tl = _layer_id(fl), _layer_id(tl)
+            return Edge(fl, int(fp), tl, int(tp), el.sourceline or 0)
         return Edge(
             from_layer=_layer_id(self.need(el, "from-layer", "edge")),
             from_port=self.integer(el, "from-port", "edge"),
@@ -380,7 +396,27 @@ class _Reader:
             line=el.sourceline or 0,
         )
 
-    def layer(self, el: etree._Element) -> Layer | None:
+    def _bodies(self, children: list[etree._Element]) -> list[bytes | None]:
+        """The text of each child of <layers> after its start tag, up to the next child's;
+        None where the lines do not show where it starts and ends.
+
+        A <layer> alone on its line, followed by another alone on its line, has all its
+        content in the lines between: two layers with the same such text have the same
+        children on the same lines relative to their own, and are read alike.
+        """
+        lines = self.lines
+        if lines is None or len(children) < 2:
+            return [None] * len(children)
+        starts = [el.sourceline or 0 for el in children]
+        alone = [0 < n <= len(lines) and _LAYER_LINE.fullmatch(lines[n - 1]) is not None
+                 for n in starts]  # fmt: skip
+        bodies: list[bytes | None] = [None] * len(children)
+        for i in range(len(children) - 1):
+            if alone[i] and alone[i + 1]:
+                bodies[i] = b"\n".join(lines[starts[i] : starts[i + 1] - 1])
+        return bodies
+
+    def layer(self, el: etree._Element, body: bytes | None = None) -> Layer | None:
         get = el.get
         lid, name, type_name, version = get("id"), get("name"), get("type"), get("version")
         if lid is None or name is None or type_name is None or version is None:
@@ -391,18 +427,33 @@ class _Reader:
         lid = _layer_id(lid)
         if lid is None:  # nothing can refer to it
             return None
-        layer = Layer(
-            id=lid,
-            name=name or "",
-            type=type_name or "",
-            version=version or "",
-            line=el.sourceline or 0,
-            unnamed_op=type_name is None or version is None,
-        )
+        line = el.sourceline or 0
+        unnamed_op = type_name is None or version is None
+        name, type_name, version = name or "", type_name or "", version or ""
+        read = _BODIES.get(body) if body is not None else None
+        if read is not None:
+            data, data_offset, inputs, outputs = read
+            return Layer(lid, name, type_name, version, line, data.copy(),
+                         line + data_offset if data_offset >= 0 else 0,
+                         [Port(i, line + offset, et, names, dims)
+                          for i, offset, et, names, dims in inputs],
+                         [Port(i, line + offset, et, names, dims)
+                          for i, offset, et, names, dims in outputs],
+                         unnamed_op=unnamed_op)  # fmt: skip
+        count = len(self.problems)
+        layer = Layer(lid, name, type_name, version, line, unnamed_op=unnamed_op)
+        self.children(el, layer)
+        if body is not None and len(self.problems) == count:
+            _remember_body(body, layer)
+        return layer
+
+    def children(self, el: etree._Element, layer: Layer) -> None:
+        """Read a layer's <data>, ports and <rt_info> into ``layer``."""
         # One pass over the children; OpenVINO reads only the first <data>, <input>,
-        # <output> and <rt_info> of a layer.
+        # <output> and <rt_info> of a layer.  A slice makes the children's list in one
+        # call, where iterating the element goes through lxml's iterator child by child.
         data = group_in = group_out = rt = None
-        for child in el:
+        for child in el[:]:
             tag = child.tag
             if tag == "data":
                 data = child if data is None else data
@@ -413,24 +464,43 @@ class _Reader:
             elif tag == "rt_info":
                 rt = child if rt is None else rt
         if data is not None:
-            layer.data = dict(data.attrib)
+            layer.data = _data_attributes(data)
             layer.data_line = data.sourceline or 0
-        for group, ports, is_output in ((group_in, layer.inputs, False),
-                                        (group_out, layer.outputs, True)):  # fmt: skip
-            if group is not None:
-                for p in group:
-                    if p.tag != "port":
-                        continue
-                    port = self.port(p, layer, is_output)
-                    if port is None:
-                        layer.unreadable_ports = True
-                    else:
-                        ports.append(port)
+        if group_in is not None:
+            self.ports(group_in, layer, layer.inputs, False)
+        if group_out is not None:
+            self.ports(group_out, layer, layer.outputs, True)
         if rt is not None:
             layer.rt_info = _read_rt_info(rt)
-        return layer
 
-    def port(self, el: etree._Element, layer: Layer, is_output: bool) -> Port | None:
+    def ports(self, group: etree._Element, layer: Layer, ports: list[Port],
+              is_output: bool) -> None:  # fmt: skip
+        known = _PORTS
+        for el in group[:]:
+            if el.tag != "port":
+                continue
+            children = el[:]
+            texts = tuple([d.text for d in children if d.tag == "dim"])
+            # A port is read from its attributes and dims alone, so ports written alike
+            # share what was read from the first of them (all immutable values).
+            key = (tuple(el.items()), texts, is_output)
+            read = known.get(key)
+            if read is not None and len(children) == len(texts):
+                ports.append(Port(read[0], el.sourceline or 0, read[1], read[2], read[3]))
+                continue
+            count = len(self.problems)
+            port = self.port(el, layer, is_output, texts, len(children) > len(texts))
+            if port is None:
+                layer.unreadable_ports = True
+                continue
+            ports.append(port)
+            # Only what reads without a problem is kept: problems name the port's line.
+            if len(self.problems) == count and len(known) < 4096:
+                known[key] = (port.id, port.precision, port.names, port.dims)
+
+    def port(self, el: etree._Element, layer: Layer, is_output: bool,
+             texts: tuple[str | None, ...], more: bool) -> Port | None:  # fmt: skip
+        """Read a port whose <dim> texts are ``texts`` (``more``: it has other children)."""
         line = el.sourceline or 0
         text = el.get("id")
         if text is not None and text.isdigit() and text.isascii():
@@ -455,15 +525,13 @@ class _Reader:
         if names:
             port.names = (_split_names(names) if "\\" in names
                           else tuple(n for n in names.split(",") if n))  # fmt: skip
-        # Faster than iterchildren("dim"), which filters in lxml element by element.
-        texts = tuple([d.text for d in el if d.tag == "dim"])
         dims = _DIMS.get(texts)
         if dims is None:
             dims = self.dims(el, layer, port)
             if dims is not None and len(_DIMS) < 4096:
                 _DIMS[texts] = dims
         port.dims = dims
-        if len(el) > len(texts):  # more than dims: maybe an <rt_info>
+        if more:  # more than dims: maybe an <rt_info>
             rt = el.find("rt_info")
             if rt is not None:
                 port.rt_info = _read_rt_info(rt)
@@ -490,6 +558,48 @@ class _Reader:
 # What the reader has parsed before: the texts of a port's <dim>s, and precisions.
 _DIMS: dict[tuple[str | None, ...], tuple[Dim, ...]] = {}
 _PRECISIONS: dict[str, ElementType] = {}
+# (attributes, dim texts, is output) of a port read without a problem -> its id,
+# element type, names and dims.
+_PORTS: dict[tuple, tuple[int, ElementType | None, tuple[str, ...], tuple[Dim, ...] | None]] = {}
+# A <layer> start tag alone on its line (not an empty element), declaring no namespace:
+# its children's tags, and so how they read, depend on nothing else in that line.
+_LAYER_LINE = re.compile(rb"[ \t]*<layer[ \t](?![^<>]*xmlns)[^<>]*[^/<>]>[ \t]*")
+# The text of a layer after its start tag (see _Reader._bodies), for layers read without
+# a problem or an <rt_info> -> its <data> dict (copied for each layer) and the line of
+# its <data> after the layer's (-1: none), and (id, line after the layer's, element
+# type, names, dims) of each input and output port.
+_PortReading = tuple[int, int, ElementType | None, tuple[str, ...], tuple[Dim, ...] | None]
+_BODIES: dict[bytes, tuple[dict[str, str], int, tuple[_PortReading, ...],
+                           tuple[_PortReading, ...]]] = {}  # fmt: skip
+
+
+def _remember_body(body: bytes, layer: Layer) -> None:
+    ports = (*layer.inputs, *layer.outputs)
+    if layer.rt_info or any(p.rt_info for p in ports) or len(body) > 16384:
+        return
+    line = layer.line
+    inputs, outputs = (tuple((p.id, p.line - line, p.precision, p.names, p.dims) for p in group)
+                       for group in (layer.inputs, layer.outputs))  # fmt: skip
+    data_offset = layer.data_line - line if layer.data_line else -1
+    if len(_BODIES) >= 1024:  # start again for the model being read rather than keep old ones
+        _BODIES.clear()
+    _BODIES[body] = (dict(layer.data), data_offset, inputs, outputs)
+
+
+# The items of a <data> element -> the dict read from them, copied for each layer.
+_DATA: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+
+
+def _data_attributes(el: etree._Element) -> dict[str, str]:
+    # Most layers of a model share their <data> with others of their type, and copying a
+    # dict costs less than making one from lxml's attributes.
+    items = tuple(el.items())
+    data = _DATA.get(items)
+    if data is None:
+        data = dict(items)
+        if len(_DATA) < 4096:
+            _DATA[items] = data
+    return data.copy()
 _UNSIGNED = re.compile(r"\s*\+?[0-9]+")
 
 
@@ -506,13 +616,16 @@ def _layer_id(text: str | None) -> str | None:
     return str(int(text)) if text is not None and _UNSIGNED.fullmatch(text) else text
 
 
-def read_document(root: etree._Element, path: str | Path) -> tuple[IRDocument | None, list]:
+def read_document(root: etree._Element, path: str | Path,
+                  data: bytes | None = None) -> tuple[IRDocument | None, list]:  # fmt: skip
     """Read a parsed document; return it (None if not even a <net>) and the problems.
+
+    ``data``, the bytes ``root`` was parsed from, lets layers written alike be read once.
 
     Each problem is an :class:`IrrunError` with the code ``structure``; the elements
     concerned are skipped or kept with a blank, as the module's docstring says.
     """
-    reader = _Reader(Path(path))
+    reader = _Reader(Path(path), data)
     doc = reader.net(root)
     return doc, reader.problems
 
