@@ -27,6 +27,7 @@ def fast_init(cls: T) -> T:
     >>> P(1), P(1, y=3) == P(1, 3, [])
     (P(x=1, y=2, z=[]), True)
     """
+    assert not hasattr(cls, "__post_init__"), f"{cls.__name__} has a __post_init__ to call"
     namespace: dict[str, object] = {"MISSING": MISSING}
     params, body = [], ["fields = self.__dict__"]
     for f in fields(cls):
