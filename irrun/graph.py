@@ -10,12 +10,13 @@ a model backwards from its Results and drops them).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import networkx as nx
 
-from .errors import Diagnostic, Level
+from .errors import Diagnostic
 from .reader import Edge, IRDocument, Layer, Port
 
 # OpenVINO collects a model's layers by walking back from these.
@@ -40,6 +41,8 @@ class LayerGraph:
     cyclic: set[str] = field(default_factory=set)  # layers on a cycle
     # (producer, consumer, from port, to port) of each edge in the graph, in file order.
     edges: list[tuple[str, str, int, int]] = field(default_factory=list)
+    # The warnings about layers and outputs no Result needs, when put off (see build_graph).
+    unneeded: Callable[[], list[Diagnostic]] | None = None
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -59,16 +62,25 @@ def _nx_graph(layers, edges) -> nx.MultiDiGraph:
     return graph
 
 
-def build_graph(doc: IRDocument) -> LayerGraph:
-    """Build the graph and collect every wiring problem; never raises for a bad file."""
+def build_graph(doc: IRDocument, unneeded: bool = True) -> LayerGraph:
+    """Build the graph and collect every wiring problem; never raises for a bad file.
+
+    ``unneeded=False`` puts off the warnings about layers and outputs that no Result
+    needs: they stop nothing, and a model converted with unused outputs (every
+    MaxPool-8's indices) has hundreds of them.  ``LayerGraph.unneeded`` then gives them.
+    """
     builder = _Builder(doc)
     builder.add_layers()
     builder.add_edges()
     builder.check_inputs_fed()
     cyclic = builder.check_cycles()
-    builder.check_reachability()
+    later = None
+    if unneeded:
+        builder.problems += builder.check_reachability()
+    else:
+        later = builder.check_reachability
     return LayerGraph(doc, builder.layers, builder.order(cyclic), builder.sources,
-                      builder.problems, cyclic, builder.edges)  # fmt: skip
+                      builder.problems, cyclic, builder.edges, later)  # fmt: skip
 
 
 class _Builder:
@@ -94,11 +106,17 @@ class _Builder:
         self._order: list[str] = []
 
     def report(self, code: str, message: str, line: int, layer: Layer | None = None,
-              port: int | None = None, level: Level = "error") -> None:  # fmt: skip
-        if level == "error" and code != "cycle":
+              port: int | None = None) -> None:  # fmt: skip
+        """An error in the wiring."""
+        if code != "cycle":
             self.wiring_broken = True
         ref = layer.ref() if layer is not None else None
-        self.problems.append(Diagnostic(level, code, message, self.doc.location(line), ref, port))
+        self.problems.append(Diagnostic("error", code, message, self.doc.location(line), ref, port))
+
+    def warning(self, code: str, message: str, line: int, layer: Layer | None = None,
+                port: int | None = None) -> Diagnostic:
+        ref = layer.ref() if layer is not None else None
+        return Diagnostic("warning", code, message, self.doc.location(line), ref, port)
 
     def add_layers(self) -> None:
         for layer in self.doc.layers:
@@ -262,16 +280,18 @@ class _Builder:
                         heapq.heappush(ready, position[c])
         return order
 
-    def check_reachability(self) -> None:
+    def check_reachability(self) -> list[Diagnostic]:
+        """Warnings about layers that reach no Result and outputs nothing reads."""
+        found: list[Diagnostic] = []
         if self.wiring_broken:
-            return
+            return found
         sinks = [lid for lid, layer in self.layers.items() if layer.type.lower() in SINK_TYPES]
         if not sinks:
             if self.layers:
                 first = next(iter(self.layers.values()))
-                self.report("no-result", "the model has no Result layer: OpenVINO keeps none of "
-                           "its layers", first.line, level="warning")  # fmt: skip
-            return
+                found.append(self.warning("no-result", "the model has no Result layer: "
+                                          "OpenVINO keeps none of its layers", first.line))
+            return found
         live = set(sinks)
         stack = list(sinks)
         while stack:
@@ -284,13 +304,14 @@ class _Builder:
                 what = ("reaches no Result; OpenVINO keeps it as a model input all the same"
                         if layer.type.lower() == "parameter"
                         else "reaches no Result: OpenVINO drops it")  # fmt: skip
-                self.report("dead-layer", what, layer.line, layer, level="warning")
+                found.append(self.warning("dead-layer", what, layer.line, layer))
                 continue
             for port in layer.outputs:
                 key = (lid, port.id)
                 if key not in self.used_outputs and key not in self.read_by_broken_edge:
-                    self.report("unused-output", f"output port {port.id} is not used",
-                               port.line, layer, port.id, level="warning")  # fmt: skip
+                    found.append(self.warning("unused-output", f"output port {port.id} is "
+                                              "not used", port.line, layer, port.id))
+        return found
 
     def position(self) -> dict[str, int]:
         if self._position is None:

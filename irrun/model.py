@@ -124,12 +124,16 @@ class Checked:
     deferred: bytes | None = None
 
     def complete(self) -> None:
-        """Add the findings of a structure check that was put off, once."""
-        if self.deferred is None:
-            return
-        structure = check_structure(parse_xml(self.path, self.deferred), self.path)
-        self.deferred = None
-        self.findings = _by_line(structure + self.findings)
+        """Add the findings of the checks that were put off, once."""
+        later: list[Diagnostic] = []
+        if self.deferred is not None:
+            later += check_structure(parse_xml(self.path, self.deferred), self.path)
+            self.deferred = None
+        if self.graph is not None and self.graph.unneeded is not None:
+            later += self.graph.unneeded()
+            self.graph.unneeded = None
+        if later:
+            self.findings = _by_line(later + self.findings)
 
     def refuse(self) -> None:
         """Raise the error that stops ``load``, if there is one.
@@ -185,7 +189,8 @@ def check_ir(
 
     With ``complete=False`` (what ``load`` does) the structure check is put off when
     the reader read everything: its findings then stop no load, and
-    :meth:`Checked.complete` adds them when they are asked for.
+    :meth:`Checked.complete` adds them when they are asked for.  So are the warnings
+    about layers and outputs that no Result needs.
     """
     path = Path(xml)
     if not isinstance(weights, Weights):
@@ -215,7 +220,8 @@ def check_ir(
     findings = structure + unseen
     if doc is None:
         return Checked(path, _by_line(findings), _unique(blocking))
-    lg = build_graph(doc)
+    # Warnings that stop nothing are put off with the structure check.
+    lg = build_graph(doc, unneeded=deferred is None)
     nodes, bound = bind(lg, weights)
     new_shapes = input_shapes(lg, nodes, shapes) if shapes is not None else None
     infos, propagated = propagate(lg, nodes, new_shapes)

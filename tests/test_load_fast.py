@@ -133,3 +133,12 @@ def test_tensor_names_are_the_same_however_they_are_first_asked_for():
     assert by_run.tensor_names == names
     assert names[(next(r.id for r, _, _ in by_names.layers() if r.name == "stem_pool"), 2)] == "stem_pool:2"
     assert irrun.load(path).run({"image": x}, outputs=["stem_pool:2"])["stem_pool:2"].shape == (1, 3, 8, 8)
+
+
+def test_warnings_about_unneeded_outputs_come_with_validate_once():
+    # load puts them off; Model.validate adds them, once however often it is asked.
+    m = irrun.load(MODELS / "pooling_chain.xml")
+    unused = [(d.layer.name, d.port) for d in m.validate() if d.code == "unused-output"]
+    assert unused == [(d.layer.name, d.port) for d in irrun.validate(MODELS / "pooling_chain.xml")
+                      if d.code == "unused-output"] != []  # fmt: skip
+    assert [d.code for d in m.validate()].count("unused-output") == len(unused)

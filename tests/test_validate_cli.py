@@ -334,7 +334,7 @@ def test_a_failing_shape_rule_is_reported_at_its_layer(work, capsys, broken_max_
 def test_a_bug_anywhere_in_the_checker_is_one_finding(work, capsys, monkeypatch):
     import irrun.model
 
-    def broken(doc):
+    def broken(doc, unneeded=True):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(irrun.model, "build_graph", broken)
