@@ -366,7 +366,7 @@ class _Reader:
             if el.tag == "layer" if (layer := self.layer(el, body)) is not None
         ]  # fmt: skip
         edges_el = root.find("edges")
-        edges = [] if edges_el is None else [self.edge(el) for el in edges_el if el.tag == "edge"]
+        edges = [] if edges_el is None else self.edges(edges_el)
         rt = root.find("rt_info")
         return IRDocument(
             path=self.path,
@@ -376,6 +376,39 @@ class _Reader:
             edges=edges,
             rt_info=_read_rt_info(rt) if rt is not None else {},
         )
+
+    def edges(self, edges_el: etree._Element) -> list[Edge]:
+        edges = self._edges_from_lines(edges_el)
+        if edges is None:
+            edges = [self.edge(el) for el in edges_el if el.tag == "edge"]
+        return edges
+
+    def _edges_from_lines(self, edges_el: etree._Element) -> list[Edge] | None:
+        """The edges read from the file's lines when each is alone on its own line, one
+        after another, in the plain form OpenVINO writes; None when they are not.
+
+        When every line from the first child's to the last child's holds one such
+        <edge/> and nothing else, and there are as many lines as children, the children
+        are those edges and each edge's line is known without asking lxml for it.
+        """
+        lines, count = self.lines, len(edges_el)
+        if lines is None or count < 2:
+            return None
+        first_el, last_el = edges_el[0], edges_el[-1]
+        first, last = first_el.sourceline or 0, last_el.sourceline or 0
+        # The tag rules out a default namespace declared on <edges> or above it.
+        if first_el.tag != "edge" or first < 1 or last != first + count - 1 or last > len(lines):
+            return None
+        text = b"\n".join(lines[first - 1 : last]).decode("latin-1")
+        found = _EDGE_LINE.findall(text)
+        if len(found) != count:  # some line holds something else
+            return None
+        edges = []
+        for line, (fl, fp, tl, tp) in enumerate(found, first):
+            if fl[0] == "0" or tl[0] == "0":
+                fl, tl = _layer_id(fl), _layer_id(tl)
+            edges.append(Edge(fl, int(fp), tl, int(tp), line))
+        return edges
 
     def edge(self, el: etree._Element) -> Edge:
         get = el.get
@@ -601,6 +634,12 @@ def _data_attributes(el: etree._Element) -> dict[str, str]:
             _DATA[items] = data
     return data.copy()
 _UNSIGNED = re.compile(r"\s*\+?[0-9]+")
+# A line holding one <edge/> as OpenVINO writes it and nothing else: each line can match
+# once at most, so as many matches as lines means every line is one.
+_EDGE_LINE = re.compile(
+    r'^[ \t]*<edge[ \t]+from-layer="([0-9]+)"[ \t]+from-port="([0-9]+)"[ \t]+'
+    r'to-layer="([0-9]+)"[ \t]+to-port="([0-9]+)"[ \t]*/>[ \t]*$', re.MULTILINE
+)
 
 
 def _layer_id(text: str | None) -> str | None:

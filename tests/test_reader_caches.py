@@ -277,3 +277,78 @@ def test_blank_text_that_is_read_is_kept(tmp_path):
     _, problems = _read(path)
     assert [p.message for p in problems] == [
         "<dim></dim> is not a dimension (expected an integer >= -1 or a range a..b)"]  # fmt: skip
+
+
+_ODD_EDGES = {
+    "plain": [],
+    "as OpenVINO writes them": [('"/>', '" />', -1)],
+    "spaced": [('<edge from-layer', '<edge \t from-layer'), ('to-port="0"/>', 'to-port="0"  />  ')],
+    "missing attribute": [('from-layer="2" from-port="1" ', 'from-port="1" ')],
+    "extra attribute": [('to-layer="3" to-port="0"', 'to-layer="3" to-port="0" note="x"')],
+    "reordered": [('from-layer="2" from-port="1"', 'from-port="1" from-layer="2"')],
+    "leading zeros": [('from-layer="2" from-port="1"', 'from-layer="02" from-port="01"'),
+                      ('to-layer="4"', 'to-layer="004"')],
+    "all zeros": [('from-layer="0"', 'from-layer="00"')],
+    "plus sign": [('from-layer="2" from-port="1"', 'from-layer="+2" from-port=" +1"')],
+    "not digits": [('to-layer="3" to-port="0"', 'to-layer="three" to-port="0x"')],
+    "empty": [('to-layer="3" to-port="0"', 'to-layer="" to-port=""')],
+    "non-ascii digits": [('to-layer="3"', 'to-layer="\u0663"'), ('from-port="1"', 'from-port="\u0661"')],
+    "character reference": [('to-layer="3"', 'to-layer="&#51;"')],
+    "single quotes": [('to-layer="3"', "to-layer='3'")],
+    "two on one line": [('to-port="0"/>\n\t\t<edge from-layer="3"', 'to-port="0"/><edge from-layer="3"')],
+    "split over lines": [('from-layer="3" from-port="1"', 'from-layer="3"\n\t\t\tfrom-port="1"')],
+    "end tag": [('to-layer="5" to-port="0"/>', 'to-layer="5" to-port="0"></edge>')],
+    "comment line": [('\t\t<edge from-layer="3"', '\t\t<!-- c -->\n\t\t<edge from-layer="3"')],
+    "commented edge": [('\t\t<edge from-layer="3"',
+                        '\t\t<!--\n\t\t<edge from-layer="9" from-port="1" to-layer="9" to-port="0"/>\n'
+                        '\t\t-->\n\t\t<edge from-layer="3"')],
+    "blank line": [('\t\t<edge from-layer="3"', '\n\t\t<edge from-layer="3"')],
+    "other element": [('\t\t<edge from-layer="3"', '\t\t<note/>\n\t\t<edge from-layer="3"')],
+    "other element first": [('<edges>\n', '<edges>\n\t\t<note/>\n')],
+    "namespace": [('<edges>', '<edges xmlns="urn:x">')],
+    "prefixed": [('<edges>', '<edges xmlns:e="urn:x">'), ('<edge from-layer="3"', '<e:edge from-layer="3"')],
+    "edges on the first line": [('<edges>\n\t\t<edge', '<edges><edge')],
+    "one edge": "one",
+    "no edges": "none",
+    "port fed twice": [('to-layer="5" to-port="0"', 'to-layer="4" to-port="0"')],
+    "missing layer": [('to-layer="5" to-port="0"', 'to-layer="9" to-port="0"')],
+    "windows line ends": "crlf",
+}
+
+
+@pytest.mark.parametrize("case", list(_ODD_EDGES))
+def test_edges_read_from_lines_read_as_element_by_element(tmp_path, case):
+    """Edges read from the file's lines are those read element by element, with the same
+    findings, whatever the edges look like."""
+    path = _chain(tmp_path, [{}, {}, {}, {}])
+    text = path.read_text()
+    change = _ODD_EDGES[case]
+    if change == "one":
+        path = _chain(tmp_path, [])
+    elif change == "none":
+        text = text[: text.index("\t<edges>")] + text[text.index("</edges>") + 9 :]
+        path.write_text(text)
+    elif change == "crlf":
+        path.write_bytes(text.encode().replace(b"\n", b"\r\n"))
+    else:
+        for old, new, *count in change:
+            assert old in text, (case, old)
+            text = text.replace(old, new, *(count or [1]))
+        path.write_text(text)
+    doc, problems = _read(path)
+    plain_doc, plain_problems = _read(path, text=False)
+    assert doc.edges == plain_doc.edges
+    assert [(str(p), p.location) for p in problems] == [
+        (str(p), p.location) for p in plain_problems]  # fmt: skip
+    graph, plain_graph = irrun.graph.build_graph(doc), irrun.graph.build_graph(plain_doc)
+    assert [str(d) for d in graph.problems] == [str(d) for d in plain_graph.problems]
+
+
+def test_plain_edges_are_read_from_the_lines(tmp_path, monkeypatch):
+    path = _chain(tmp_path, [{}, {}])
+    monkeypatch.setattr(reader._Reader, "edge", None)  # reading an element would fail
+    doc, problems = _read(path)
+    assert not problems
+    first = path.read_text().splitlines().index("\t<edges>") + 2
+    assert [(e.from_layer, e.to_layer, e.line) for e in doc.edges] == [
+        ("0", "1", first), ("1", "2", first + 1), ("2", "3", first + 2)]  # fmt: skip
