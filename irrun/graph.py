@@ -119,23 +119,29 @@ class _Builder:
         return Diagnostic("warning", code, message, self.doc.location(line), ref, port)
 
     def add_layers(self) -> None:
+        layers, successors, predecessors = self.layers, self.successors, self.predecessors
+        output_ids, input_ids = self.output_ids, self.input_ids
+        unreadable = False
         for layer in self.doc.layers:
-            first = self.layers.get(layer.id)
+            lid = layer.id
+            first = layers.get(lid)
             if first is not None:
                 self.report("duplicate-layer-id",
-                           f"layer id {layer.id} is used again (first at line {first.line})",
+                           f"layer id {lid} is used again (first at line {first.line})",
                            layer.line, layer)  # fmt: skip
                 continue
-            self.layers[layer.id] = layer
-            self.successors[layer.id] = []
-            self.predecessors[layer.id] = []
-            out_ids = self.output_ids[layer.id] = {p.id for p in layer.outputs}
-            in_ids = self.input_ids[layer.id] = {p.id for p in layer.inputs}
-            self.wiring_broken |= layer.unreadable_ports
-            if len(in_ids) != len(layer.inputs):  # some id is repeated
-                self._check_port_ids(layer, "input", layer.inputs)
-            if len(out_ids) != len(layer.outputs):
-                self._check_port_ids(layer, "output", layer.outputs)
+            layers[lid] = layer
+            successors[lid] = []
+            predecessors[lid] = []
+            outputs, inputs = layer.outputs, layer.inputs
+            out_ids = output_ids[lid] = {p.id for p in outputs}
+            in_ids = input_ids[lid] = {p.id for p in inputs}
+            unreadable |= layer.unreadable_ports
+            if len(in_ids) != len(inputs):  # some id is repeated
+                self._check_port_ids(layer, "input", inputs)
+            if len(out_ids) != len(outputs):
+                self._check_port_ids(layer, "output", outputs)
+        self.wiring_broken |= unreadable
 
     def _check_port_ids(self, layer: Layer, kind: str, ports: list[Port]) -> None:
         # Input and output ids are separate namespaces in OpenVINO; within one, an edge
@@ -152,18 +158,21 @@ class _Builder:
     def add_edges(self) -> None:
         layers, output_ids, input_ids = self.layers, self.output_ids, self.input_ids
         sources, successors, predecessors = self.sources, self.successors, self.predecessors
+        use, add_edge = self.used_outputs.add, self.edges.append
+        # Source's own __new__ is a Python function; tuple's makes the same tuple for less.
+        new, Src = tuple.__new__, Source
         for edge in self.doc.edges:
             # The common case first, with as few lookups as can be: both layers and both
             # ports exist and the input port is not fed yet.
-            src, dst = layers.get(edge.from_layer), layers.get(edge.to_layer)  # type: ignore[arg-type]
-            key = (edge.to_layer, edge.to_port)
-            if (src is not None and dst is not None and edge.from_port in output_ids[src.id]
-                    and edge.to_port in input_ids[dst.id] and key not in sources):  # fmt: skip
-                self.used_outputs.add((src.id, edge.from_port))
-                sources[key] = Source(src.id, edge.from_port)  # type: ignore[arg-type,index]
-                self.edges.append((src.id, dst.id, edge.from_port, edge.to_port))  # type: ignore[arg-type]
-                successors[src.id].append(dst.id)
-                predecessors[dst.id].append(src.id)
+            fl, fp, tl, tp = edge.from_layer, edge.from_port, edge.to_layer, edge.to_port
+            key = (tl, tp)
+            if (fl in layers and tl in layers and fp in output_ids[fl]  # type: ignore[operator]
+                    and tp in input_ids[tl] and key not in sources):  # type: ignore[index] # fmt: skip
+                use((fl, fp))
+                sources[key] = new(Src, (fl, fp))  # type: ignore[index]
+                add_edge((fl, tl, fp, tp))
+                successors[fl].append(tl)  # type: ignore[index]
+                predecessors[tl].append(fl)  # type: ignore[index]
                 continue
             self._add_odd_edge(edge)
 
@@ -260,24 +269,29 @@ class _Builder:
         """Layers in topological order, ties broken by file order (the smallest ready
         layer first); layers on or after a cycle, and those in ``leave_out``, are left out.
         """
-        position = self.position()
+        position, predecessors, successors = self.position(), self.predecessors, self.successors
         waiting = {lid: 0 for lid in self.layers if lid not in leave_out}
         for lid in waiting:
-            for p in self.predecessors[lid]:
+            n = 0
+            for p in predecessors[lid]:
                 if p in waiting:
-                    waiting[lid] += 1
+                    n += 1
+            waiting[lid] = n  # a value replaced, not a key added: iterating goes on
         ready = [position[lid] for lid, n in waiting.items() if n == 0]
         heapq.heapify(ready)
+        pop, push = heapq.heappop, heapq.heappush
         ids = list(self.layers)
-        order = []
+        order: list[str] = []
+        add = order.append
         while ready:
-            lid = ids[heapq.heappop(ready)]
-            order.append(lid)
-            for c in self.successors[lid]:
-                if c in waiting:
-                    waiting[c] -= 1
-                    if waiting[c] == 0:
-                        heapq.heappush(ready, position[c])
+            lid = ids[pop(ready)]
+            add(lid)
+            for c in successors[lid]:
+                n = waiting.get(c)
+                if n is not None:
+                    waiting[c] = n - 1
+                    if n == 1:
+                        push(ready, position[c])
         return order
 
     def check_reachability(self) -> list[Diagnostic]:
