@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from types import SimpleNamespace
 
 import numpy as np
@@ -60,7 +59,23 @@ class Plan:
             for slot in outs:
                 self.producer[slot] = len(self.steps)
             self.steps.append(Step(node, node.op.kernel, node.attrs, ins, outs))
-        self._schedule = lru_cache(maxsize=32)(self._make_schedule)
+        self._schedules: dict[tuple[tuple[int, ...], bool], tuple] = {}
+
+    def _schedule(
+        self, wanted: tuple[int, ...], every_step: bool = False
+    ) -> tuple[tuple[Step, tuple[int, ...]], ...]:
+        """:meth:`_make_schedule`'s result, kept for the next run that wants the same.
+
+        A dict, not ``lru_cache`` over the bound method: that would hold the plan from
+        inside itself, and a dropped model would wait for the cyclic garbage collector.
+        """
+        key = (wanted, every_step)
+        found = self._schedules.get(key)
+        if found is None:
+            if len(self._schedules) >= 32:  # a caller asking for ever other outputs
+                self._schedules.clear()
+            found = self._schedules[key] = self._make_schedule(wanted, every_step)
+        return found
 
     def _make_schedule(
         self, wanted: tuple[int, ...], every_step: bool = False

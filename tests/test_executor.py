@@ -69,7 +69,7 @@ def test_run_computes_only_what_is_asked(tmp_path, monkeypatch):
             return _k(a, *xs)
 
         object.__setattr__(step, "kernel", spy)
-    model._plan._schedule.cache_clear()
+    model._plan._schedules.clear()
     x = np.ones((1, 16, 128, 128), np.float32)
     out = model.run({"x": x}, outputs=["t2"])
     assert list(out) == ["t2"]

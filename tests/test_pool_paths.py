@@ -174,7 +174,7 @@ def test_unused_index_output_is_not_computed(tmp_path, monkeypatch):
         return kernel(a, *xs, **kw)
 
     object.__setattr__(step, "kernel", spy)
-    model._plan._schedule.cache_clear()
+    model._plan._schedules.clear()
     x = np.arange(128, dtype=np.float32).reshape(1, 2, 8, 8)
     assert sorted(model.run({"x": x})) == ["values"]
     both = model.run({"x": x}, outputs=["values", "indices"])
