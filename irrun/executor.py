@@ -195,9 +195,7 @@ class PoolChain:
         plan = self._plans.get(x.shape)
         if plan is None:
             plan = self._plans[x.shape] = ChainPlan(x.shape, self.geometry, self.layers)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            y = plan.run(x)
-        return (y,) + (None,) * (len(self.steps[-1].outputs) - 1)
+        return (plan.run(x),) + (None,) * (len(self.steps[-1].outputs) - 1)
 
     def _one_by_one(self, x: np.ndarray) -> tuple[np.ndarray | None, ...]:
         results: tuple[np.ndarray | None, ...] = (x,)

@@ -92,6 +92,24 @@ def test_chain_is_bit_exact(tmp_path, kinds, kernel, pb, pe, exclude_pad, shape)
         np.testing.assert_array_equal(observed.view(np.uint32), want.view(np.uint32))
 
 
+@pytest.mark.parametrize("exclude_pad", [True, False])
+def test_chain_averages_that_underflow_to_negative_zero(tmp_path, exclude_pad):
+    # A tiny negative sum divided by the count rounds to -0.0, which no input holds;
+    # the max pool after it must then give zero maxima the sign of their first zero.
+    shape = (1, 4, 7, 8)
+    path, compiled = _save(tmp_path, shape, ov.Type.f32, ["avg", "max", "avg", "max"],
+                           (3, 3), [1, 1], [1, 1], exclude_pad)  # fmt: skip
+    m = irrun.load(path)
+    assert _fused(m)
+    tiny = np.array([-1e-45, -2e-45, -4e-45, 1e-45, 0.0], np.float32)
+    for seed in range(4):
+        x = np.random.default_rng(seed).choice(tiny, shape)
+        want = next(iter(compiled(x).values()))
+        assert np.signbit(want[want == 0]).any() and not np.signbit(x[x == 0]).any()
+        got = m.run({"x": x})["y"]
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
 def test_chain_keeps_an_intermediate_asked_for(tmp_path):
     path, _ = _save(tmp_path, (1, 2, 6, 6), ov.Type.f32, ["max", "avg", "max"], (3, 3),
                     [1, 1], [1, 1])  # fmt: skip

@@ -113,6 +113,14 @@ class ChainPlan:
         made, so that a run holds at most about twice the tensor's size.
         """
         xp = x.reshape(self.planes, self.h, self.w)
+        # NumPy reports each call that rounded a result below the normal range; only
+        # an average's division can, and only then may it have made a -0.0.
+        underflows: list[int] = []
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore", under="call",
+                         call=lambda kind, flag: underflows.append(flag)):  # fmt: skip
+            return self._run(xp, underflows)
+
+    def _run(self, xp: np.ndarray, underflows: list[int]) -> np.ndarray:
         size = self.size(self.per_chunk)
         try:
             bufs = [self._spare.pop()]  # another thread may be using it: then make one
@@ -120,7 +128,7 @@ class ChainPlan:
             bufs = [np.empty(size, np.float32)]
         bufs.append(np.empty(size, np.float32))
         if self.per_chunk >= self.planes:
-            result = bufs.pop(self._run_chunk(xp, bufs))
+            result = bufs.pop(self._run_chunk(xp, bufs, underflows))
             bufs.clear()
             out = np.empty((self.planes, self.h, self.w), np.float32)
             np.copyto(out, self._interior(result, self.planes))
@@ -128,7 +136,7 @@ class ChainPlan:
             out = np.empty((self.planes, self.h, self.w), np.float32)
             for start in range(0, self.planes, self.per_chunk):
                 stop = min(self.planes, start + self.per_chunk)
-                which = self._run_chunk(xp[start:stop], bufs)
+                which = self._run_chunk(xp[start:stop], bufs, underflows)
                 np.copyto(out[start:stop], self._interior(bufs[which], stop - start))
             result = bufs[0]
         if not self._spare:
@@ -139,7 +147,7 @@ class ChainPlan:
         b3 = buf[: p * self.plane].reshape(p, self.h + self.bh, self.wp)
         return b3[:, self.bh :, self.bw :]
 
-    def _run_chunk(self, xc: np.ndarray, bufs: list[np.ndarray]) -> int:
+    def _run_chunk(self, xc: np.ndarray, bufs: list[np.ndarray], underflows: list[int]) -> int:
         """Run the chain over the planes ``xc``; return which buffer holds the result."""
         p = xc.shape[0]
         src, dst = 0, 1
@@ -154,15 +162,16 @@ class ChainPlan:
         for layer in self.layers:
             fill = -np.inf if layer.max else 0.0
             for pad in views[src].padding:
-                pad[...] = fill
+                pad.fill(fill)
             if layer.max:
                 # A maximum is one of its window's values: -0.0 only where some was.
                 if not self._max(views[src], views[dst], negative_zero, small):
                     continue  # the result is in src
             else:
+                underflows.clear()
                 self._average(views[src], views[dst], layer, negative_zero)
                 # Averages of values that are not -0.0 can still underflow to it.
-                negative_zero = has_negative_zero(views[dst].out)
+                negative_zero = bool(underflows) and has_negative_zero(views[dst].out)
             src, dst = dst, src
         return src
 
