@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from .max_pool import fmax_fold, has_negative_zero, lowest
 
@@ -93,7 +94,10 @@ class ChainPlan:
         cols = np.array([_count(q, kw, pbw, w) for q in range(w)], np.float32)
         counts = np.ones((h + bh, wp), np.float32)
         counts[bh:, bw:] = rows[:, None] * cols[None, :]
-        self.group = min(self.per_chunk, -(-DIVISOR_ELEMENTS // self.plane))
+        least = -(-DIVISOR_ELEMENTS // self.plane)
+        # A group that divides the chunk makes the division a single call.
+        group = next((g for g in range(least, 4 * least + 1) if self.per_chunk % g == 0), least)
+        self.group = min(self.per_chunk, group)
         self.counts = np.tile(counts.reshape(-1), self.group)
         self.kernel_size = np.float32(kh * kw)
         self._spare: list[np.ndarray] = []  # the buffer kept between runs
@@ -243,11 +247,12 @@ class _Views:
         self.col_taps = [buf[lo + t : hi + t] for t in plan.col_taps]
         wp, plane = plan.wp, plan.plane
         end = p * plane
-        self.padding = [buf[end : plan.size(p)]]  # after the last plane
-        if plan.bw:  # the band at the start of every row, padding rows included
+        # The rows before each plane and after the last, with the band that starts the
+        # next row (the buffer ends there), then that band of every row: two calls.
+        head = plan.bh * wp + plan.bw
+        self.padding = [as_strided(buf, (p + 1, head), (plane * buf.itemsize, buf.itemsize))]
+        if plan.bw:
             self.padding.append(buf[: end + plan.bh * wp].reshape(-1, wp)[:, : plan.bw])
-        if plan.bh:  # the rows before each plane
-            self.padding.append(buf[:end].reshape(p, plane)[:, : plan.bh * wp])
         # What an exclude-pad average divides by its counts: whole planes, the padding
         # before the first output included (divided by 1), a group of planes per row.
         size = plan.group * plane
