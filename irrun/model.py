@@ -21,7 +21,7 @@ from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from .executor import Observer, Plan, Step
 from .graph import LayerGraph, build_graph
 from .propagation import Infos, propagate
-from .reader import parse_xml, read_document, read_xml_bytes
+from .reader import parse_xml, read_document, read_plain, read_xml_bytes
 from .registry import TensorInfo
 from .reshape import ShapeSpec, describe, input_shapes
 from .schema import check_structure
@@ -197,13 +197,17 @@ def check_ir(
         weights = Weights(_weights_path(path, weights))
     try:
         data = read_xml_bytes(path)
-        root = parse_xml(path, data)
+        # A load reads a file laid out as OpenVINO writes it without building its tree.
+        doc = None if complete else read_plain(path, data)
+        root = parse_xml(path, data) if doc is None else None
     except UsageError:
         raise
     except IrrunError as exc:
         unreadable = [Diagnostic.from_error(exc, "unreadable")]
         return Checked(path, unreadable, list(unreadable))
-    doc, read_problems = read_document(root, path, data)
+    read_problems: list[IrrunError] = []
+    if root is not None:
+        doc, read_problems = read_document(root, path, data)
     deferred = None
     if complete or read_problems:
         structure = check_structure(root, path)

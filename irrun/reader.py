@@ -119,8 +119,10 @@ class IRDocument:
         return Location(str(self.path), line)
 
 
-def _parser() -> etree.XMLParser:
+def _parser(target: object = None) -> etree.XMLParser:
+    """The locked-down parser; with a ``target``, libxml2 hands it the parse, not a tree."""
     return etree.XMLParser(
+        target=target,
         resolve_entities=False,
         no_network=True,
         load_dtd=False,
@@ -465,14 +467,7 @@ class _Reader:
         name, type_name, version = name or "", type_name or "", version or ""
         read = _BODIES.get(body) if body is not None else None
         if read is not None:
-            data, data_offset, inputs, outputs = read
-            return Layer(lid, name, type_name, version, line, data.copy(),
-                         line + data_offset if data_offset >= 0 else 0,
-                         [Port(i, line + offset, et, names, dims)
-                          for i, offset, et, names, dims in inputs],
-                         [Port(i, line + offset, et, names, dims)
-                          for i, offset, et, names, dims in outputs],
-                         unnamed_op=unnamed_op)  # fmt: skip
+            return _layer_as_read(read, lid, name, type_name, version, line, unnamed_op)
         count = len(self.problems)
         layer = Layer(lid, name, type_name, version, line, unnamed_op=unnamed_op)
         self.children(el, layer)
@@ -606,6 +601,18 @@ _BODIES: dict[bytes, tuple[dict[str, str], int, tuple[_PortReading, ...],
                            tuple[_PortReading, ...]]] = {}  # fmt: skip
 
 
+def _layer_as_read(read: tuple, lid: str, name: str, type_name: str, version: str, line: int,
+                   unnamed_op: bool = False) -> Layer:  # fmt: skip
+    """A layer at ``line`` whose body reads as ``read`` (an entry of ``_BODIES``)."""
+    data, data_offset, inputs, outputs = read
+    return Layer(lid, name, type_name, version, line, data.copy(),
+                 line + data_offset if data_offset >= 0 else 0,
+                 [Port(i, line + offset, et, names, dims) for i, offset, et, names, dims in inputs],
+                 [Port(i, line + offset, et, names, dims)
+                  for i, offset, et, names, dims in outputs],
+                 unnamed_op=unnamed_op)  # fmt: skip
+
+
 def _remember_body(body: bytes, layer: Layer) -> None:
     ports = (*layer.inputs, *layer.outputs)
     if layer.rt_info or any(p.rt_info for p in ports) or len(body) > 16384:
@@ -667,6 +674,152 @@ def read_document(root: etree._Element, path: str | Path,
     reader = _Reader(Path(path), data)
     doc = reader.net(root)
     return doc, reader.problems
+
+
+class _Discard:
+    """A parser target that keeps nothing: libxml2 checks the document and builds no tree."""
+
+    def close(self) -> None:
+        return None
+
+
+# What read_plain reads: the start of a file as OpenVINO writes it, up to the line after
+# <layers>; a <layer> start tag ending its line, with its usual attributes first when it
+# has them as OpenVINO writes them (what follows them is not read); the end of <layers>
+# and the start of <edges>.
+_PLAIN_HEAD = re.compile(
+    rb'(?:<\?xml version="1\.0"(?: encoding="(?i:utf-8)")?\?>\n)?'
+    rb'<net name="([^"&<\t\n]*)" version="([0-9]+)">\n[ \t]*<layers>\n'
+)
+_PLAIN_START = re.compile(
+    rb'<layer[ \t](?:id="([0-9]+)" name="([^"&<\t\n]*)" type="([^"&<\t\n]*)" '
+    rb'version="([^"&<\t\n]*)"(?=[ \t>]))?[^<>\n]*>[ \t]*\n'
+)
+_PLAIN_TAIL = re.compile(rb"</layers>\n[ \t]*<edges>\n")
+
+
+def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
+    """Read the bytes ``data`` of a file laid out as OpenVINO writes it, without a tree.
+
+    libxml2 checks the whole document as :func:`parse_xml` would, but builds no tree:
+    the layers are cut out of the bytes at their start tags, each alone on its line.
+    A layer's text after its start tag (its body) reads as the same text has read
+    before (``_BODIES``); other bodies are parsed on their own, which also proves the
+    cut right: a body that is not one whole element after its start tag (a cut
+    inside a sub-graph or a comment) does not parse.  The edges are read from their
+    lines.  Returns None for a file laid out otherwise, or one with something
+    :func:`read_document` would report: it then reads the tree and says what.
+
+    >>> data = read_xml_bytes("models/pooling_chain.xml")
+    >>> read_plain("models/pooling_chain.xml", data) == read_ir("models/pooling_chain.xml")
+    True
+    """
+    head = _PLAIN_HEAD.match(data)
+    if head is None or b"\r" in data:  # libxml2 counts a lone \r as a line
+        return None
+    version = int(head.group(2))
+    end = data.rfind(b"</layers>")
+    tail = _PLAIN_TAIL.match(data, end)
+    layers_end = data.rfind(b"\n", 0, end) + 1
+    if version not in SUPPORTED_IR_VERSIONS or tail is None or layers_end <= head.end() or \
+            data[layers_end:end].strip(b" \t"):  # fmt: skip
+        return None
+    try:
+        etree.fromstring(data, _parser(_Discard()))
+    except (etree.XMLSyntaxError, ValueError):
+        return None
+    path = Path(path)
+    found = list(_PLAIN_START.finditer(data, head.end(), layers_end))
+    starts = [data.rfind(b"\n", 0, m.start()) + 1 for m in found]
+    if not starts or starts[0] != head.end():
+        return None
+    layers = []
+    line, pos = data.count(b"\n", 0, head.end()) + 1, head.end()
+    for m, start, after in zip(found, starts, [*starts[1:], layers_end], strict=True):
+        line += data.count(b"\n", pos, start)
+        pos = start
+        tag = m.group()
+        if data[start : m.start()].strip(b" \t") or b"xmlns" in tag or b"/>" in tag:
+            return None  # not alone on its line; names its own namespace; has no body
+        body = data[m.end() : after - 1]
+        lid = m.group(1)
+        read = _BODIES.get(body) if lid is not None else None
+        if read is not None:
+            name, type_name, op_version = (text.decode() for text in m.group(2, 3, 4))
+            lid = str(_layer_id(lid.decode()))
+            layers.append(_layer_as_read(read, lid, name, type_name, op_version, line))
+            continue
+        layer = _plain_layer(path, tag + body, body, line)
+        if layer is None:
+            return None
+        layers.append(layer)
+    edges = _plain_edges(data, tail.end(), line + data.count(b"\n", pos, tail.end()))
+    if edges is None:
+        return None
+    edges_list, rest = edges
+    rt_info = _plain_rt_info(data[rest:])
+    if rt_info is None:
+        return None
+    return IRDocument(path, version, head.group(1).decode(), layers, edges_list, rt_info)
+
+
+def _plain_layer(path: Path, text: bytes, body: bytes, line: int) -> Layer | None:
+    """The layer whose start tag and body are ``text``, its start tag on ``line``, read
+    on its own; None unless it is one element that reads without a problem."""
+    try:
+        el = etree.fromstring(text, _parser())
+    except (etree.XMLSyntaxError, ValueError):
+        return None
+    reader = _Reader(path)
+    layer = reader.layer(el) if el.tag == "layer" else None
+    if layer is None or reader.problems:
+        return None
+    _remember_body(body, layer)
+    read = _BODIES.get(body)
+    if read is not None:
+        return _layer_as_read(read, layer.id, layer.name, layer.type, layer.version, line)
+    # Not kept (an <rt_info>, a long body): its lines moved from the first to ``line``.
+    by = line - 1
+    layer.line += by
+    layer.data_line += by if layer.data_line else 0
+    for port in (*layer.inputs, *layer.outputs):
+        port.line += by
+    return layer
+
+
+def _plain_edges(data: bytes, start: int, line: int) -> tuple[list[Edge], int] | None:
+    """The <edge/>s from ``start`` (on ``line``), each alone on its line up to
+    </edges>, and where the text after </edges> starts; None when they are not so."""
+    end = data.find(b"</edges>", start)
+    last = data.rfind(b"\n", 0, end) + 1
+    if end < 0 or last < start or data[last:end].strip(b" \t"):
+        return None
+    text = data[start:last].decode("latin-1")
+    found = _EDGE_LINE.findall(text)
+    if len(found) != text.count("\n"):
+        return None
+    edges = []
+    for n, (fl, fp, tl, tp) in enumerate(found, line):
+        if fl[0] == "0" or tl[0] == "0":
+            fl, tl = _layer_id(fl), _layer_id(tl)
+        edges.append(Edge(fl, int(fp), tl, int(tp), n))
+    return edges, end + len(b"</edges>")
+
+
+def _plain_rt_info(rest: bytes) -> dict[str, Any] | None:
+    """The <rt_info> of ``rest``, the text after </edges>: nothing or an <rt_info>, then
+    </net>; None when it holds anything else."""
+    rest = rest.strip()
+    if not rest.endswith(b"</net>"):
+        return None
+    rest = rest[: -len(b"</net>")].strip()
+    if not rest:
+        return {}
+    try:
+        el = etree.fromstring(rest, _parser())
+    except (etree.XMLSyntaxError, ValueError):
+        return None
+    return _read_rt_info(el) if el.tag == "rt_info" else None
 
 
 def _split_names(text: str) -> tuple[str, ...]:
