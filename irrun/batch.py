@@ -33,7 +33,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .cli import int_at_least
+from .cli import int_at_least, random_seed
 from .dims import format_shape
 from .errors import IrrunError, Location, UsageError
 from .files import load_array_file, save_npz
@@ -313,6 +313,7 @@ def check_arguments(args: argparse.Namespace) -> None:
         return
     if args.output_dir is None:
         raise UsageError("--input-dir needs --output-dir, where the outputs go")
+    random_seed(args)  # refuses a --seed, which --input-dir's files would leave unused
     if args.input:
         raise UsageError("--input and --input-dir do not go together: inputs come from DIR")
     if args.output:

@@ -54,8 +54,9 @@ def _parser() -> argparse.ArgumentParser:
         "keyed by input name; repeat for several. Default: seeded random inputs",
     )  # fmt: skip
     inputs.add_argument(
-        "--seed", type=_seed, default=0, help="seed for random inputs (default 0)"
-    )
+        "--seed", type=_seed, help="seed for the random inputs used when no --input is given "
+        "(default 0)",
+    )  # fmt: skip
 
     run = sub.add_parser(
         "run", parents=[common, inputs], help="run a model and show or save its outputs"
@@ -285,6 +286,7 @@ def _run(args: argparse.Namespace) -> int:
         check_output_path(Path(args.profile_json))
     if args.iterations > 1 and not (args.profile or args.profile_json):
         raise UsageError("--iterations needs --profile or --profile-json")
+    seed = random_seed(args)
     types = [t.strip() for item in args.dump_type or () for t in item.split(",") if t.strip()]
     if (types or args.dump_name) and not args.dump_dir:
         raise UsageError("--dump-type and --dump-name select what --dump-dir writes: give it")
@@ -301,8 +303,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.shape:
         model.reshape(args.shape)
         say(f"reshaped to {args.shape}")
-    feeds = read_inputs(model, args.input) if args.input else model.random_inputs(args.seed)
-    given = ", ".join(args.input) if args.input else f"random (seed {args.seed})"
+    feeds = read_inputs(model, args.input) if args.input else model.random_inputs(seed)
+    given = ", ".join(args.input) if args.input else f"random (seed {seed})"
     say(f"inputs: {given}: " + ", ".join(
         f"{name} {list(np.shape(v))} {np.asarray(v).dtype}" for name, v in feeds.items()
     ))  # fmt: skip
@@ -365,6 +367,23 @@ def _calling(hooks: list[Callable[[LayerRun], None]]) -> Callable[[LayerRun], No
             hook(layer)
 
     return each
+
+
+def random_seed(args: argparse.Namespace, source: str | None = None) -> int:
+    """The seed of the random inputs: ``--seed``, else 0.
+
+    A seed given where no random inputs are made would be silently ignored, so it is
+    refused (exit 2): with ``--input`` or ``--input-dir``, or where ``source`` (the
+    inputs' other origin, if any) names where the inputs come from instead.
+    """
+    if args.seed is None:
+        return 0
+    instead = source or ("--input" if args.input else None)
+    if getattr(args, "input_dir", None) is not None:
+        instead = "--input-dir"
+    if instead:
+        raise UsageError(f"--seed makes random inputs, but the inputs come from {instead}")
+    return int(args.seed)
 
 
 def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:

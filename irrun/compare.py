@@ -866,20 +866,21 @@ def register(
 
 def _handler(args: argparse.Namespace) -> int:
     # Imported here: cli imports this module to register the command.
-    from .cli import read_inputs
+    from .cli import random_seed, read_inputs
     from .files import check_output_path, write_atomically
 
     if args.output:
         check_output_path(Path(args.output))
-    model = load(args.model, args.weights)
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
+    seed = random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
+    model = load(args.model, args.weights)
     if args.input:
         feeds = read_inputs(model, args.input)
     elif dump_inputs is not None:
         # A dump keeps the inputs it was made from: those, not random ones, reproduce it.
         feeds = read_inputs(model, [str(dump_inputs)])
     else:
-        feeds = model.random_inputs(args.seed)
+        feeds = model.random_inputs(seed)
     report = compare(
         model, feeds, args.ref, backend=args.ref_backend, mark_all=args.mark_all,
         atol=_tolerances(args.atol, DEFAULT_ATOL), rtol=_tolerances(args.rtol, DEFAULT_RTOL),

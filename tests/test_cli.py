@@ -369,6 +369,32 @@ def test_misuse_exits_2_with_usage(args, complaint, work, capsys):
     assert captured.err.rstrip("\n").endswith(complaint)
 
 
+def test_a_seed_where_no_random_inputs_are_made_is_refused(work, capsys):
+    """--seed is for random inputs: with inputs from files it would be ignored silently."""
+    batch = work / "batch"
+    batch.mkdir()
+    np.save(batch / "a.npy", X)
+    dump = work / "dump"
+    assert main(["pooling_chain.xml", "--seed", "7", "--dump-dir", str(dump)]) == 0
+    capsys.readouterr()
+    for args, source in [
+        (["pooling_chain.xml", "--seed", "3", "--input", "x.npy"], "--input"),
+        (["pooling_chain.xml", "--seed", "3", "--input-dir", "batch", "--output-dir", "out"],
+         "--input-dir"),
+        (["compare", "pooling_chain.xml", "--seed", "3", "--input", "x.npy", "--ref", str(dump)],
+         "--input"),
+        (["compare", "pooling_chain.xml", "--seed", "3", "--ref", str(dump)],
+         "the dump's inputs.npz"),
+    ]:  # fmt: skip
+        rc, out, err = run_cli(capsys, *args)
+        assert (rc, out) == (2, ""), args
+        assert err == f"irrun: error: --seed makes random inputs, but the inputs come from {source}\n"
+    assert not (work / "out").exists()
+    # Random inputs take it, and 0 is what no --seed means.
+    assert run_cli(capsys, "pooling_chain.xml", "--seed", "0")[1] == run_cli(
+        capsys, "pooling_chain.xml")[1]  # fmt: skip
+
+
 def test_help_and_version_exit_0(capsys):
     for args in (["--help"], ["run", "--help"], ["validate", "-h"], ["--version"]):
         with pytest.raises(SystemExit) as info:
