@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -367,6 +368,20 @@ def test_misuse_exits_2_with_usage(args, complaint, work, capsys):
     assert captured.out == ""
     assert captured.err.startswith("usage: irrun")
     assert captured.err.rstrip("\n").endswith(complaint)
+
+
+def test_saved_outputs_are_the_same_bytes_whenever_they_are_written(work, capsys, monkeypatch):
+    """Two runs on the same inputs write the same file (np.savez stamps the time)."""
+    files = []
+    for when in (1_000_000_000.0, 1_700_000_000.0):
+        monkeypatch.setattr(time, "time", lambda when=when: when)
+        out = work / f"out{len(files)}.npz"
+        assert run_cli(capsys, "pooling_chain.xml", "-o", str(out))[0] == 0
+        files.append(out.read_bytes())
+    assert files[0] == files[1]
+    with np.load(work / "out0.npz") as saved:
+        assert sorted(saved.files) == ["indices", "pooled"]
+        assert saved["pooled"].dtype == np.float32 and saved["indices"].dtype == np.int32
 
 
 def test_a_seed_where_no_random_inputs_are_made_is_refused(work, capsys):
