@@ -535,3 +535,76 @@ def test_exit_codes_as_a_process(tmp_path):
     assert misuse.returncode == 2 and "invalid tolerance value: 'x'" in misuse.stderr
     neither = subprocess.run(base, capture_output=True, text=True)
     assert neither.returncode == 2 and "one of the arguments --ref --ref-backend" in neither.stderr
+
+
+# ------------------------------------------------------------------ error statistics
+
+
+@pytest.mark.parametrize(
+    ("stat", "atol", "rtol", "passed", "stat_abs", "stat_rel"),
+    [
+        # errors [0, 0, 0, 1] abs, [0, 0, 0, 0.2] rel: one of four elements off
+        ("elemwise", 0.5, 0.05, False, None, None),
+        ("max", 0.5, 0.05, False, 1.0, 0.2),
+        ("max", 0.5, 0.2, True, 1.0, 0.2),  # the relative error is within rtol
+        ("max", 1.0, 0.0, True, 1.0, 0.2),  # the absolute one within atol
+        ("mean", 0.25, 0.0, True, 0.25, 0.05),
+        ("mean", 0.2, 0.04, False, 0.25, 0.05),
+        ("median", 0.0, 0.0, True, 0.0, 0.0),
+    ],
+)  # fmt: skip
+def test_an_error_statistic_passes_by_atol_or_rtol(stat, atol, rtol, passed, stat_abs, stat_rel):
+    r = compare_arrays(np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.0, 2.0, 3.0, 5.0]), atol, rtol,
+                       "y", stat)  # fmt: skip
+    # The elements outside atol + rtol * |ref| are counted whatever decides.
+    assert (r.passed, r.mismatches, r.check_error_stat) == (passed, int(atol + rtol * 5 < 1), stat)
+    if stat_abs is None:
+        assert r.stat_abs is None and r.stat_rel is None
+    else:
+        assert (r.stat_abs, r.stat_rel) == (pytest.approx(stat_abs), pytest.approx(stat_rel))
+
+
+def test_a_shape_mismatch_fails_whatever_the_statistic():
+    r = compare_arrays(np.zeros(3), np.zeros(4), check_error_stat="median")
+    assert not r.passed and r.problem.startswith("shape mismatch")
+
+
+def test_an_error_statistic_decides_instead_of_each_element(perturbed, capsys, in_root):
+    ref, _ = perturbed  # conv2: one element of 8192 off by 0.5
+    args = ["models/demo.xml", "--input", "models/demo.inputs.npz", "--ref", str(ref), "--mark-all"]
+    assert run_cli(capsys, *args, "--atol", "conv2:1e-4")[0] == 1
+    rc, out, _ = run_cli(capsys, *args, "--atol", "conv2:1e-4", "--check-error-stat", "conv2:mean")
+    assert rc == 0, out
+    conv2 = next(f for f in tensor_lines(out) if f[1] == "conv2")
+    assert conv2[0] == "PASSED"
+    mean = re.fullmatch(r"mean error abs (\S+) rel (\S+) \(atol 0\.0001, rtol 1e-05\)", conv2[4])
+    assert mean and float(mean.group(1)) == pytest.approx(0.5 / 8192, rel=0.05)
+    assert "| atol 1e-05 conv2:0.0001, rtol 1e-05, check elemwise conv2:mean error |" in summary(out)
+    assert run_cli(capsys, *args, "--check-error-stat", "median")[0] == 0
+    rc, out, _ = run_cli(capsys, *args, "--check-error-stat", "max", "--json")
+    report = json.loads(out)
+    assert rc == 1 and report["check_error_stat"] == "max"
+    bad = [t for t in report["tensors"] if not t["passed"]]
+    assert [(t["name"], t["check_error_stat"]) for t in bad] == [("conv2", "max")]
+    assert bad[0]["stat_abs"] == pytest.approx(0.5, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("given", "complaint"),
+    [
+        (["--check-error-stat", "avg"], "argument --check-error-stat: invalid error stat value: 'avg'"),
+        (["--check-error-stat", ":max"], "argument --check-error-stat: invalid error stat value: ':max'"),
+    ],
+)  # fmt: skip
+def test_a_bad_error_statistic_exits_2(given, complaint, capsys, in_root):
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "models/demo.xml", "--ref", "models/demo.expected.npz", *given])
+    assert exc.value.code == 2
+    assert complaint in capsys.readouterr().err
+
+
+def test_an_error_statistic_for_an_unknown_tensor_is_a_usage_error(capsys, in_root):
+    rc, _, err = run_cli(capsys, "models/demo.xml", "--ref", "models/demo.expected.npz",
+                         "--check-error-stat", "conv9:max")  # fmt: skip
+    assert rc == 2
+    assert err.startswith("irrun: error: error stat for 'conv9': no tensor of that name in demo.xml")
