@@ -1,0 +1,17 @@
+"""Settings shared by the test modules.
+
+Hypothesis draws new examples on every run here, so that over time it finds what a
+fixed set would not; with CI set (as CI machines set it) it draws the same ones
+every time, so that a run's verdict is the code's and not the draw's.  A case
+found locally is kept in .hypothesis/ and replayed until it passes.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
