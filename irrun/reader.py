@@ -684,17 +684,38 @@ class _Discard:
 
 
 # What read_plain reads: the start of a file as OpenVINO writes it, up to the line after
-# <layers>; a <layer> start tag ending its line, with its usual attributes first when it
-# has them as OpenVINO writes them (what follows them is not read); the end of <layers>
-# and the start of <edges>.
+# <layers>; a <layer> start tag ending its line (attributes in double quotes), with its
+# usual attributes first when it has them as OpenVINO writes them (what follows them is
+# not read); the end of <layers> and the start of <edges>.
 _PLAIN_HEAD = re.compile(
     rb'(?:<\?xml version="1\.0"(?: encoding="(?i:utf-8)")?\?>\n)?'
-    rb'<net name="([^"&<\t\n]*)" version="([0-9]+)">\n[ \t]*<layers>\n'
+    rb'<net name="([^"<\n]*)" version="([0-9]+)">\n[ \t]*<layers>\n'
 )
 _PLAIN_START = re.compile(
-    rb'<layer[ \t](?:id="([0-9]+)" name="([^"&<\t\n]*)" type="([^"&<\t\n]*)" '
-    rb'version="([^"&<\t\n]*)"(?=[ \t>]))?[^<>\n]*>[ \t]*\n'
+    rb'<layer(?=[ \t])(?:[ \t]+id="([0-9]+)"[ \t]+name="([^"<\n]*)"[ \t]+type="([^"<\n]*)"'
+    rb'[ \t]+version="([^"<\n]*)"(?=[ \t>]))?(?:[ \t]+[^\s=<>"/]+="[^"<]*")*[ \t]*>[ \t]*\n'
 )
+# An attribute value's entity and character references (a well-formed file has no other).
+_REFERENCE = re.compile(r"&(#x[0-9a-fA-F]+|#[0-9]+|[a-z]+);")
+_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+
+
+def _attribute(raw: bytes) -> str:
+    """An attribute's value as libxml2 gives it: tabs as spaces, references replaced.
+
+    >>> tab = chr(9)
+    >>> _attribute(b"a&amp;b&#9;c" + tab.encode() + b"d&#x3c;") == f"a&b{tab}c d<"
+    True
+    """
+    text = raw.decode()
+    if "\t" in text:
+        text = text.replace("\t", " ")  # a literal tab; a reference to one stays a tab
+    if "&" in text:
+        text = _REFERENCE.sub(lambda m: _ENTITIES.get(m[1]) or chr(
+            int(m[1][2:], 16) if m[1][1] == "x" else int(m[1][1:])), text)  # fmt: skip
+    return text
+
+
 _PLAIN_TAIL = re.compile(rb"</layers>\n[ \t]*<edges>\n")
 
 
@@ -745,7 +766,7 @@ def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
         lid = m.group(1)
         read = _BODIES.get(body) if lid is not None else None
         if read is not None:
-            name, type_name, op_version = (text.decode() for text in m.group(2, 3, 4))
+            name, type_name, op_version = (_attribute(text) for text in m.group(2, 3, 4))
             lid = str(_layer_id(lid.decode()))
             layers.append(_layer_as_read(read, lid, name, type_name, op_version, line))
             continue
@@ -760,7 +781,7 @@ def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
     rt_info = _plain_rt_info(data[rest:])
     if rt_info is None:
         return None
-    return IRDocument(path, version, head.group(1).decode(), layers, edges_list, rt_info)
+    return IRDocument(path, version, _attribute(head.group(1)), layers, edges_list, rt_info)
 
 
 def _plain_layer(path: Path, text: bytes, body: bytes, line: int) -> Layer | None:

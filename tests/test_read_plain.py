@@ -75,6 +75,12 @@ ODD = {
     # read, each of these, as the tree reads it
     "entity in a name": (_demo_with(b'name="pool1"', b'name="pool&amp;1"'), True),
     "tab in a name": (_demo_with(b'name="pool1"', b'name="pool\t1"'), True),
+    "a reference to a tab in a name": (_demo_with(b'name="pool1"', b'name="pool&#9;1"'), True),
+    "'>' in a name": (_demo_with(b'name="pool1"', b'name="pool>1"'), True),
+    "references in the net's name": (
+        _demo_with(b'<net name="demo"', b'<net name="de&amp;mo &#x3c;&quot;"'),
+        True,
+    ),
     "attributes in another order": (
         _demo_with(FIRST_POOL, b'<layer name="pool1" id="5" version="opset1" type="MaxPool">'),
         True,
