@@ -401,16 +401,8 @@ class _Reader:
         # The tag rules out a default namespace declared on <edges> or above it.
         if first_el.tag != "edge" or first < 1 or last != first + count - 1 or last > len(lines):
             return None
-        text = b"\n".join(lines[first - 1 : last]).decode("latin-1")
-        found = _EDGE_LINE.findall(text)
-        if len(found) != count:  # some line holds something else
-            return None
-        edges = []
-        for line, (fl, fp, tl, tp) in enumerate(found, first):
-            if fl[0] == "0" or tl[0] == "0":
-                fl, tl = _layer_id(fl), _layer_id(tl)
-            edges.append(Edge(fl, int(fp), tl, int(tp), line))
-        return edges
+        edges = _edge_lines(b"\n".join(lines[first - 1 : last]).decode("latin-1"), first)
+        return edges if edges is not None and len(edges) == count else None
 
     def edge(self, el: etree._Element) -> Edge:
         get = el.get
@@ -649,6 +641,24 @@ _EDGE_LINE = re.compile(
 )
 
 
+def _edge_lines(text: str, line: int) -> list[Edge] | None:
+    """The edges of ``text``, whose lines from ``line`` on each hold one <edge/> as
+    OpenVINO writes it; None when some line holds anything else.
+
+    >>> _edge_lines('<edge from-layer="0" from-port="1" to-layer="07" to-port="0"/>', 5)
+    [Edge(from_layer='0', from_port=1, to_layer='7', to_port=0, line=5)]
+    """
+    found = _EDGE_LINE.findall(text)
+    if len(found) != text.count("\n") + (not text.endswith("\n")):
+        return None
+    edges = []
+    for n, (fl, fp, tl, tp) in enumerate(found, line):
+        if fl[0] == "0" or tl[0] == "0":
+            fl, tl = _layer_id(fl), _layer_id(tl)
+        edges.append(Edge(fl, int(fp), tl, int(tp), n))
+    return edges
+
+
 def _layer_id(text: str | None) -> str | None:
     """A layer id as OpenVINO compares them, as numbers: ``" +07"`` is ``"7"``.
 
@@ -677,7 +687,7 @@ def read_document(root: etree._Element, path: str | Path,
 
 
 class _Discard:
-    """A parser target that keeps nothing: libxml2 checks the document and builds no tree."""
+    """A parser target that keeps nothing: libxml2 checks a document and builds no tree."""
 
     def close(self) -> None:
         return None
@@ -693,8 +703,21 @@ _PLAIN_HEAD = re.compile(
 )
 _PLAIN_START = re.compile(
     rb'<layer(?=[ \t])(?:[ \t]+id="([0-9]+)"[ \t]+name="([^"<\n]*)"[ \t]+type="([^"<\n]*)"'
-    rb'[ \t]+version="([^"<\n]*)"(?=[ \t>]))?(?:[ \t]+[^\s=<>"/]+="[^"<]*")*[ \t]*>[ \t]*\n'
+    rb'[ \t]+version="([^"<\n]*)"(?=[ \t>]))?((?:[ \t]+[^\s=<>"/]+="[^"<]*")*)[ \t]*>[ \t]*\n'
 )
+# What is well-formed XML by its form alone: a value with no references but these, the
+# start tag's other attributes (plain names, values without references), and the bytes
+# XML allows in a document (C0 controls but tab, newline and carriage return are not).
+_PLAIN_VALUE = re.compile(rb'(?:[^"<&\n]|&(?:lt|gt|amp|quot|apos);)*')
+_ODD_REFERENCE = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
+_PLAIN_EXTRA = re.compile(rb'[ \t]+([A-Za-z_][-A-Za-z0-9_.]*)="[^"<&]*"')
+_USUAL = frozenset((b"id", b"name", b"type", b"version"))
+_CONTROLS = bytes(c for c in range(32) if c not in b"\t\n\r")
+# A part parsed on its own with more tags than this could be nested deeper than libxml2
+# allows in the whole file (256): then libxml2 checks the file.
+_SHALLOW = 200
+# A start tag longer than this could hold a value or a name longer than libxml2 allows.
+_LONGEST = 40_000
 # An attribute value's entity and character references (a well-formed file has no other).
 _REFERENCE = re.compile(r"&(#x[0-9a-fA-F]+|#[0-9]+|[a-z]+);")
 _ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
@@ -722,14 +745,18 @@ _PLAIN_TAIL = re.compile(rb"</layers>\n[ \t]*<edges>\n")
 def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
     """Read the bytes ``data`` of a file laid out as OpenVINO writes it, without a tree.
 
-    libxml2 checks the whole document as :func:`parse_xml` would, but builds no tree:
-    the layers are cut out of the bytes at their start tags, each alone on its line.
+    The layers are cut out of the bytes at their start tags, each alone on its line.
     A layer's text after its start tag (its body) reads as the same text has read
     before (``_BODIES``); other bodies are parsed on their own, which also proves the
     cut right: a body that is not one whole element after its start tag (a cut
     inside a sub-graph or a comment) does not parse.  The edges are read from their
     lines.  Returns None for a file laid out otherwise, or one with something
     :func:`read_document` would report: it then reads the tree and says what.
+
+    The file is then well-formed when every start tag, the <net> tag and the file's
+    characters are of a form that is (:func:`_plain_tag`): the rest is bodies parsed
+    now or before, and lines of fixed text.  Otherwise libxml2 checks the whole file
+    as :func:`parse_xml` would, without building a tree.
 
     >>> data = read_xml_bytes("models/pooling_chain.xml")
     >>> read_plain("models/pooling_chain.xml", data) == read_ir("models/pooling_chain.xml")
@@ -745,14 +772,16 @@ def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
     if version not in SUPPORTED_IR_VERSIONS or tail is None or layers_end <= head.end() or \
             data[layers_end:end].strip(b" \t"):  # fmt: skip
         return None
-    try:
-        etree.fromstring(data, _parser(_Discard()))
-    except (etree.XMLSyntaxError, ValueError):
-        return None
     path = Path(path)
     found = list(_PLAIN_START.finditer(data, head.end(), layers_end))
     starts = [data.rfind(b"\n", 0, m.start()) + 1 for m in found]
     if not starts or starts[0] != head.end():
+        return None
+    # Whether the file is well-formed by its form; else libxml2 checks it, before any
+    # value is read from it.
+    checked = _PLAIN_VALUE.fullmatch(head.group(1)) is not None and _xml_characters(data) \
+        and all(map(_plain_tag, found))  # fmt: skip
+    if not checked and not _well_formed(data):
         return None
     layers = []
     line, pos = data.count(b"\n", 0, head.end()) + 1, head.end()
@@ -766,7 +795,11 @@ def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
         lid = m.group(1)
         read = _BODIES.get(body) if lid is not None else None
         if read is not None:
-            name, type_name, op_version = (_attribute(text) for text in m.group(2, 3, 4))
+            name, type_name, op_version = m.group(2, 3, 4)
+            if b"&" in tag or b"\t" in tag:
+                name, type_name, op_version = map(_attribute, (name, type_name, op_version))
+            else:
+                name, type_name, op_version = name.decode(), type_name.decode(), op_version.decode()
             lid = str(_layer_id(lid.decode()))
             layers.append(_layer_as_read(read, lid, name, type_name, op_version, line))
             continue
@@ -774,6 +807,10 @@ def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
         if layer is None:
             return None
         layers.append(layer)
+        if not checked and body.count(b"<") > _SHALLOW:
+            if not _well_formed(data):
+                return None
+            checked = True
     edges = _plain_edges(data, tail.end(), line + data.count(b"\n", pos, tail.end()))
     if edges is None:
         return None
@@ -781,7 +818,47 @@ def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
     rt_info = _plain_rt_info(data[rest:])
     if rt_info is None:
         return None
+    if not checked and data.count(b"<", rest) > _SHALLOW and not _well_formed(data):
+        return None
     return IRDocument(path, version, _attribute(head.group(1)), layers, edges_list, rt_info)
+
+
+def _plain_tag(m: re.Match[bytes]) -> bool:
+    """Whether the start tag ``m`` (of ``_PLAIN_START``) is well-formed by its form: its
+    usual attributes first, then others with plain names, each once, and no reference
+    in a value but to the five entities XML defines."""
+    tag = m.group()
+    if m.group(1) is None or len(tag) > _LONGEST or (b"&" in tag and _ODD_REFERENCE.search(tag)):
+        return False
+    extra = m.group(5)
+    if not extra:
+        return True
+    names = _PLAIN_EXTRA.findall(extra)
+    return len(names) == extra.count(b'="') and len(set(names)) == len(names) and \
+        _USUAL.isdisjoint(names)  # fmt: skip
+
+
+def _well_formed(data: bytes) -> bool:
+    """Whether libxml2 parses ``data`` as :func:`parse_xml` does (no tree is built)."""
+    try:
+        etree.fromstring(data, _parser(_Discard()))
+    except (etree.XMLSyntaxError, ValueError):
+        return False
+    return True
+
+
+def _xml_characters(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 of characters that XML allows (no C0 control but tab,
+    newline and carriage return; no U+FFFE or U+FFFF)."""
+    if len(data.translate(None, _CONTROLS)) != len(data):
+        return False
+    if data.isascii():
+        return True
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        return False
+    return "\ufffe" not in text and "\uffff" not in text
 
 
 def _plain_layer(path: Path, text: bytes, body: bytes, line: int) -> Layer | None:
@@ -795,7 +872,8 @@ def _plain_layer(path: Path, text: bytes, body: bytes, line: int) -> Layer | Non
     layer = reader.layer(el) if el.tag == "layer" else None
     if layer is None or reader.problems:
         return None
-    _remember_body(body, layer)
+    if body.count(b"<") <= _SHALLOW:  # else it may be too deep in the file: not kept
+        _remember_body(body, layer)
     read = _BODIES.get(body)
     if read is not None:
         return _layer_as_read(read, layer.id, layer.name, layer.type, layer.version, line)
@@ -815,16 +893,8 @@ def _plain_edges(data: bytes, start: int, line: int) -> tuple[list[Edge], int] |
     last = data.rfind(b"\n", 0, end) + 1
     if end < 0 or last < start or data[last:end].strip(b" \t"):
         return None
-    text = data[start:last].decode("latin-1")
-    found = _EDGE_LINE.findall(text)
-    if len(found) != text.count("\n"):
-        return None
-    edges = []
-    for n, (fl, fp, tl, tp) in enumerate(found, line):
-        if fl[0] == "0" or tl[0] == "0":
-            fl, tl = _layer_id(fl), _layer_id(tl)
-        edges.append(Edge(fl, int(fp), tl, int(tp), n))
-    return edges, end + len(b"</edges>")
+    edges = _edge_lines(data[start:last].decode("latin-1"), line)
+    return None if edges is None else (edges, end + len(b"</edges>"))
 
 
 def _plain_rt_info(rest: bytes) -> dict[str, Any] | None:
@@ -836,6 +906,8 @@ def _plain_rt_info(rest: bytes) -> dict[str, Any] | None:
     rest = rest[: -len(b"</net>")].strip()
     if not rest:
         return {}
+    if not rest.startswith((b"<rt_info>", b"<rt_info ")):  # not a declaration parsed alone
+        return None
     try:
         el = etree.fromstring(rest, _parser())
     except (etree.XMLSyntaxError, ValueError):

@@ -151,6 +151,35 @@ ODD = {
         False,
     ),
     "an IR version irrun lacks": (_demo_with(b'version="11">', b'version="7">'), False),
+    # not well-formed, each of these: left to the tree reader, which refuses them
+    "a bare '&' in a name": (_demo_with(b'name="pool1"', b'name="pool & 1"'), False),
+    "an undefined entity in a name": (_demo_with(b'name="pool1"', b'name="pool&x;"'), False),
+    "a reference to NUL in a name": (_demo_with(b'name="pool1"', b'name="pool&#0;"'), False),
+    "a control character in a name": (_demo_with(b'name="pool1"', b'name="pool\x01"'), False),
+    "a byte that is not UTF-8 in a name": (_demo_with(b'name="pool1"', b'name="pool\xff"'), False),
+    "U+FFFF in a name": (_demo_with(b'name="pool1"', 'name="pool\uffff"'.encode()), False),
+    "an attribute twice": (_demo_with(FIRST_POOL, FIRST_POOL[:-1] + b' name="again">'), False),
+    "an extra attribute twice": (
+        _demo_with(FIRST_POOL, FIRST_POOL[:-1] + b' a="1" a="2">'),
+        False,
+    ),
+    "an attribute name that is not a name": (
+        _demo_with(FIRST_POOL, FIRST_POOL[:-1] + b' 1a="1">'),
+        False,
+    ),
+    "a control character in a body": (_demo_with(b"<dim>16</dim>", b"<dim>16\x02</dim>"), False),
+    "a declaration before the net's rt_info": (
+        _demo_with(b"\t<rt_info>\n\t\t<info", b'\t<?xml version="1.0"?><rt_info>\n\t\t<info'),
+        False,
+    ),
+    "a name longer than libxml2 takes": (
+        _demo_with(b'name="pool1"', b'name="' + b"p" * 50_001 + b'"'),
+        True,
+    ),
+    "a control character in the net's rt_info": (
+        _demo_with(b'<info name="OpenVINO Runtime"', b'<info name="Open\x0bVINO Runtime"'),
+        False,
+    ),
 }
 
 
@@ -167,6 +196,26 @@ def test_odd_files_are_read_as_their_trees_or_left_to_them(case, warm, tmp_path)
     # Warm, a body the tree has read between two layers may be known: text between
     # layers, which the tree does not read either, is then read past.
     assert was_read is read or (warm and not read and case == "text between layers")
+
+
+def test_libxml2_checks_the_whole_file_only_when_its_form_does_not_show_it_well_formed(
+    monkeypatch,
+):
+    checks = []
+    parser = reader._parser
+
+    def spy(target=None):
+        checks.append(target is not None)  # a target: the whole file checked, no tree
+        return parser(target)
+
+    monkeypatch.setattr(reader, "_parser", spy)
+    assert reader.read_plain(MODELS / "demo.xml", DEMO) is not None
+    assert True not in checks
+    # A character reference could be to a character XML does not allow: libxml2 says.
+    data = _demo_with(b'name="pool1"', b'name="pool&#49;"')
+    doc = reader.read_plain(MODELS / "demo.xml", data)
+    assert doc is not None and True in checks
+    assert [layer.name for layer in doc.layers if layer.id == "5"] == ["pool1"]
 
 
 def test_a_layer_read_on_its_own_keeps_its_lines(tmp_path):
@@ -198,6 +247,10 @@ SNIPPETS = [
     b"\t</layers>\n\t<edges>",
     b'\t\t<edge from-layer="1" from-port="1" to-layer="2" to-port="0" />',
     b"</net>",
+    b'\t\t<layer id="92" name="a & b" type="Relu" version="opset1">',
+    b'\t\t<layer id="93" name="c&#1;" type="Relu" version="opset1" x="1" x="2">',
+    b'\t\t\t<data a="\x01"/>',
+    b"\xff",
 ]
 
 
