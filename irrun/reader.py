@@ -10,6 +10,10 @@ not: an element missing a mandatory attribute is skipped (a layer without an id,
 an edge without a port) or kept with a blank (a layer without a type), so that
 the checker can go on and report every other problem too.  :func:`read_ir`
 raises the first of them instead.
+
+:func:`read_plain` reads a file laid out as OpenVINO writes it straight from its
+bytes, without building a tree, into the same records; for any other file, or one
+with a problem to report, it declines and the tree is read.
 """
 
 from __future__ import annotations
