@@ -6,8 +6,9 @@
 
 Everything runs in this one process on one thread (OpenVINO with
 INFERENCE_NUM_THREADS=1, torch.set_num_threads(1), BLAS threads 1), and the
-backends are interleaved run by run, each backend first in turn, so that machine
-noise and what one backend leaves behind (a cold cache) hit all alike.
+backends are interleaved run by run, each following each other one equally often,
+so that machine noise and what one backend leaves behind (a cold cache, a CPU
+that has been busy) hit all alike.
 OpenVINO and PyTorch are each timed when installed.  Ratios below 1 mean
 irrun is faster.  Every workload's irrun outputs are also compared with
 OpenVINO's bit for bit (the "exact" column), and the issue's targets are
@@ -164,15 +165,40 @@ def _interleaved(backends: dict[str, Callable[[], object]], runs: int) -> dict[s
     for f in backends.values():  # warm up caches and lazy initialisation
         f()
     samples: dict[str, list[float]] = {k: [] for k in backends}
-    order = list(backends)
-    for i in range(runs):
-        # Each backend in turn comes first: what one leaves behind (a cold cache,
-        # freed memory) slows the next, and no backend should always pay for it.
-        for name in order[i % len(order) :] + order[: i % len(order)]:
+    order = _each_after_each(list(backends))
+    i = 0
+    while any(len(v) < runs for v in samples.values()):
+        name = order[i % len(order)]
+        i += 1
+        if len(samples[name]) < runs:
             start = time.perf_counter()
             backends[name]()
             samples[name].append(time.perf_counter() - start)
     return {k: _median_ms(v) for k, v in samples.items()}
+
+
+def _each_after_each(names: list[str]) -> list[str]:
+    """A cycle of runs in which each backend follows each other one exactly once.
+
+    What one backend leaves behind (a cold cache; a CPU that has been busy for the
+    150 ms of torch's C1) slows the one after it, so each must come after each other
+    one as often: an Euler circuit through every ordered pair.  Taking each backend
+    first in turn would not do: ``a b c, b c a, c a b`` puts c before a twice as often
+    as b before a.
+
+    >>> _each_after_each(["irrun", "openvino", "torch"])
+    ['irrun', 'openvino', 'irrun', 'torch', 'openvino', 'torch']
+    """
+    if len(names) < 2:
+        return list(names)
+    after = {a: [b for b in reversed(names) if b != a] for a in names}
+    path, circuit = [names[0]], []
+    while path:  # Hierholzer's walk: follow unused pairs, back up where none is left
+        if after[path[-1]]:
+            path.append(after[path[-1]].pop())
+        else:
+            circuit.append(path.pop())
+    return circuit[::-1][:-1]  # it ends where it began
 
 
 def bench_workload(w: Workload, core, directory: Path, runs: int) -> dict:

@@ -1,0 +1,46 @@
+"""benchmarks/run.py interleaves the backends so that each follows each other one as often."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCHMARKS))  # run.py imports networks.py beside it
+    try:
+        spec = importlib.util.spec_from_file_location("benchmark_run", BENCHMARKS / "run.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop("benchmark_run", None)
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_each_backend_follows_each_other_once_a_cycle(bench, n):
+    names = [f"b{i}" for i in range(n)]
+    order = bench._each_after_each(names)
+    assert Counter(order) == {name: max(n - 1, 1) for name in names}
+    pairs = Counter((order[i - 1], order[i]) for i in range(len(order)))  # the cycle repeats
+    if n > 1:
+        assert pairs == {(a, b): 1 for a in names for b in names if a != b}
+
+
+def test_interleaving_gives_each_backend_its_runs_in_that_order(bench):
+    seen = []
+    backends = {name: (lambda name=name: seen.append(name)) for name in ("a", "b", "c")}
+    medians = bench._interleaved(backends, 5)
+    assert set(medians) == {"a", "b", "c"}
+    assert seen[:3] == ["a", "b", "c"]  # the warm-up
+    assert Counter(seen[3:]) == {"a": 5, "b": 5, "c": 5}
+    assert seen[3:9] == bench._each_after_each(["a", "b", "c"])
