@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -14,6 +15,9 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 @pytest.fixture(scope="module")
 def bench():
+    # run.py sets one-thread BLAS variables for itself: processes spawned by later tests
+    # must not inherit them (a convolution sums in another order with other threads).
+    environment = dict(os.environ)
     sys.path.insert(0, str(BENCHMARKS))  # run.py imports networks.py beside it
     try:
         spec = importlib.util.spec_from_file_location("benchmark_run", BENCHMARKS / "run.py")
@@ -24,6 +28,8 @@ def bench():
     finally:
         sys.modules.pop("benchmark_run", None)
         sys.path.remove(str(BENCHMARKS))
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
