@@ -18,6 +18,7 @@ import pytest
 import irrun
 from irrun.cli import main
 from irrun.compare import compare, compare_arrays
+from irrun.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -608,3 +609,17 @@ def test_an_error_statistic_for_an_unknown_tensor_is_a_usage_error(capsys, in_ro
                          "--check-error-stat", "conv9:max")  # fmt: skip
     assert rc == 2
     assert err.startswith("irrun: error: error stat for 'conv9': no tensor of that name in demo.xml")
+
+
+def test_an_error_statistic_from_python_per_tensor():
+    m = irrun.load(MODELS / "pooling_chain.xml")
+    x = {"image": np.ones((1, 3, 16, 16), np.float32)}
+    ref = m.run(x)
+    ref["pooled"] = ref["pooled"].copy()
+    ref["pooled"].flat[0] += 0.5  # one element of 12 off
+    report = compare(m, x, ref, check_error_stat={"pooled": "median"})
+    assert report.passed and report.results[0].check_error_stat == "median"
+    assert report.results[1].check_error_stat == "elemwise"  # "*" is elemwise unless given
+    assert not compare(m, x, ref, check_error_stat="max").passed
+    with pytest.raises(UsageError, match="error stat 'avg' is not one of"):
+        compare(m, x, ref, check_error_stat="avg")
