@@ -405,8 +405,8 @@ class _Reader:
         # The tag rules out a default namespace declared on <edges> or above it.
         if first_el.tag != "edge" or first < 1 or last != first + count - 1 or last > len(lines):
             return None
-        edges = _edge_lines(b"\n".join(lines[first - 1 : last]).decode("latin-1"), first)
-        return edges if edges is not None and len(edges) == count else None
+        # As many lines as children, each one edge: the children are those edges.
+        return _edge_lines(b"\n".join(lines[first - 1 : last]).decode("latin-1"), first)
 
     def edge(self, el: etree._Element) -> Edge:
         get = el.get
