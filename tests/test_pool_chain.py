@@ -191,3 +191,26 @@ def test_chain_matches_the_layer_kernels(case, seed, scale, planes_per_chunk):
             want = max_pool(want, a, with_indices=False)[0] if layer.max else avg_pool(want, a)
     for g in got:
         _assert_same(g, want)
+
+
+@pytest.mark.parametrize("kernel,pb,pe", [((3, 3), (1, 1), (1, 1)), ((5, 5), (2, 2), (2, 2)),
+                                          ((2, 2), (1, 0), (0, 1)), ((3, 1), (1, 0), (1, 0))])
+@pytest.mark.parametrize("shape", [(1, 64, 56, 56), (2, 3, 6, 11)])
+def test_chain_buffers_are_aligned_and_half_a_page_apart(kernel, pb, pe, shape):
+    # The speed of every call depends on it (see pool_chain.PHASES), nothing else does.
+    layers = (pool_chain.Layer(True), pool_chain.Layer(False))
+    plan = pool_chain.ChainPlan(shape, pool_chain.Geometry(kernel, pb, pe), layers)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    seen = []
+    real = pool_chain.ChainPlan._run_chunk
+
+    def spy(self, xc, bufs, underflows):
+        for b in bufs:
+            views = pool_chain._Views(self, b, xc.shape[0])
+            seen.append((views.out.ctypes.data % 4096, views.rows.ctypes.data % 32))
+        return real(self, xc, bufs, underflows)
+
+    with mock.patch.object(pool_chain.ChainPlan, "_run_chunk", spy):
+        plan.run(x)
+        plan.run(x)  # with the buffer kept from the first run
+    assert sorted(seen[:2]) == sorted(seen[2:]) == [(0, 0), (2048, 0)]
