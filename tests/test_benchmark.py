@@ -1,4 +1,5 @@
-"""benchmarks/run.py interleaves the backends so that each follows each other one as often."""
+"""benchmarks/run.py: its order of runs, its exactness column and a short run end to end
+(what it prints about speed is machine noise, and is not checked)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -50,3 +52,26 @@ def test_interleaving_gives_each_backend_its_runs_in_that_order(bench):
     assert seen[:3] == ["a", "b", "c"]  # the warm-up
     assert Counter(seen[3:]) == {"a": 5, "b": 5, "c": 5}
     assert seen[3:9] == bench._each_after_each(["a", "b", "c"])
+
+
+def test_mismatches_count_differing_bits_and_let_nan_equal_nan(bench):
+    want = {"y": np.array([1.0, -0.0, np.nan, 2.0], np.float32)}
+    assert bench._mismatches({"y": want["y"].copy()}, want) == 0
+    other_nan = np.array([1.0, -0.0, -np.nan, 2.0], np.float32)
+    assert bench._mismatches({"y": other_nan}, want) == 0
+    signed = np.array([1.0, 0.0, np.nan, np.nextafter(np.float32(2), np.float32(3))], np.float32)
+    assert bench._mismatches({"y": signed}, want) == 2  # +0.0 for -0.0, and one ulp
+    assert bench._mismatches({"y": want["y"][:3]}, want) == -1  # another shape
+
+
+def test_a_short_run_compares_with_openvino_and_checks_the_targets(bench, capsys):
+    pytest.importorskip("openvino")
+    assert bench.main(["--runs", "2", "--only", "W5", "W8"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.startswith(("W5 ", "W8 "))}  # fmt: skip
+    assert set(rows) == {"W5", "W8"}
+    assert rows["W5"][-1] == rows["W8"][-1] == "yes"  # bit-exact with OpenVINO
+    assert "  [met] bit-exact with OpenVINO on every pooling workload" in out
+    assert "W8 at least 10x faster than OpenVINO" in out
+    assert "C1" not in out.split("targets:")[1]  # only what was run is judged
