@@ -6,11 +6,13 @@ as OpenVINO's plugin keeps its blocked layout across such a chain.  The planes
 live in buffers with the padding around each of them, so every tap of every
 window is the flat buffer shifted by a fixed amount: one NumPy call per tap
 over all the planes of a chunk, with no border cases.  Before each layer the
-padding holds what that layer's windows see there: -inf for a max pool (it never
-wins), +0.0 for an average (adding it changes no sum but a -0.0 one, see below).
-The positions between rows, which the flat calls fill with garbage, are padding
-and are filled again before the next layer reads them.  Chunks of planes go
-through the whole chain while their buffers stay in the CPU's cache.
+padding holds what that layer's windows see there: -inf or NaN for a max pool
+(neither wins with ``fmax``), +0.0 for an average (adding it changes no sum but
+a -0.0 one, see below).  The positions between rows, which the flat calls fill
+with garbage, are padding and are filled again before the next layer reads
+them, but for one shortcut: an average divides its padding by NaN, which leaves
+NaN there for a max pool after it.  Chunks of planes go through the whole chain
+while their buffers stay in the CPU's cache.
 
 Results are those of :mod:`.max_pool` and :mod:`.avg_pool` bit for bit:
 
@@ -96,22 +98,24 @@ class ChainPlan:
         # A max pool's row maxima start a padding row (or more) before the first output
         # position; stored this many positions further on, they start aligned too.
         self.rows_shift = -self.col_taps[0] % (32 // 4)
-        # Exclude-pad window counts of a few planes in the layout (1 in the padding),
-        # by which an average divides its sums, broadcast over groups of planes: a
-        # divisor as large as the tensor would be a third buffer to keep, and NumPy
-        # broadcasts slowly over short rows.
+        # Exclude-pad window counts of a few planes in the layout (NaN in the padding,
+        # see the module's docstring), by which an average divides its sums, broadcast
+        # over groups of planes: a divisor as large as the tensor would be a third
+        # buffer to keep, and NumPy broadcasts slowly over short rows.
         rows = np.array([_count(r, kh, pbh, h) for r in range(h)], np.float32)
         cols = np.array([_count(q, kw, pbw, w) for q in range(w)], np.float32)
-        counts = np.ones((h + bh, wp), np.float32)
+        counts = np.full((h + bh, wp), np.nan, np.float32)
         counts[bh:, bw:] = rows[:, None] * cols[None, :]
+        kernel_counts = np.full((h + bh, wp), np.nan, np.float32)  # pads counted
+        kernel_counts[bh:, bw:] = kh * kw
         least = -(-DIVISOR_ELEMENTS // self.plane)
         # A group that divides the chunk makes the division a single call.
         group = next((g for g in range(least, 4 * least + 1) if self.per_chunk % g == 0), least)
         self.group = min(self.per_chunk, group)
         # Divisions start at the first output position, where the buffers are aligned.
         first = self.span(1)[0]
-        self.counts = np.roll(np.tile(counts.reshape(-1), self.group), -first)
-        self.kernel_size = np.float32(kh * kw)
+        self.counts, self.kernel_counts = (
+            np.roll(np.tile(c.reshape(-1), self.group), -first) for c in (counts, kernel_counts))
         self._spare: list[np.ndarray] = []  # the buffer kept between runs
 
     def size(self, p: int) -> int:
@@ -186,10 +190,14 @@ class ChainPlan:
         negative_zero = has_negative_zero(xc)
         bound = np.float32(np.finfo(np.float32).max / (4 * len(self.taps)))
         small = bool(-bound < xc.min() and xc.max() < bound)  # False for NaN
+        divided_by_nan = False  # whether the padding after the first output is NaN
         for layer in self.layers:
-            fill = -np.inf if layer.max else 0.0
-            for pad in views[src].padding:
-                pad.fill(fill)
+            if layer.max and divided_by_nan:
+                views[src].head.fill(-np.inf)
+            else:
+                for pad in views[src].padding:
+                    pad.fill(-np.inf if layer.max else 0.0)
+            divided_by_nan = not layer.max
             if layer.max:
                 # A maximum is one of its window's values: -0.0 only where some was.
                 if not self._max(views[src], views[dst], negative_zero, small):
@@ -214,11 +222,9 @@ class ChainPlan:
             # -0.0) is -0.0 here and +0.0 in the plugin, whose sum starts at +0.0.
             if negative_zero and has_negative_zero(acc):
                 acc += 0.0
-        if layer.exclude_pad or not self.any_pad:
-            for part in dst.divided:
-                np.divide(part, self.counts[: part.shape[-1]], out=part)
-        else:
-            np.divide(acc, self.kernel_size, out=acc)
+        counts = self.counts if layer.exclude_pad or not self.any_pad else self.kernel_counts
+        for part in dst.divided:
+            np.divide(part, counts[: part.shape[-1]], out=part)
 
     def _max(self, src: _Views, dst: _Views, negative_zero: bool, small: bool) -> bool:
         """Max-pool ``src``: into ``src`` itself (return False) or into ``dst`` (True)."""
@@ -277,9 +283,11 @@ class _Views:
         self.padding = [as_strided(buf, (p + 1, head), (plane * buf.itemsize, buf.itemsize))]
         if plan.bw:
             self.padding.append(buf[: end + plan.bh * wp].reshape(-1, wp)[:, : plan.bw])
-        # What an exclude-pad average divides by its counts: a plane's length from each
-        # first output position (the padding after the last included, divided by 1), a
-        # group of planes per row.
+        # The padding before the first output position, which an average does not divide.
+        self.head = buf[:lo]
+        # What an average divides by its counts: a plane's length from each first output
+        # position (the padding after the last included, divided by NaN), a group of
+        # planes per row.
         size = plan.group * plane
         whole = p // plan.group * size
         self.divided = []
