@@ -268,7 +268,7 @@ class _Views:
         self.buf, self.p = buf, p
         self.out = buf[lo:hi]  # the output positions, and the garbage between rows
         self.taps = [buf[lo + t : hi + t] for t in plan.taps]
-        # Max pools: row maxima over every row (the padding rows give -inf), then
+        # Max pools: row maxima over every row (the padding rows give -inf or NaN), then
         # columns over those.
         rlo, rhi = lo + plan.col_taps[0], hi + plan.col_taps[-1]
         shift = plan.rows_shift
