@@ -106,7 +106,11 @@ class ChainPlan:
         cols = np.array([_count(q, kw, pbw, w) for q in range(w)], np.float32)
         counts = np.full((h + bh, wp), np.nan, np.float32)
         counts[bh:, bw:] = rows[:, None] * cols[None, :]
-        kernel_counts = np.full((h + bh, wp), np.nan, np.float32)  # pads counted
+        # Averages that count the pads divide by the kernel's size; kept only when the
+        # chain has such a layer (with pads, or the counts are that size already).
+        self.counting_pads = self.any_pad and any(
+            not layer.max and not layer.exclude_pad for layer in layers)
+        kernel_counts = np.full((h + bh, wp), np.nan, np.float32)
         kernel_counts[bh:, bw:] = kh * kw
         least = -(-DIVISOR_ELEMENTS // self.plane)
         # A group that divides the chunk makes the division a single call.
@@ -114,8 +118,12 @@ class ChainPlan:
         self.group = min(self.per_chunk, group)
         # Divisions start at the first output position, where the buffers are aligned.
         first = self.span(1)[0]
-        self.counts, self.kernel_counts = (
-            np.roll(np.tile(c.reshape(-1), self.group), -first) for c in (counts, kernel_counts))
+
+        def divisor(c: np.ndarray) -> np.ndarray:
+            return np.roll(np.tile(c.reshape(-1), self.group), -first)
+
+        self.counts = divisor(counts)
+        self.kernel_counts = divisor(kernel_counts) if self.counting_pads else None
         self._spare: list[np.ndarray] = []  # the buffer kept between runs
 
     def size(self, p: int) -> int:
@@ -222,7 +230,7 @@ class ChainPlan:
             # -0.0) is -0.0 here and +0.0 in the plugin, whose sum starts at +0.0.
             if negative_zero and has_negative_zero(acc):
                 acc += 0.0
-        counts = self.counts if layer.exclude_pad or not self.any_pad else self.kernel_counts
+        counts = self.kernel_counts if self.counting_pads and not layer.exclude_pad else self.counts
         for part in dst.divided:
             np.divide(part, counts[: part.shape[-1]], out=part)
 
