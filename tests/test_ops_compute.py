@@ -40,11 +40,11 @@ from ov_shapes import from_ov_shape
 
 import irrun
 from irrun.dims import Interval
-from irrun.ops.elementwise import broadcast_shapes, gelu_erf
+from irrun.ops.elementwise import broadcast_shapes, erf, gelu_erf
 from irrun.registry import ShapeError, resolve
 
 ov = pytest.importorskip("openvino")
-from openvino import opset1, opset2, opset4, opset5, opset7  # noqa: E402
+from openvino import opset1, opset2, opset4, opset5, opset7, opset9  # noqa: E402
 
 CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 CORE = ov.Core()
@@ -101,7 +101,10 @@ FACTORIES = {
     "Minimum": "minimum", "Power": "power", "Abs": "abs", "Sqrt": "sqrt", "Exp": "exp",
     "Clamp": "clamp", "ReLU": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "HSwish": "hswish",
     "HSigmoid": "hsigmoid", "Swish": "swish", "Gelu": "gelu", "MatMul": "matmul",
-    "BatchNormInference": "batch_norm_inference",
+    "BatchNormInference": "batch_norm_inference", "Negative": "negative", "Log": "log",
+    "Erf": "erf", "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceiling": "ceiling",
+    "Sign": "sign", "Elu": "elu", "SoftPlus": "softplus", "Mish": "mish",
+    "SoftSign": "softsign", "PRelu": "prelu",
 }  # fmt: skip
 
 
@@ -328,8 +331,15 @@ UNARY = {
     "Gelu-7-tanh": (lambda p: opset7.gelu(p, "tanh"), 1e-5),
     "Clamp": (lambda p: opset1.clamp(p, -2.5, 3.75), 0.0),
     "Clamp-wide": (lambda p: opset1.clamp(p, -1e30, 0.1), 0.0),
+    "Negative": (opset1.negative, 0.0), "Sign": (opset1.sign, 0.0),
+    "Floor": (opset1.floor, 0.0), "Ceiling": (opset1.ceiling, 0.0),
+    "Log": (opset1.log, 1e-5), "Erf": (opset1.erf, 1e-5), "Sin": (opset1.sin, 1e-5),
+    "Cos": (opset1.cos, 1e-5), "Elu": (lambda p: opset1.elu(p, 0.7), 1e-5),
+    "SoftPlus": (opset4.softplus, 1e-5), "Mish": (opset4.mish, 1e-5),
+    "SoftSign": (opset9.softsign, 1e-5),
 }  # fmt: skip
-FLOAT_ONLY = {"Swish", "Swish-beta", "Gelu-2", "Gelu-7-erf", "Gelu-7-tanh"}
+FLOAT_ONLY = {"Swish", "Swish-beta", "Gelu-2", "Gelu-7-erf", "Gelu-7-tanh", "SoftPlus", "Mish",
+              "SoftSign"}  # fmt: skip
 
 
 def _unary_input(rng: np.random.Generator, name: str, dtype: str) -> np.ndarray:
@@ -338,8 +348,10 @@ def _unary_input(rng: np.random.Generator, name: str, dtype: str) -> np.ndarray:
     x = rng.uniform(-10, 10, (4, 5, 13))
     if name == "Exp":
         x = x * 8  # up to overflow
-    if name == "Sqrt":
+    if name in ("Sqrt", "Log"):
         x = np.abs(x) * 100
+    if name in ("Floor", "Ceiling", "Sign"):
+        x = np.round(x * 2) / 2  # whole and half numbers, exactly
     if name.startswith(("HS", "Clamp", "ReLU")):
         x = np.round(x * 4) / 4  # the kinks at -3, 3, 0 and the bounds, exactly
     x = x.astype(np.float32)
@@ -391,6 +403,77 @@ def test_unary_by_hand(tmp_path):
     assert np.isclose(swish[0], 1 / (1 + math.exp(-2)), rtol=1e-6)
     g = _run_irrun(lambda p: opset7.gelu(p, "tanh"), [np.array([1], f)], tmp_path)
     assert np.isclose(g[0], 0.5 * (1 + math.tanh(math.sqrt(2 / math.pi) * 1.044715)), rtol=1e-6)
+
+
+def test_sign_negative_floor_elu_by_hand(tmp_path):
+    f = np.float32
+    x = np.array([np.nan, -np.inf, -2.5, -0.0, 0.0, 1e-30, 3.0], f)
+    sign = _run_irrun(opset1.sign, [x], tmp_path)
+    assert np.isnan(sign[0]) and sign[1:].tolist() == [-1, -1, 0, 0, 1, 1]
+    assert not np.signbit(sign[3])  # -0.0 gives +0.0, as in the plugin
+    neg = _run_irrun(opset1.negative, [x], tmp_path)
+    assert neg[1:].tolist() == [np.inf, 2.5, 0, 0, float(f(-1e-30)), -3]
+    assert not np.signbit(neg[3]) and np.signbit(neg[4])
+    ints = np.array([-(2**31), -7, 0, 2**31 - 1], np.int32)
+    assert _run_irrun(opset1.negative, [ints], tmp_path).tolist() == [-(2**31), 7, 0, -(2**31) + 1]
+    # Integers go through f32, where int32's maximum rounds up to 2**31 and overflows.
+    assert _run_irrun(opset1.floor, [ints], tmp_path).tolist() == [-(2**31), -7, 0, -(2**31)]
+    assert _run_irrun(opset1.sign, [np.array([0, 3, 255], np.uint8)], tmp_path).tolist() == [
+        0, 1, 1]  # fmt: skip
+    elu = _run_irrun(lambda p: opset1.elu(p, 0.5), [np.array([-1.0, 0.0, 2.0], f)], tmp_path)
+    assert np.allclose(elu, [0.5 * (math.exp(-1) - 1), 0, 2], rtol=1e-6, atol=0)
+
+
+def test_negative_of_unsigned_is_refused(tmp_path):
+    p = opset1.parameter([3], ov.Type.f32, name="in0")
+    model = ov.Model([opset1.negative(p)], [p])
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path)
+    text = path.read_text().replace('element_type="f32"', 'element_type="u8"').replace(
+        "<precision>FP32</precision>", "<precision>U8</precision>")  # fmt: skip
+    path.write_text(text.replace('precision="FP32"', 'precision="U8"'))
+    with pytest.raises(irrun.IrrunError, match="Negative needs a signed input, got u8"):
+        irrun.load(path)
+
+
+def test_erf_accuracy():
+    xs = np.concatenate([np.linspace(-6, 6, 2401), [1e-30, -1e-8, 0.4999, 0.5, 0.5001]])
+    want = np.array([math.erf(v) for v in xs.astype(np.float32).astype(float)])
+    got = erf(xs.astype(np.float32)).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-37)
+
+
+# Slope shapes OpenVINO accepts for an input of (2, 3, 4, 5): along axis 1 (a 1-D slope
+# as long as it), or broadcast as NumPy does.
+PRELU_SLOPES = [(3,), (5,), (1,), (), (1, 3, 1, 1), (3, 1, 1), (4, 5), (3, 4, 5), (2, 3, 4, 5)]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "i32"])
+@pytest.mark.parametrize("slope_shape", PRELU_SLOPES, ids=str)
+def test_prelu_matches_cpu(slope_shape, dtype, tmp_path):
+    rng = np.random.default_rng(len(slope_shape) * 7 + len(dtype))
+    np_type = {"f32": np.float32, "f16": np.float16, "i32": np.int32}[dtype]
+    x = (rng.uniform(-8, 8, (2, 3, 4, 5)) * (1 if dtype != "i32" else 4)).astype(np_type)
+    slope = rng.uniform(-2, 2, slope_shape).astype(np_type)
+    if dtype == "i32":
+        slope = rng.integers(-3, 4, slope_shape).astype(np_type)
+    got, want = run_both(lambda p: opset1.prelu(p, opset1.constant(slope)), [x], tmp_path)
+    assert_close(got, want, rtol=1e-3 if dtype == "f16" else 0.0, what=str(slope_shape))
+
+
+def test_prelu_by_hand(tmp_path):
+    x = np.array([[np.nan, -0.0, -2.0], [0.0, -4.0, 3.0]], np.float32)
+    slope = np.array([-0.5, 0.25], np.float32)
+    got = _run_irrun(lambda p: opset1.prelu(p, opset1.constant(np.float32([0.5, -1, 2]))), [x],
+                     tmp_path)  # fmt: skip
+    assert np.isnan(got[0, 0]) and np.signbit(got[0, 1])  # NaN and -0.0 stay
+    assert got[0, 2] == -4 and got[1].tolist() == [0, 4, 3]
+    chw = np.full((1, 2, 2, 2), -2.0, np.float32)
+    got = _run_irrun(lambda p: opset1.prelu(p, opset1.constant(slope)), [chw], tmp_path)
+    assert got[0, :, 0, 0].tolist() == [1, -0.5]  # a slope per channel
+    with pytest.raises(irrun.IrrunError, match=r"slope \[2\] does not broadcast onto the input"):
+        _run_irrun(lambda p: opset1.prelu(p, opset1.constant(slope)), [x.reshape(3, 2)[:, :1]],
+                   tmp_path)  # fmt: skip
 
 
 def test_gelu_erf_accuracy():

@@ -300,8 +300,8 @@ CNN_CASES = [
                                      '<output>\n\t\t\t\t<port id="1" precision="FP16">'),),
          (F("type-mismatch", ('name="relu"', '<port id="1"'), "5", 1,
             says="precision f16, but the tensor is f32"),), base="cnn"),
-    Case("cnn-unsupported-op", (('type="ReLU"', 'type="Mish"'),),
-         (F("unsupported-op", ('name="relu"',), "5", says="op Mish (opset1) is not supported"),),
+    Case("cnn-unsupported-op", (('type="ReLU"', 'type="Selu"'),),
+         (F("unsupported-op", ('name="relu"',), "5", says="op Selu (opset1) is not supported"),),
          base="cnn"),
     Case("cnn-declared-dim", (("<dim>256</dim>", "<dim>255</dim>"),),
          (F("shape-mismatch", ('name="flatten"', '<port id="2"'), "7", 2,
@@ -428,9 +428,9 @@ def test_stricter_than_openvino_structure_does_not_stop_a_run(tmp_path):
 
 
 def _three_unsupported(tmp_path) -> Path:
-    text = (DEMO_XML.replace('type="MaxPool"', 'type="Mish"')
+    text = (DEMO_XML.replace('type="MaxPool"', 'type="Selu"')
             .replace('name="avg_pool" type="AvgPool" version="opset14"',
-                     'name="avg_pool" type="Mish" version="opset4"')
+                     'name="avg_pool" type="Selu" version="opset4"')
             .replace('type="Result" version="opset1" output_names="indices"',
                      'type="Loop" version="opset5"'))  # fmt: skip
     path = tmp_path / "m.xml"
@@ -445,8 +445,8 @@ def test_load_names_every_unsupported_layer_and_what_is_supported(tmp_path, caps
         irrun.load(path)
     message = str(info.value)
     assert message.startswith(
-        f"{path}:15: 3 layers have ops irrun does not support: Mish (opset8): layer 1 "
-        "'stem_pool' (line 15); Mish (opset4): layer 2 'avg_pool' (line 40); Loop (opset5): "
+        f"{path}:15: 3 layers have ops irrun does not support: Selu (opset8): layer 1 "
+        "'stem_pool' (line 15); Selu (opset4): layer 2 'avg_pool' (line 40); Loop (opset5): "
         "layer 6 'indices_result' (line 105) (irrun supports "
     )
     assert "AvgPool-v1/v14/v16" in message and "MaxPool-v1/v8/v14" in message
@@ -460,21 +460,21 @@ def test_load_names_every_unsupported_layer_and_what_is_supported(tmp_path, caps
 def test_validate_names_each_unsupported_op_by_type_and_opset(tmp_path):
     found = [d for d in irrun.validate(_three_unsupported(tmp_path)) if d.level == "error"]
     assert [(d.code, str(d.layer)) for d in found] == [
-        ("unsupported-op", "layer 1 'stem_pool' (Mish, opset8)"),
-        ("unsupported-op", "layer 2 'avg_pool' (Mish, opset4)"),
+        ("unsupported-op", "layer 1 'stem_pool' (Selu, opset8)"),
+        ("unsupported-op", "layer 2 'avg_pool' (Selu, opset4)"),
         ("unsupported-op", "layer 6 'indices_result' (Loop, opset5)"),
     ]
-    assert found[1].message.startswith("op Mish (opset4) is not supported by irrun (it supports ")
+    assert found[1].message.startswith("op Selu (opset4) is not supported by irrun (it supports ")
 
 
 def test_one_unsupported_layer_is_its_own_finding(tmp_path):
     path = tmp_path / "m.xml"
-    path.write_text(DEMO_XML.replace('type="MaxPool"', 'type="Mish"'))
+    path.write_text(DEMO_XML.replace('type="MaxPool"', 'type="Selu"'))
     path.with_suffix(".bin").write_bytes(DEMO_BIN)
     with pytest.raises(irrun.IrrunError) as info:
         irrun.load(path)
     assert str(info.value).startswith(
-        f"{path}:15: layer 1 'stem_pool' (Mish, opset8): op Mish (opset8) is not supported"
+        f"{path}:15: layer 1 'stem_pool' (Selu, opset8): op Selu (opset8) is not supported"
     )
 
 

@@ -25,6 +25,7 @@ import openvino.opset4 as o4  # noqa: E402
 import openvino.opset5 as o5  # noqa: E402
 import openvino.opset7 as o7  # noqa: E402
 import openvino.opset8 as o8  # noqa: E402
+import openvino.opset9 as o9  # noqa: E402
 import openvino.opset10 as o10  # noqa: E402
 import openvino.opset11 as o11  # noqa: E402
 import openvino.opset12 as o12  # noqa: E402
@@ -324,6 +325,19 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("Swish", 4): _unary(o4.swish),
     ("Gelu", 2): _unary(o2.gelu),
     ("Gelu", 7): _unary(lambda x: o7.gelu(x, "tanh")),
+    ("Negative", 1): _unary(o1.negative),
+    ("Sign", 1): _unary(o1.sign),
+    ("Floor", 1): _unary(o1.floor),
+    ("Ceiling", 1): _unary(o1.ceiling),
+    ("Log", 1): _unary(lambda x: o1.log(o1.abs(x))),
+    ("Erf", 1): _unary(o1.erf),
+    ("Sin", 1): _unary(o1.sin),
+    ("Cos", 1): _unary(o1.cos),
+    ("Elu", 1): _unary(lambda x: o1.elu(x, 0.3)),
+    ("SoftPlus", 4): _unary(o4.softplus),
+    ("Mish", 4): _unary(o4.mish),
+    ("SoftSign", 9): _unary(o9.softsign),
+    ("PRelu", 1): _unary(lambda x: o1.prelu(x, o1.constant(np.float32([0.1, 0.2, 0.3])))),
     ("SoftMax", 1): _unary(lambda x: o1.softmax(x, 1)),
     ("SoftMax", 8): _unary(lambda x: o8.softmax(x, -1)),
     ("ReduceMax", 1): _reduce(o1.reduce_max),

@@ -15,10 +15,17 @@ Numerics follow OpenVINO's CPU plugin in f32 where it is deterministic:
   Relu is ``x > 0 ? x : 0`` (NaN gives 0) and Clamp applies the same max and
   then min, so NaN becomes ``min``.
 * f16 inputs are computed in f32 and rounded once, as the plugin computes them.
-* Integer inputs of Sqrt, Exp, Sigmoid, Tanh, HSwish and HSigmoid are computed
-  in f32 and rounded half to even (NaN and overflow give int32's minimum, then
-  narrow), as the plugin does.  Clamp on integers uses ``ceil(min)`` and
-  ``floor(max)``.
+* Integer inputs of Sqrt, Exp, Log, Erf, Sin, Cos, Floor, Ceiling, Elu, Sigmoid,
+  Tanh, HSwish and HSigmoid are computed in f32 and rounded half to even (NaN
+  and overflow give int32's minimum, then narrow), as the plugin does: Floor of
+  int32's maximum is its minimum there.  Clamp on integers uses ``ceil(min)``
+  and ``floor(max)``.
+* Sign is ``x > 0 ? 1 : x < 0 ? -1 : x`` but gives +0.0 for -0.0; Negative wraps
+  on integers.  PRelu is ``x < 0 ? x * slope : x`` (NaN and -0.0 stay); a 1-D
+  slope as long as the input's axis 1 lies along that axis, any other slope
+  broadcasts as NumPy does.
+* SoftPlus (and Mish through it) is ``log(exp(x) + 1)``, as the plugin and the
+  reference kernel compute it, not a more accurate form: their results agree.
 
 Integer arithmetic is exact and wraps, as OpenVINO's reference kernels do; the
 CPU plugin instead saturates 8-bit results and divides and raises integers in
@@ -330,15 +337,54 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
     return x / (t(1) + np.exp(t(-2) * inner))
 
 
+def erf(x: np.ndarray) -> np.ndarray:
+    """erf of a float array, computed in f64 and returned in ``x``'s type.
+
+    A Taylor series below 0.5 (where ``1 - erfc`` would cancel), ``1 - erfc``
+    above: within 2e-7 of the true value relative to it.
+    """
+    z = x.astype(np.float64)
+    a = np.abs(z)
+    small = a < 0.5
+    # erf(z) = 2/sqrt(pi) * sum (-1)^n z^(2n+1) / (n! (2n+1)); 9 terms reach 1e-12 here.
+    z2, term, series = z * z, z.copy(), np.zeros_like(z)
+    for n in range(9):
+        series += term / (2 * n + 1)
+        term = term * -z2 / (n + 1)
+    big = np.copysign(1.0 - _erfc(a), z)
+    return np.where(small, series * (2.0 / math.sqrt(math.pi)), big).astype(x.dtype)
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    """``log(exp(x) + 1)`` as OpenVINO computes it, ``x`` itself from where the two
+    differ by less than 1e-6.  Below about -8 in f32 this keeps little of the true
+    value's relative precision (``1 + exp(x)`` rounds), but it is the plugin's value."""
+    t = x.dtype.type
+    threshold = -math.log(math.expm1(10.0 ** -np.finfo(x.dtype).precision))
+    return np.where(x < t(threshold), np.log(np.exp(x) + t(1)), x)
+
+
 UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "Sqrt": np.sqrt,
     "Exp": np.exp,
+    "Log": np.log,
+    "Erf": erf,
+    "Sin": np.sin,
+    "Cos": np.cos,
+    "Floor": np.floor,
+    "Ceiling": np.ceil,
     "Sigmoid": _sigmoid,
     "Tanh": np.tanh,
     "HSwish": lambda x: x * _hsigmoid(x),
     "HSigmoid": _hsigmoid,
 }
 UNARY_SINCE = {"HSwish": 4, "HSigmoid": 5}
+# Activations OpenVINO defines for floating-point inputs only.
+REAL_UNARY: dict[str, tuple[int, Callable[[np.ndarray], np.ndarray]]] = {
+    "SoftPlus": (4, _softplus),
+    "Mish": (4, lambda x: x * np.tanh(_softplus(x))),
+    "SoftSign": (9, lambda x: x / (x.dtype.type(1) + np.abs(x))),
+}
 
 
 def _unary_kernel(fn):
@@ -356,8 +402,43 @@ for _type, _fn in UNARY.items():
     )  # fmt: skip
 
 
+for _type, (_since, _fn) in REAL_UNARY.items():
+    register(
+        OpDef(type=_type, version=_since, since_opset=_since, attrs=(),
+              infer=_infer_real(_type), kernel=_unary_kernel(_fn))
+    )  # fmt: skip
+
+
 def _abs(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return (np.abs(x),)
+
+
+def _infer_signed(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    et = inputs[0].element_type
+    if et is not None and et.dtype.kind == "u":
+        raise ShapeError(f"Negative needs a signed input, got {et.name}")
+    return infer_unary(a, inputs)
+
+
+def _negative(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    with np.errstate(over="ignore"):
+        return (np.negative(x),)
+
+
+def _sign(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    out = (x > 0).astype(x.dtype)
+    if x.dtype.kind != "u":
+        out -= (x < 0).astype(x.dtype)
+    if x.dtype.kind == "f":
+        out[np.isnan(x)] = np.nan
+    return (out,)
+
+
+def _elu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    def fn(v: np.ndarray) -> np.ndarray:
+        return np.where(v > 0, v, v.dtype.type(a.alpha) * np.expm1(v))
+
+    return (float_compute(x, fn),)
 
 
 def _relu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -368,6 +449,59 @@ def _relu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(OpDef(type="Abs", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_abs))
 register(OpDef(type="ReLU", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_relu))
+register(OpDef(type="Negative", version=1, since_opset=1, attrs=(), infer=_infer_signed,
+               kernel=_negative))  # fmt: skip
+register(OpDef(type="Sign", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_sign))
+register(OpDef(type="Elu", version=1, since_opset=1, attrs=(Attr("alpha", "float"),),
+               infer=infer_unary, kernel=_elu))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- PRelu
+
+
+def prelu_slope_shape(x: Shape | None, slope: Shape | None) -> Shape | None:
+    """The slope's shape as it lies over ``x``: a 1-D slope as long as axis 1 lies
+    along it, any other broadcasts as NumPy does.
+
+    >>> prelu_slope_shape((2, 3, 4, 5), (3,)), prelu_slope_shape((2, 3, 4, 5), (5,))
+    ((1, 3, 1, 1), (5,))
+    """
+    if x is None or slope is None or len(slope) != 1 or len(x) < 2 or slope[0] != x[1]:
+        return slope
+    return (1, slope[0]) + (1,) * (len(x) - 2)
+
+
+def _infer_prelu(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, slope = inputs
+    same_element_type(inputs)
+    s = prelu_slope_shape(x.shape, slope.shape)
+    out = broadcast_shapes(x.shape, s)
+    # The slope may not stretch the input (with unknown dims, only its rank is sure).
+    stretched = out is not None and x.shape is not None and out != tuple(x.shape) and (
+        len(out) != len(x.shape) or all(isinstance(d, int) for d in out + tuple(x.shape)))
+    if stretched:
+        raise ShapeError(f"slope {format_shape(slope.shape)} does not broadcast onto the "
+                         f"input {format_shape(x.shape)}")  # fmt: skip
+    return [TensorInfo(x.shape, x.element_type)]
+
+
+def _prelu(a: SimpleNamespace, x: np.ndarray, slope: np.ndarray) -> tuple[np.ndarray, ...]:
+    if x.dtype != slope.dtype:
+        raise ValueError(f"inputs have different element types: {x.dtype} and {slope.dtype}")
+    s = slope.reshape(prelu_slope_shape(x.shape, slope.shape))
+    if np.broadcast_shapes(x.shape, s.shape) != x.shape:
+        raise ValueError(f"slope {list(slope.shape)} does not broadcast onto the input "
+                         f"{list(x.shape)}")  # fmt: skip
+    with np.errstate(all="ignore"):
+        if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+            scaled = (x.astype(np.float32) * s.astype(np.float32)).astype(x.dtype)
+        else:
+            scaled = x * s
+    return (np.where(x < 0, scaled, x),)
+
+
+register(OpDef(type="PRelu", version=1, since_opset=1, attrs=(), infer=_infer_prelu,
+               kernel=_prelu, inputs=(2, 2)))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- Clamp
@@ -464,7 +598,9 @@ __all__ = [
     "broadcast_dims",
     "broadcast_operands",
     "broadcast_shapes",
+    "erf",
     "float_compute",
     "merge_dims",
+    "prelu_slope_shape",
     "same_element_type",
 ]
