@@ -44,7 +44,7 @@ from irrun.ops.elementwise import broadcast_shapes, erf, gelu_erf
 from irrun.registry import ShapeError, resolve
 
 ov = pytest.importorskip("openvino")
-from openvino import opset1, opset2, opset4, opset5, opset7, opset9  # noqa: E402
+from openvino import opset1, opset2, opset4, opset5, opset6, opset7, opset9  # noqa: E402
 
 CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 CORE = ov.Core()
@@ -642,3 +642,42 @@ def test_batch_norm_by_hand(module, tmp_path):
     got = _run_irrun(lambda p: module.batch_norm_inference(p, *c, 1.0), [x], tmp_path)
     # gamma * (x - mean) / sqrt(var + eps) + beta with sqrt(4) = 2: x - 1.
     assert got.tolist() == [[0.0, 3.0], [2.0, -1.0]]
+
+
+# --------------------------------------------------------------------------- MVN-6
+
+MVN_CASES = [  # axes, normalize_variance, eps, eps_mode, dtype
+    ([-1], True, 1e-5, "inside_sqrt", "f32"), ([2, 3], True, 1e-3, "outside_sqrt", "f32"),
+    ([1, 2, 3], False, 1e-5, "inside_sqrt", "f32"), ([0], True, 1e-5, "outside_sqrt", "f32"),
+    ([3, 1], True, 0.5, "inside_sqrt", "f32"), ([-1], True, 1e-5, "inside_sqrt", "f16"),
+    ([1], False, 1e-9, "outside_sqrt", "f16"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("axes", "variance", "eps", "mode", "dtype"), MVN_CASES, ids=str)
+def test_mvn_matches_cpu(axes, variance, eps, mode, dtype, tmp_path):
+    rng = np.random.default_rng(len(axes) * 5 + int(variance))
+    x = (rng.standard_normal((2, 3, 4, 5)) * 3 + 1).astype(dtype.replace("f", "float"))
+    build = lambda p: opset6.mvn(p, opset1.constant(np.int64(axes)), variance, eps, mode)  # noqa: E731
+    got, want = run_both(build, [x], tmp_path)
+    rtol = 2e-3 if dtype == "f16" else 1e-5
+    assert_close(got, want, rtol=rtol, atol=rtol, scaled_atol=True, what=str(axes))
+
+
+def test_mvn_by_hand(tmp_path):
+    x = np.array([[1.0, 3.0, 5.0], [2.0, 2.0, 2.0]], np.float32)
+    axes = opset1.constant(np.int32([1]))
+    got = _run_irrun(lambda p: opset6.mvn(p, axes, True, 0.25, "outside_sqrt"), [x], tmp_path)
+    # Row 0: mean 3, variance 8/3; row 1: all at its mean.
+    want = [[v / (math.sqrt(8 / 3) + 0.25) for v in (-2, 0, 2)], [0, 0, 0]]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    got = _run_irrun(lambda p: opset6.mvn(p, axes, False, 0.25, "inside_sqrt"), [x], tmp_path)
+    assert got.tolist() == [[-2, 0, 2], [0, 0, 0]]
+    assert resolve("MVN", "opset6").label == resolve("MVN", "opset16").label == "MVN-v6"
+    # An axis named twice counts once, as in the plugin; one out of range is refused.
+    twice = _run_irrun(lambda p: opset6.mvn(p, opset1.constant(np.int32([1, -1])), False, 0.0,
+                                            "inside_sqrt"), [x], tmp_path)  # fmt: skip
+    assert twice.tolist() == [[-2, 0, 2], [0, 0, 0]]
+    with pytest.raises(irrun.IrrunError, match=r"axes value 2 is out of range for rank 2"):
+        _run_irrun(lambda p: opset6.mvn(p, opset1.constant(np.int32([2])), True, 1e-5,
+                                        "inside_sqrt"), [x], tmp_path)  # fmt: skip

@@ -23,6 +23,7 @@ import openvino.opset2 as o2  # noqa: E402
 import openvino.opset3 as o3  # noqa: E402
 import openvino.opset4 as o4  # noqa: E402
 import openvino.opset5 as o5  # noqa: E402
+import openvino.opset6 as o6  # noqa: E402
 import openvino.opset7 as o7  # noqa: E402
 import openvino.opset8 as o8  # noqa: E402
 import openvino.opset9 as o9  # noqa: E402
@@ -337,6 +338,8 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("SoftPlus", 4): _unary(o4.softplus),
     ("Mish", 4): _unary(o4.mish),
     ("SoftSign", 9): _unary(o9.softsign),
+    ("MVN", 6): _unary(lambda x: o6.mvn(x, o1.constant(np.int64([2, 3])), True, 1e-5,
+                                        "inside_sqrt")),
     ("PRelu", 1): _unary(lambda x: o1.prelu(x, o1.constant(np.float32([0.1, 0.2, 0.3])))),
     ("SoftMax", 1): _unary(lambda x: o1.softmax(x, 1)),
     ("SoftMax", 8): _unary(lambda x: o8.softmax(x, -1)),
