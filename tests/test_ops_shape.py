@@ -202,6 +202,74 @@ def test_concat_sweep(tmp_path, core):
     check_sweep(tmp_path, core, sweep(2, 25, draw_concat))
 
 
+# --------------------------------------------------------------------------- Split / VariadicSplit
+
+
+def draw_split(rng):
+    rank = rng.randint(1, 4)
+    shape = rand_shape(rng, rank)
+    axis = rng.randint(-rank, rank - 1)
+    et = rng.choice(("f32", "i32", "u8"))
+    if rng.random() < 0.5:
+        n = rng.randint(1, 3)
+        shape[axis] = n * rng.randint(1, 3)
+        return {"id": f"Split axis={axis} num_splits={n}", "shapes": [shape], "et": et,
+                "make": lambda x: opset1.split(x, const(axis), n)}
+    k = rng.randint(1, 4)
+    lengths = [rng.randint(0, 3) for _ in range(k)]
+    shape[axis] = sum(lengths)
+    if rng.random() < 0.5:
+        i = rng.randrange(k)
+        shape[axis] += rng.randint(0, 2)
+        lengths[i] = -1
+    return {"id": f"VariadicSplit axis={axis} lengths={lengths}", "shapes": [shape], "et": et,
+            "make": lambda x: opset1.variadic_split(x, const(axis), const(lengths))}
+
+
+def test_split_sweep(tmp_path, core):
+    configs = sweep(21, 30, draw_split)
+    assert {c["id"].split()[1] for c in configs} == {"Split", "VariadicSplit"}
+    for cfg in configs:
+        (x,) = params = [param(cfg["shapes"][0], cfg["et"], "x0")]
+        node = cfg["make"](x)
+        feeds = {"x0": data(cfg["shapes"][0], cfg["et"])}
+        pairs = run_both(tmp_path, core, list(node.outputs()), params, feeds, cfg["id"])
+        assert len(pairs) == node.get_output_size()
+        for got, want in pairs:
+            assert_exact(got, want, cfg["id"])
+
+
+def test_split_shapes_with_unknown_dims(tmp_path):
+    x = opset1.parameter(ov.PartialShape([ov.Dimension(4, 12), -1, 6]), ov.Type.f32, name="x")
+    nodes = [opset1.split(x, const(0), 4), opset1.split(x, const(-1), 3),
+             opset1.variadic_split(x, const(0), const([1, -1, 2])),
+             opset1.variadic_split(x, const(1), const([2, -1])),
+             opset1.split(x, param([], "i64", "axis"), 2),
+             opset1.variadic_split(x, const(2), param([2], "i64", "lengths"))]
+    outputs = [port for n in nodes for port in n.outputs()]
+    model = ov.Model([opset1.result(o) for o in outputs], model_params(nodes))
+    path = tmp_path / "split.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    m = irrun.load(path)
+    assert len(m.outputs) == len(outputs) == 4 + 3 + 3 + 2 + 2 + 2
+    for i, spec in enumerate(m.outputs):
+        assert spec.shape == from_ov_shape(model.output(i).get_partial_shape()), i
+
+
+def test_split_of_a_size_that_does_not_fit_is_refused(tmp_path):
+    x = param([-1, 3])
+    nodes = [opset1.split(x, const(0), 2), opset1.variadic_split(x, const(0), const([1, 1]))]
+    for i, node in enumerate(nodes):
+        path = tmp_path / f"bad{i}.xml"
+        ov.save_model(ov.Model(list(node.outputs()), [x]), path)
+        m = irrun.load(path)
+        assert m.run({"x": np.ones((2, 3), np.float32)})  # fits
+        want = ("dim 3 of axis 0 does not split into 2 equal parts",
+                r"split_lengths \[1, 1\] add up to 2, not 3")[i]
+        with pytest.raises(irrun.IrrunError, match=want):
+            m.run({"x": np.ones((3, 3), np.float32)})
+
+
 # --------------------------------------------------------------------------- Squeeze / Unsqueeze
 
 

@@ -113,6 +113,16 @@ def _unary(make):
     return build
 
 
+def _outputs(make):
+    """Every output of a layer with several."""
+
+    def build():
+        x = _image()
+        return list(make(x).outputs()), [x]
+
+    return build
+
+
 def _binary(make):
     def build():
         x, y = _image(), param([1, 3, 1, 8], name="y")
@@ -338,6 +348,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("SoftPlus", 4): _unary(o4.softplus),
     ("Mish", 4): _unary(o4.mish),
     ("SoftSign", 9): _unary(o9.softsign),
+    ("Split", 1): _outputs(lambda x: o1.split(x, o1.constant(np.int64(2)), 2)),
+    ("VariadicSplit", 1): _outputs(lambda x: o1.variadic_split(
+        x, o1.constant(np.int64(-1)), o1.constant(np.int64([5, -1])))),
     ("MVN", 6): _unary(lambda x: o6.mvn(x, o1.constant(np.int64([2, 3])), True, 1e-5,
                                         "inside_sqrt")),
     ("PRelu", 1): _unary(lambda x: o1.prelu(x, o1.constant(np.float32([0.1, 0.2, 0.3])))),

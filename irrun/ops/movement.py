@@ -1,5 +1,5 @@
-"""Data movement: Reshape, Concat, Squeeze, Unsqueeze, Transpose, ShapeOf, Gather,
-StridedSlice, Broadcast and Pad.
+"""Data movement: Reshape, Concat, Split, VariadicSplit, Squeeze, Unsqueeze,
+Transpose, ShapeOf, Gather, StridedSlice, Broadcast and Pad.
 
 Shape rules read the values of their shape-like inputs (target shapes, axes, pads)
 when they are known constants; propagation folds small constant subgraphs through
@@ -208,6 +208,100 @@ def _concat_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
 def _concat(a: SimpleNamespace, *xs: np.ndarray) -> tuple[np.ndarray, ...]:
     axis = normalize_axis(a.axis, xs[0].ndim)
     return (np.concatenate(xs, axis=axis),)
+
+
+# --------------------------------------------------------------------------- Split, VariadicSplit
+
+
+def _split_axis(x: TensorInfo, axis: TensorInfo) -> int | None:
+    """The split axis of ``x`` (None while it or ``x``'s rank is unknown)."""
+    check_vector(axis, "axis")
+    if axis.shape is not None and len(axis.shape) != 0:
+        raise ShapeError(f"axis must be a scalar, got shape {list(axis.shape)}")
+    values = int_values(axis)
+    if values is None or x.shape is None:
+        return None
+    if len(x.shape) == 0:
+        raise ShapeError("cannot split a scalar")
+    return normalize_axis(values[0], len(x.shape))
+
+
+def _with_dim(shape: Shape, axis: int, d: Dim) -> Shape:
+    return tuple(d if i == axis else s for i, s in enumerate(shape))
+
+
+def _split_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, axis_info = inputs
+    axis, n, et = _split_axis(x, axis_info), a.num_splits, x.element_type
+    if x.shape is None:
+        return [TensorInfo(None, et)] * n
+    if axis is None:
+        return [TensorInfo((DYNAMIC,) * len(x.shape), et)] * n
+    d = x.shape[axis]
+    if isinstance(d, int):
+        if d % n:
+            raise ShapeError(f"dim {d} of axis {axis} does not split into {n} equal parts")
+        part: Dim = d // n
+    else:  # the sizes that divide evenly
+        lo, hi = -(-d.lo // n), None if d.hi is None else d.hi // n
+        part = lo if lo == hi else Interval(lo, hi)
+    return [TensorInfo(_with_dim(x.shape, axis, part), et)] * n
+
+
+def _check_split(a: SimpleNamespace) -> None:
+    if a.num_splits < 1:
+        raise ValueError(f"num_splits must be at least 1, got {a.num_splits}")
+
+
+def _split(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, ...]:
+    ax = normalize_axis(flat_ints(axis)[0], x.ndim)
+    if x.shape[ax] % a.num_splits:
+        raise ShapeError(f"dim {x.shape[ax]} of axis {ax} does not split into "
+                         f"{a.num_splits} equal parts")  # fmt: skip
+    return tuple(np.ascontiguousarray(p) for p in np.split(x, a.num_splits, axis=ax))
+
+
+def _split_lengths(lengths: Sequence[int], d: Dim) -> list[Dim]:
+    """Each output's dim on the axis: ``lengths`` with a -1 given what the others leave."""
+    if any(v < -1 for v in lengths) or list(lengths).count(-1) > 1:
+        raise ShapeError(f"split_lengths {list(lengths)} may hold sizes and one -1 only")
+    known = sum(v for v in lengths if v != -1)
+    lo, hi = (d, d) if isinstance(d, int) else (d.lo, d.hi)
+    if -1 not in lengths:
+        if known < lo or (hi is not None and known > hi):
+            raise ShapeError(f"split_lengths {list(lengths)} add up to {known}, not {d}")
+        return list(lengths)
+    if hi is not None and known > hi:
+        raise ShapeError(f"split_lengths {list(lengths)} add up to more than {d}")
+    # What is left of a dim known only within bounds is unknown, as OpenVINO infers it.
+    rest = d - known if isinstance(d, int) else DYNAMIC
+    return [rest if v == -1 else v for v in lengths]
+
+
+def _variadic_split_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, axis_info, lengths_info = inputs
+    check_vector(lengths_info, "split_lengths", allow_scalar=False)
+    axis, et = _split_axis(x, axis_info), x.element_type
+    n = vector_length(lengths_info)
+    if n is None:
+        raise ShapeError("the number of split_lengths (its input's length) must be known")
+    lengths = int_values(lengths_info)
+    if x.shape is None:
+        return [TensorInfo(None, et)] * n
+    if axis is None:
+        return [TensorInfo((DYNAMIC,) * len(x.shape), et)] * n
+    if lengths is None:
+        return [TensorInfo(_with_dim(x.shape, axis, DYNAMIC), et)] * n
+    dims = _split_lengths(lengths, x.shape[axis])
+    return [TensorInfo(_with_dim(x.shape, axis, d), et) for d in dims]
+
+
+def _variadic_split(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray,
+                    lengths: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+    ax = normalize_axis(flat_ints(axis)[0], x.ndim)
+    sizes = _split_lengths(flat_ints(lengths), x.shape[ax])
+    cuts = np.cumsum(sizes[:-1], dtype=np.int64)
+    return tuple(np.ascontiguousarray(p) for p in np.split(x, cuts, axis=ax))
 
 
 # --------------------------------------------------------------------------- Squeeze
@@ -768,3 +862,8 @@ for _version, _since in ((1, 1), (12, 12)):
                    attrs=(Attr("pad_mode", "enum", "constant", PAD_MODES),),
                    infer=_pad_infer, kernel=_pad, inputs=(3, 4),
                    shape_attrs=("pad_mode",)))  # fmt: skip
+register(OpDef(type="Split", version=1, since_opset=1, attrs=(Attr("num_splits", "int"),),
+               infer=_split_infer, kernel=_split, inputs=(2, 2), check=_check_split,
+               shape_attrs=("num_splits",)))  # fmt: skip
+register(OpDef(type="VariadicSplit", version=1, since_opset=1, attrs=(),
+               infer=_variadic_split_infer, kernel=_variadic_split, inputs=(3, 3)))  # fmt: skip
