@@ -161,6 +161,20 @@ def _group_conv():
     return [o1.group_convolution(x, w, [2, 2], [0, 0], [0, 0], [1, 1])], [x]
 
 
+def _deconv():
+    x = _image()
+    w = o1.constant(np.full((3, 2, 3, 3), 0.25, F32))
+    return [o1.convolution_backprop_data(x, w, [2, 2], pads_begin=[1, 1], pads_end=[0, 1],
+                                         output_padding=[1, 0])], [x]  # fmt: skip
+
+
+def _group_deconv():
+    x = _image()
+    w = o1.constant(np.full((3, 1, 2, 2, 2), 0.5, F32))
+    shape = o1.constant(np.int64([15, 17]))
+    return [o1.group_convolution_backprop_data(x, w, [2, 2], shape, auto_pad="same_upper")], [x]
+
+
 def _matmul():
     a, b = param([2, 3], name="a"), param([4, 3], name="b")
     return [o1.matmul(a, b, False, True)], [a, b]
@@ -314,6 +328,8 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("AdaptiveMaxPool", 8): _adaptive(lambda x, s: o8.adaptive_max_pool(x, s, "i32")),
     ("Convolution", 1): _conv,
     ("GroupConvolution", 1): _group_conv,
+    ("ConvolutionBackpropData", 1): _deconv,
+    ("GroupConvolutionBackpropData", 1): _group_deconv,
     ("MatMul", 1): _matmul,
     ("BatchNormInference", 1): _batch_norm(o1),
     ("BatchNormInference", 5): _batch_norm(o5),

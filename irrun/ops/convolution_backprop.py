@@ -1,0 +1,228 @@
+"""ConvolutionBackpropData-1 and GroupConvolutionBackpropData-1 (transposed
+convolutions) over 1, 2 or 3 spatial dims.
+
+Each input element scatters its filter, scaled, into a "full" output of
+``s*(I-1) + d*(K-1) + 1`` positions per axis; the result is a window of that,
+zeros beyond it.  Where the window begins and how long it is (:func:`window`):
+
+* without the ``output_shape`` input, ``explicit`` pads crop ``pads_begin`` and
+  ``pads_end`` off the full output; ``valid`` and ``same_*`` crop nothing;
+  ``output_padding`` then adds positions at the end (which may be full output
+  that ``pads_end`` cropped);
+* with it, the window is that long, and begins at ``pads_begin`` (``explicit``),
+  0 (``valid``), or at ``ceil(t/2)`` (``same_upper``) or ``floor(t/2)``
+  (``same_lower``) of the surplus ``t = full + output_padding - output_shape``
+  (0 if negative), as OpenVINO places it.
+
+Computation: one matrix product per group of the filters ``[Co * taps, Ci]``
+with the input ``[Ci, positions]``, then one strided add per tap into the full
+output, in f32 (f16 in f32 and rounded once).  The summation order differs from
+the CPU plugin's, so values agree within rounding.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..attributes import Attr
+from ..dims import DYNAMIC, Dim, format_shape, map_bounds
+from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..window import AUTO_PADS
+from .elementwise import merge_dims, same_element_type
+from .movement import check_vector, flat_ints, int_values
+
+ATTRS = (
+    Attr("strides", "ints"),
+    Attr("dilations", "ints"),
+    Attr("pads_begin", "ints", ()),
+    Attr("pads_end", "ints", ()),
+    Attr("auto_pad", "enum", "explicit", AUTO_PADS),
+    Attr("output_padding", "ints", ()),
+)
+SHAPE_ATTRS = ("strides", "dilations", "pads_begin", "pads_end", "auto_pad", "output_padding")
+
+
+def _check(a: SimpleNamespace) -> None:
+    n = len(a.strides)
+    for name in ("dilations", "pads_begin", "pads_end", "output_padding"):
+        values = getattr(a, name)
+        if values and len(values) != n:
+            raise ValueError(f"{name} has {len(values)} values {list(values)} but strides has "
+                             f"{n} {list(a.strides)}")  # fmt: skip
+    for name in ("strides", "dilations"):
+        if any(v <= 0 for v in getattr(a, name)):
+            raise ValueError(f"{name} must be positive, got {list(getattr(a, name))}")
+    for name in ("pads_begin", "pads_end", "output_padding"):
+        if any(v < 0 for v in getattr(a, name)):
+            raise ValueError(f"{name} must not be negative, got {list(getattr(a, name))}")
+
+
+def _per_axis(values: Sequence[int], n: int) -> tuple[int, ...]:
+    return tuple(values) if values else (0,) * n
+
+
+def window(a: SimpleNamespace, size: int, kernel: int, axis: int,
+           requested: int | None = None, strict: bool = True) -> tuple[int, int]:  # fmt: skip
+    """Where the output begins in the full output of one axis, and its length
+    (a ShapeError if that would be negative, unless not ``strict``).
+
+    >>> a = SimpleNamespace(strides=(2,), dilations=(1,), pads_begin=(1,), pads_end=(2,),
+    ...                     auto_pad="explicit", output_padding=(1,))
+    >>> window(a, 5, 3, 0), window(a, 5, 3, 0, requested=10)
+    ((1, 9), (1, 10))
+    """
+    s, d = a.strides[axis], (a.dilations or (1,) * len(a.strides))[axis]
+    n = len(a.strides)
+    pb, pe = _per_axis(a.pads_begin, n)[axis], _per_axis(a.pads_end, n)[axis]
+    extra = _per_axis(a.output_padding, n)[axis]
+    full = s * (size - 1) + d * (kernel - 1) + 1
+    explicit = a.auto_pad in ("explicit", "notset")
+    if requested is None:
+        out = full - pb - pe + extra if explicit else full + extra
+        begin = pb if explicit else 0
+    else:
+        out = requested
+        surplus = max(full + extra - out, 0)
+        begin = {"same_upper": surplus - surplus // 2, "same_lower": surplus // 2}.get(
+            a.auto_pad, pb if explicit else 0)  # fmt: skip
+    if out < 0 and strict:
+        raise ShapeError(f"the output of spatial axis {axis} would have {out} positions "
+                         f"(input {size}, kernel {kernel}, stride {s}, dilation {d}, pads "
+                         f"{pb}/{pe}, output_padding {extra})")  # fmt: skip
+    return begin, max(out, 0)
+
+
+def _infer(grouped: bool):
+    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+        data, filt = inputs[:2]
+        et = same_element_type(inputs[:2])
+        if et is not None and et.dtype.kind != "f":
+            raise ShapeError(f"data and filter must be floating-point, got {et.name}")
+        n = len(a.strides)
+        if n not in (1, 2, 3):
+            raise ShapeError(f"expected 1 to 3 spatial dims, got {n} strides")
+        want = n + 3 if grouped else n + 2
+        if filt.shape is not None and len(filt.shape) != want:
+            raise ShapeError(f"filter {format_shape(filt.shape)} must have rank {want} for "
+                             f"{n} spatial dims")  # fmt: skip
+        if data.shape is not None and len(data.shape) != n + 2:
+            raise ShapeError(f"data {format_shape(data.shape)} must have rank {n + 2} for {n} "
+                             f"spatial dims (strides {list(a.strides)})")  # fmt: skip
+        requested = None
+        if len(inputs) == 3:
+            check_vector(inputs[2], "output_shape", allow_scalar=False)
+            shape = inputs[2].shape
+            if shape is not None and isinstance(shape[0], int) and shape[0] != n:
+                raise ShapeError(f"output_shape has {shape[0]} values for {n} spatial dims")
+            requested = int_values(inputs[2])
+        out_ch: Dim = DYNAMIC
+        kernel: Sequence[Dim] | None = None
+        if filt.shape is not None:
+            fs = filt.shape
+            g = fs[0] if grouped else 1
+            ci, co = (fs[1], fs[2]) if grouped else (fs[0], fs[1])
+            kernel = fs[-n:]
+            if isinstance(g, int) and isinstance(co, int):
+                out_ch = g * co
+            if data.shape is not None and isinstance(g, int) and isinstance(ci, int) \
+                    and merge_dims(data.shape[1], g * ci) is None:  # fmt: skip
+                raise ShapeError(f"data has {data.shape[1]} channels but the filter "
+                                 f"{format_shape(fs)} expects {g * ci}")  # fmt: skip
+        if data.shape is None:
+            return [TensorInfo(None, et)]
+        spatial: list[Dim] = []
+        for i in range(n):
+            k = None if kernel is None else kernel[i]
+            if len(inputs) == 3:
+                spatial.append(DYNAMIC if requested is None else requested[i])
+                if requested is not None and requested[i] < 0:
+                    raise ShapeError(f"output_shape {requested} holds a negative size")
+            elif isinstance(k, int):
+                size = data.shape[2 + i]
+                # Bounds of an unknown size may be too small for a window; a size is not.
+                strict = isinstance(size, int)
+                spatial.append(map_bounds(size, lambda v, k=k, i=i, strict=strict:
+                                          window(a, v, k, i, strict=strict)[1]))  # fmt: skip
+            else:
+                spatial.append(DYNAMIC)
+        return [TensorInfo((data.shape[0], out_ch, *spatial), et)]
+
+    return infer
+
+
+def convolve_transposed(x: np.ndarray, w: np.ndarray, a: SimpleNamespace,
+                        requested: Sequence[int] | None = None) -> np.ndarray:  # fmt: skip
+    """Grouped transposed convolution of ``x`` [N, G*Ci, *I] with ``w`` [G, Ci, Co, *K].
+
+    >>> x = np.array([1, 2], np.float32).reshape(1, 1, 2)
+    >>> w = np.array([1, 10, 100], np.float32).reshape(1, 1, 1, 3)
+    >>> a = SimpleNamespace(strides=(2,), dilations=(1,), pads_begin=(0,), pads_end=(1,),
+    ...                     auto_pad="explicit", output_padding=())
+    >>> convolve_transposed(x, w, a).tolist()
+    [[[1.0, 10.0, 102.0, 20.0]]]
+    """
+    groups, ci, co = w.shape[:3]
+    kernel = w.shape[3:]
+    n = len(kernel)
+    if x.ndim != n + 2:
+        raise ValueError(f"data has shape {list(x.shape)}, expected rank {n + 2}")
+    if x.shape[1] != groups * ci:
+        raise ValueError(f"data has {x.shape[1]} channels but the filter expects {groups} x "
+                         f"{ci} = {groups * ci}")  # fmt: skip
+    if requested is not None and len(requested) != n:
+        raise ValueError(f"output_shape {list(requested)} has {len(requested)} values for {n} "
+                         "spatial dims")  # fmt: skip
+    sizes = x.shape[2:]
+    where = [window(a, sizes[i], kernel[i], i, None if requested is None else requested[i])
+             for i in range(n)]  # fmt: skip
+    work = np.float32 if x.dtype.itemsize < 4 else x.dtype
+    batch, taps = x.shape[0], int(np.prod(kernel, dtype=np.int64))
+    xg = x.astype(work, copy=False).reshape(batch, groups, ci, -1)
+    # [G, Co * taps, Ci] @ [N, G, Ci, P]: every tap's contribution at once.
+    wt = w.astype(work, copy=False).reshape(groups, ci, co * taps).transpose(0, 2, 1)
+    parts = np.matmul(wt, xg).reshape(batch, groups, co, taps, *sizes)
+    dilations = a.dilations or (1,) * n
+    span = [a.strides[i] * (sizes[i] - 1) + 1 for i in range(n)]
+    full = [max(span[i] + dilations[i] * (kernel[i] - 1), b + o) for i, (b, o) in
+            enumerate(where)]  # fmt: skip
+    acc = np.zeros((batch, groups, co, *full), work)
+    for t, tap in enumerate(itertools.product(*(range(k) for k in kernel))):
+        at = tuple(slice(tap[i] * dilations[i], tap[i] * dilations[i] + span[i], a.strides[i])
+                   for i in range(n))  # fmt: skip
+        acc[(Ellipsis, *at)] += parts[:, :, :, t]
+    out = acc[(Ellipsis, *(slice(b, b + o) for b, o in where))]
+    return out.reshape(batch, groups * co, *out.shape[3:]).astype(x.dtype)
+
+
+def _kernel(grouped: bool):
+    def kernel(a: SimpleNamespace, x: np.ndarray, w: np.ndarray,
+               output_shape: np.ndarray | None = None) -> tuple[np.ndarray, ...]:  # fmt: skip
+        if x.dtype != w.dtype:
+            raise ValueError(f"data is {x.dtype} but the filter is {w.dtype}")
+        want = x.ndim + 1 if grouped else x.ndim
+        if w.ndim != want:
+            raise ValueError(f"filter has shape {list(w.shape)}, expected rank {want}")
+        requested = None if output_shape is None else flat_ints(output_shape)
+        return (convolve_transposed(x, w if grouped else w[None], a, requested),)
+
+    return kernel
+
+
+register(
+    OpDef(
+        type="ConvolutionBackpropData", version=1, since_opset=1, attrs=ATTRS,
+        infer=_infer(False), kernel=_kernel(False), inputs=(2, 3), check=_check,
+        shape_attrs=SHAPE_ATTRS,
+    )
+)  # fmt: skip
+register(
+    OpDef(
+        type="GroupConvolutionBackpropData", version=1, since_opset=1, attrs=ATTRS,
+        infer=_infer(True), kernel=_kernel(True), inputs=(2, 3), check=_check,
+        shape_attrs=SHAPE_ATTRS,
+    )
+)  # fmt: skip
