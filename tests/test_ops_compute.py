@@ -662,6 +662,20 @@ def test_convolution_backprop_by_hand(tmp_path):
     assert run(auto_pad="same_lower", output_shape=[9]) == [*full, 0, 0]
 
 
+def test_convolution_backprop_attributes_are_checked(tmp_path):
+    p = opset1.parameter([1, 2, 3, 3], ov.Type.f32, name="in0")
+    w = opset1.constant(np.ones((2, 1, 2, 2), np.float32))
+    node = opset1.convolution_backprop_data(p, w, [2, 2], output_padding=[1, 0])
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([node], [p]), path)
+    text = path.read_text()
+    assert 'output_padding="1, 0"' in text
+    for bad, says in (('output_padding="1"', "output_padding has 1 values [1] but strides has 2"),
+                      ('output_padding="1, -1"', "output_padding must not be negative")):
+        path.write_text(text.replace('output_padding="1, 0"', bad))
+        assert any(says in d.message for d in irrun.validate(path)), bad
+
+
 def test_convolution_by_hand(tmp_path):
     x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     w = np.array([[1, 0], [0, -1]], np.float32).reshape(1, 1, 2, 2)

@@ -35,7 +35,8 @@ ATTRS = (
 SHAPE_ATTRS = ("strides", "dilations", "pads_begin", "pads_end", "auto_pad")
 
 
-def _check(a: SimpleNamespace) -> None:
+def check_attrs(a: SimpleNamespace) -> None:
+    """Lengths and signs of the geometry attributes (shared with the transposed ops)."""
     n = len(a.strides)
     for name in ("dilations", "pads_begin", "pads_end"):
         values = getattr(a, name)
@@ -193,12 +194,12 @@ def _group_convolution(
 register(
     OpDef(
         type="Convolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(False),
-        kernel=_convolution, inputs=(2, 2), check=_check, shape_attrs=SHAPE_ATTRS,
+        kernel=_convolution, inputs=(2, 2), check=check_attrs, shape_attrs=SHAPE_ATTRS,
     )
 )  # fmt: skip
 register(
     OpDef(
         type="GroupConvolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(True),
-        kernel=_group_convolution, inputs=(2, 2), check=_check, shape_attrs=SHAPE_ATTRS,
+        kernel=_group_convolution, inputs=(2, 2), check=check_attrs, shape_attrs=SHAPE_ATTRS,
     )
 )  # fmt: skip

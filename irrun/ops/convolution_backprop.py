@@ -31,34 +31,22 @@ import numpy as np
 from ..attributes import Attr
 from ..dims import DYNAMIC, Dim, format_shape, map_bounds
 from ..registry import OpDef, ShapeError, TensorInfo, register
-from ..window import AUTO_PADS
+from . import convolution as conv
 from .elementwise import merge_dims, same_element_type
 from .movement import check_vector, flat_ints, int_values
 
-ATTRS = (
-    Attr("strides", "ints"),
-    Attr("dilations", "ints"),
-    Attr("pads_begin", "ints", ()),
-    Attr("pads_end", "ints", ()),
-    Attr("auto_pad", "enum", "explicit", AUTO_PADS),
-    Attr("output_padding", "ints", ()),
-)
-SHAPE_ATTRS = ("strides", "dilations", "pads_begin", "pads_end", "auto_pad", "output_padding")
+ATTRS = (*conv.ATTRS, Attr("output_padding", "ints", ()))
+SHAPE_ATTRS = (*conv.SHAPE_ATTRS, "output_padding")
 
 
 def _check(a: SimpleNamespace) -> None:
-    n = len(a.strides)
-    for name in ("dilations", "pads_begin", "pads_end", "output_padding"):
-        values = getattr(a, name)
-        if values and len(values) != n:
-            raise ValueError(f"{name} has {len(values)} values {list(values)} but strides has "
-                             f"{n} {list(a.strides)}")  # fmt: skip
-    for name in ("strides", "dilations"):
-        if any(v <= 0 for v in getattr(a, name)):
-            raise ValueError(f"{name} must be positive, got {list(getattr(a, name))}")
-    for name in ("pads_begin", "pads_end", "output_padding"):
-        if any(v < 0 for v in getattr(a, name)):
-            raise ValueError(f"{name} must not be negative, got {list(getattr(a, name))}")
+    conv.check_attrs(a)
+    n, extra = len(a.strides), a.output_padding
+    if extra and len(extra) != n:
+        raise ValueError(f"output_padding has {len(extra)} values {list(extra)} but strides "
+                         f"has {n} {list(a.strides)}")  # fmt: skip
+    if any(v < 0 for v in extra):
+        raise ValueError(f"output_padding must not be negative, got {list(extra)}")
 
 
 def _per_axis(values: Sequence[int], n: int) -> tuple[int, ...]:
