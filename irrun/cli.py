@@ -22,6 +22,7 @@ from typing import IO, Any
 import numpy as np
 
 from . import __version__
+from .dims import format_shape
 from .dump import LayerDump
 from .errors import Diagnostic, IrrunError, Location, UsageError
 from .files import check_output_path, load_array_file, save_npz, write_atomically
@@ -320,7 +321,10 @@ def _run(args: argparse.Namespace) -> int:
             hooks = [h for h in (dumper if i == 0 else None, profile) if h is not None]
             if profile is not None:
                 profile.start_run(time.perf_counter())
-            outputs = model.run(feeds, on_layer=_calling(hooks) if hooks else None)
+            try:
+                outputs = model.run(feeds, on_layer=_calling(hooks) if hooks else None)
+            except IrrunError as exc:
+                raise _with_shape_hint(exc, model, feeds) if not args.input else exc from None
             if profile is not None:
                 profile.end_run(time.perf_counter())
         done = True
@@ -352,6 +356,21 @@ def _say(message: str) -> None:
 
 def _silent(message: str) -> None:
     pass
+
+
+def _with_shape_hint(exc: IrrunError, model: Model, feeds: dict[str, np.ndarray]) -> IrrunError:
+    """``exc`` with a word on the random inputs whose unknown dims were made up,
+    which is the likelier cause of a failure than the model."""
+    made_up = [
+        f"{spec.name} {format_shape(feeds[spec.name].shape)} for {format_shape(spec.shape)}"
+        for spec in model.inputs
+        if spec.shape is None or not all(isinstance(d, int) for d in spec.shape)
+    ]
+    if not made_up:
+        return exc
+    hint = (f" (random inputs with their unknown dims at their least: {'; '.join(made_up)}; "
+            "give shapes with --shape or inputs with --input)")  # fmt: skip
+    return IrrunError(exc.message + hint, exc.location, exc.layer, exc.port, exc.code)
 
 
 def _ms(start: float) -> str:

@@ -497,3 +497,25 @@ def test_a_closed_pipe_ends_quietly(command):
     script = f"set -o pipefail; {sys.executable} -m irrun {command} {MODELS / 'demo.xml'} | true"
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_a_failure_on_made_up_dims_says_so(tmp_path, capsys):
+    ov = pytest.importorskip("openvino")
+    import openvino.opset1 as op1
+
+    p = op1.parameter([1, 1, -1, -1], ov.Type.f32, name="x")
+    p.output(0).get_tensor().set_names({"x"})
+    path = tmp_path / "dynamic.xml"
+    ov.save_model(ov.Model([op1.max_pool(p, [2, 2], [0, 0], [0, 0], [2, 2])], [p]), path)
+    rc, out, err = run_cli(capsys, str(path))
+    assert rc == 1 and out == ""
+    assert "kernel" in err and err.rstrip().endswith(
+        "(random inputs with their unknown dims at their least: x [1,1,1,1] for [1,1,?,?]; "
+        "give shapes with --shape or inputs with --input)")  # fmt: skip
+    assert err.count("\n") == 1
+    rc, out, err = run_cli(capsys, str(path), "--shape", "x[1,1,4,4]")
+    assert rc == 0 and "[1, 1, 2, 2]" in out
+    # Inputs the user gave are theirs: no word on made-up dims.
+    np.save(tmp_path / "x.npy", np.ones((1, 1, 1, 1), np.float32))
+    rc, out, err = run_cli(capsys, str(path), "--input", str(tmp_path / "x.npy"))
+    assert rc == 1 and "kernel" in err and "random inputs" not in err
