@@ -44,7 +44,7 @@ from irrun.ops.elementwise import broadcast_shapes, erf, gelu_erf
 from irrun.registry import ShapeError, resolve
 
 ov = pytest.importorskip("openvino")
-from openvino import opset1, opset2, opset4, opset5, opset6, opset7, opset9  # noqa: E402
+from openvino import opset1, opset2, opset3, opset4, opset5, opset6, opset7, opset9, opset11  # noqa: E402
 
 CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 CORE = ov.Core()
@@ -104,7 +104,13 @@ FACTORIES = {
     "BatchNormInference": "batch_norm_inference", "Negative": "negative", "Log": "log",
     "Erf": "erf", "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceiling": "ceiling",
     "Sign": "sign", "Elu": "elu", "SoftPlus": "softplus", "Mish": "mish",
-    "SoftSign": "softsign", "PRelu": "prelu",
+    "SoftSign": "softsign", "PRelu": "prelu", "Mod": "mod", "FloorMod": "floor_mod",
+    "Equal": "equal", "NotEqual": "not_equal", "Less": "less", "LessEqual": "less_equal",
+    "Greater": "greater", "GreaterEqual": "greater_equal", "LogicalNot": "logical_not",
+    "LogicalAnd": "logical_and", "LogicalOr": "logical_or", "LogicalXor": "logical_xor",
+    "Select": "select", "LogSoftmax": "log_softmax", "TopK": "topk",
+    "ConvolutionBackpropData": "convolution_backprop_data",
+    "GroupConvolutionBackpropData": "group_convolution_backprop_data",
 }  # fmt: skip
 
 
@@ -205,7 +211,7 @@ def test_broadcast_shapes_by_hand():
 BINARY = {
     "Add": opset1.add, "Subtract": opset1.subtract, "Multiply": opset1.multiply,
     "Divide": opset1.divide, "Maximum": opset1.maximum, "Minimum": opset1.minimum,
-    "Power": opset1.power,
+    "Power": opset1.power, "Mod": opset1.mod, "FloorMod": opset1.floor_mod,
 }  # fmt: skip
 BINARY_RTOL = {"Divide": 1e-6, "Power": 1e-5}
 
@@ -236,7 +242,7 @@ def _binary_values(rng: np.random.Generator, op: str, dtype: str, shape, second:
             x = rng.uniform(0.1, 4, shape) if not second else rng.uniform(-3, 3, shape)
         else:
             x = rng.standard_normal(shape) * 8
-            if op == "Divide" and second:
+            if op in ("Divide", "Mod", "FloorMod") and second:
                 x = np.where(np.abs(x) < 0.1, 0.5, x)
             if op in ("Maximum", "Minimum"):
                 x = np.round(x)  # ties between the inputs
@@ -247,7 +253,10 @@ def _binary_values(rng: np.random.Generator, op: str, dtype: str, shape, second:
         lo = 1  # the plugin truncates in f32: positive operands agree with floor
     if op == "Power":
         return rng.integers(0, 3 if second else 5, shape).astype(dtype_of(dtype))
-    return rng.integers(lo, hi, shape).astype(dtype_of(dtype))
+    values = rng.integers(lo, hi, shape).astype(dtype_of(dtype))
+    if op in ("Mod", "FloorMod") and second:
+        values[values == 0] = 3  # a remainder by zero is an error in irrun
+    return values
 
 
 def dtype_of(name: str) -> np.dtype:
@@ -264,6 +273,10 @@ def _binary_cases():
             dtype = ("f32", "f32", "f32", "f16", "i32", "f32", "i8", "f32", "u8")[i]
             if op in ("Subtract",) and dtype == "u8":
                 dtype = "i32"  # u8 subtraction underflows: the plugin saturates
+            if op in ("Mod", "FloorMod") and mode == "pdpd":
+                # The plugin's JIT kernels refuse pdpd: Mod fails to compile and FloorMod
+                # falls back to the reference kernel, whose float formula is fmod's.
+                mode = "numpy"
             a, b = _broadcast_pair(rng, mode)
             cases.append(pytest.param(op, mode, dtype, a, b, id=f"{op}-{mode}-{dtype}-{i}"))
     return cases
@@ -801,3 +814,138 @@ def test_mvn_by_hand(tmp_path):
     with pytest.raises(irrun.IrrunError, match=r"axes value 2 is out of range for rank 2"):
         _run_irrun(lambda p: opset6.mvn(p, opset1.constant(np.int32([2])), True, 1e-5,
                                         "inside_sqrt"), [x], tmp_path)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- comparisons, logical, Select
+
+COMPARE = ["Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"]
+LOGICAL = ["LogicalAnd", "LogicalOr", "LogicalXor"]
+
+
+def _factory(op: str):
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in op).lstrip("_")
+    return getattr(opset1, snake)
+
+
+@pytest.mark.parametrize("mode", ["numpy", "none"])
+@pytest.mark.parametrize("dtype", ["f32", "i32", "u8"])
+@pytest.mark.parametrize("op", COMPARE)
+def test_comparison_matches_cpu(op, dtype, mode, tmp_path):
+    rng = np.random.default_rng(len(op) * 3 + len(dtype) + len(mode))
+    b_shape = (3, 4, 5) if mode == "none" else (4, 1)
+    x = rng.integers(0, 4, (3, 4, 5)).astype(dtype_of(dtype))  # many ties
+    y = rng.integers(0, 4, b_shape).astype(dtype_of(dtype))
+    if dtype == "f32":
+        x.flat[:4] = (np.nan, -0.0, np.inf, 1.5)
+        y.flat[:4] = (np.nan, 0.0, np.inf, np.nan)
+    got, want = run_both(lambda p, q: _factory(op)(p, q, mode), [x, y], tmp_path)
+    assert got.dtype == np.bool_
+    assert_close(got, want, what=op)
+
+
+@pytest.mark.parametrize("op", LOGICAL)
+def test_logical_matches_cpu(op, tmp_path):
+    rng = np.random.default_rng(len(op))
+    x, y = rng.random((2, 3, 4)) < 0.5, rng.random((3, 1)) < 0.5
+    got, want = run_both(lambda p, q: _factory(op)(p, q), [x, y], tmp_path)
+    assert_close(got, want, what=op)
+    got, want = run_both(opset1.logical_not, [x], tmp_path)
+    assert_close(got, want, what="LogicalNot")
+
+
+@pytest.mark.parametrize(("shapes", "mode"), [
+    (((2, 3, 4), (2, 3, 4), (2, 3, 4)), "none"), (((3, 1), (2, 1, 4), (4,)), "numpy"),
+    (((), (2, 3), (2, 3)), "numpy"), (((2, 3, 4), (1, 3, 1), (4,)), "numpy"),
+])  # fmt: skip
+def test_select_matches_cpu(shapes, mode, tmp_path):
+    rng = np.random.default_rng(len(shapes[1]) + len(mode))
+    cond = rng.random(shapes[0]) < 0.5
+    then = rng.standard_normal(shapes[1]).astype(np.float32)
+    other = rng.standard_normal(shapes[2]).astype(np.float32)
+    got, want = run_both(lambda c, t, e: opset1.select(c, t, e, mode), [cond, then, other],
+                         tmp_path)  # fmt: skip
+    assert_close(got, want, what=str(shapes))
+
+
+def test_select_with_pdpd_broadcasting_is_refused(tmp_path):
+    p = opset1.parameter([2, 3], ov.Type.f32, name="in0")
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([opset1.select(opset1.constant(True), p, p)], [p]), path)
+    text = path.read_text()
+    assert text.count('auto_broadcast="numpy"') == 1
+    path.write_text(text.replace('auto_broadcast="numpy"', 'auto_broadcast="pdpd"'))
+    found = [d.message for d in irrun.validate(path) if d.level == "error"]
+    assert any("auto_broadcast" in m and "none, explicit, numpy" in m for m in found), found
+
+
+def test_boolean_inputs_are_checked(tmp_path):
+    p = opset1.parameter([3], ov.Type.f32, name="in0")
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([opset1.logical_not(opset1.convert(p, "boolean"))], [p]), path)
+    text = path.read_text()
+    assert text.count('destination_type="boolean"') == 1
+    # The Convert made to give f32: LogicalNot reads f32.
+    bad = text.replace('destination_type="boolean"', 'destination_type="f32"')
+    path.write_text(bad.replace('precision="BOOL"', 'precision="FP32"', 1))
+    assert any("the input must be boolean, got f32" in d.message for d in irrun.validate(path))
+
+
+# --------------------------------------------------------------------------- LogSoftmax, TopK
+
+
+@pytest.mark.parametrize(("shape", "axis", "dtype"), [
+    ((2, 5), 1, "f32"), ((2, 5), -1, "f32"), ((3, 4, 5), 0, "f32"), ((3, 4, 5), 1, "f16"),
+    ((7,), 0, "f32"),
+])  # fmt: skip
+def test_log_softmax_matches_cpu(shape, axis, dtype, tmp_path):
+    x = (np.random.default_rng(len(shape) + axis).standard_normal(shape) * 10).astype(
+        dtype_of(dtype))  # fmt: skip
+    got, want = run_both(lambda p: opset5.log_softmax(p, axis), [x], tmp_path)
+    tol = 2e-3 if dtype == "f16" else 1e-5
+    assert_close(got, want, rtol=tol, atol=tol, scaled_atol=True, what=str(shape))
+
+
+def _topk_cases():
+    rng = random.Random(5)
+    modules = {1: opset1, 3: opset3, 11: opset11}
+    for i in range(36):
+        version = (1, 3, 11)[i % 3]
+        rank = rng.randint(1, 3)
+        shape = [rng.randint(1, 6) for _ in range(rank)]
+        axis = rng.randint(-rank, rank - 1)
+        k = rng.randint(1, shape[axis])
+        mode, sort = rng.choice(("max", "min")), rng.choice(("value", "index", "none"))
+        stable = version == 11 and sort != "none" and rng.random() < 0.7
+        dtype = rng.choice(("f32", "f32", "i32"))
+        yield pytest.param(modules[version], shape, axis, k, mode, sort, stable, dtype,
+                           id=f"v{version}-{shape}-{axis}-k{k}-{mode}-{sort}-{stable}-{dtype}")
+
+
+@pytest.mark.parametrize(("module", "shape", "axis", "k", "mode", "sort", "stable", "dtype"),
+                         list(_topk_cases()))  # fmt: skip
+def test_topk_matches_cpu(module, shape, axis, k, mode, sort, stable, dtype, tmp_path):
+    rng = np.random.default_rng(sum(shape) + k)
+    size = int(np.prod(shape))
+    # Ties only where a stable TopK fixes their order.
+    x = rng.integers(0, 3, shape) if stable else rng.permutation(size).reshape(shape) - size // 2
+    x = x.astype(dtype_of(dtype))
+    args = [opset1.constant(np.int64(k)), axis, mode, sort, "i32"]
+    if module is opset11:
+        args.append(stable)
+    elif module is opset1:
+        args = args[:4]
+
+    def build(p):
+        node = module.topk(p, *args)
+        node.output(0).get_tensor().set_names({"out"})
+        node.output(1).get_tensor().set_names({"indices"})
+        return node
+
+    model = _one_op_model(build, [x])
+    model.add_results([opset1.result(model.get_ordered_ops()[-2].output(1))])
+    cpu = CORE.compile_model(model, "CPU", CPU_CONFIG)([x])
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    got = irrun.load(path).run({"in0": x})
+    assert_close(got["out"], cpu[0], what="values")
+    assert_close(got["indices"], cpu[1].astype(np.int32), what="indices")

@@ -123,6 +123,10 @@ def _outputs(make):
     return build
 
 
+def _logical(make):
+    return _binary(lambda x, y: make(o1.convert(x, "boolean"), o1.convert(y, "boolean")))
+
+
 def _binary(make):
     def build():
         x, y = _image(), param([1, 3, 1, 8], name="y")
@@ -367,6 +371,22 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("Split", 1): _outputs(lambda x: o1.split(x, o1.constant(np.int64(2)), 2)),
     ("VariadicSplit", 1): _outputs(lambda x: o1.variadic_split(
         x, o1.constant(np.int64(-1)), o1.constant(np.int64([5, -1])))),
+    ("Mod", 1): _binary(o1.mod),
+    ("FloorMod", 1): _binary(o1.floor_mod),
+    **{(name, 1): _binary(getattr(o1, factory)) for name, factory in (
+        ("Equal", "equal"), ("NotEqual", "not_equal"), ("Less", "less"),
+        ("LessEqual", "less_equal"), ("Greater", "greater"), ("GreaterEqual", "greater_equal"))},
+    **{(name, 1): _logical(factory) for name, factory in (
+        ("LogicalAnd", o1.logical_and), ("LogicalOr", o1.logical_or),
+        ("LogicalXor", o1.logical_xor))},
+    ("LogicalNot", 1): _unary(lambda x: o1.logical_not(o1.convert(x, "boolean"))),
+    ("Select", 1): _binary(lambda x, y: o1.select(o1.greater(x, y), x, y)),
+    ("LogSoftmax", 5): _unary(lambda x: o5.log_softmax(x, -1)),
+    ("TopK", 1): _outputs(lambda x: o1.topk(x, o1.constant(np.int64(3)), 2, "max", "value")),
+    ("TopK", 3): _outputs(lambda x: o3.topk(x, o1.constant(np.int64(3)), -1, "min", "index",
+                                            "i64")),
+    ("TopK", 11): _outputs(lambda x: o11.topk(x, o1.constant(np.int32(2)), 1, "max", "value",
+                                              "i32", True)),
     ("MVN", 6): _unary(lambda x: o6.mvn(x, o1.constant(np.int64([2, 3])), True, 1e-5,
                                         "inside_sqrt")),
     ("PRelu", 1): _unary(lambda x: o1.prelu(x, o1.constant(np.float32([0.1, 0.2, 0.3])))),

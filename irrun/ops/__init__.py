@@ -8,11 +8,13 @@ from . import (
     convolution_backprop,
     elementwise,
     interpolate,
+    logical,
     matmul,
     max_pool,
     movement,
     normalization,
     reduction,
+    topk,
 )
 
 __all__ = [
@@ -23,9 +25,11 @@ __all__ = [
     "convolution_backprop",
     "elementwise",
     "interpolate",
+    "logical",
     "matmul",
     "max_pool",
     "movement",
     "normalization",
     "reduction",
+    "topk",
 ]

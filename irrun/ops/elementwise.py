@@ -1,6 +1,7 @@
 """Element-wise ops: binary arithmetic with auto-broadcasting, and activations.
 
-Binary ops (Add, Subtract, Multiply, Divide, Maximum, Minimum, Power) broadcast
+Binary ops (Add, Subtract, Multiply, Divide, Maximum, Minimum, Power, Mod,
+FloorMod) broadcast
 their two inputs by ``auto_broadcast``: ``numpy`` (right-aligned, 1 stretches),
 ``pdpd`` (the second input, of no higher rank, is laid over the first from axis
 0; its dims must be 1 or the first's) or ``none`` (equal shapes).
@@ -32,7 +33,11 @@ CPU plugin instead saturates 8-bit results and divides and raises integers in
 f32, ignoring ``m_pythondiv``.  irrun follows the specification there: Divide
 floors when ``m_pythondiv`` is true and truncates when false, an integer
 division by zero is an error, and an integer raised to a negative power is the
-truncated real result (0 unless the base is 1 or -1).
+truncated real result (0 unless the base is 1 or -1).  Mod and FloorMod of
+floats are ``x - trunc(x / y) * y`` and ``x - floor(x / y) * y`` in the input's
+type, as the plugin's kernels compute them (so ``1e30 mod 3`` is 0, not fmod's
+1); of integers, the exact remainder with the sign of ``x`` (Mod) or ``y``
+(FloorMod), and a remainder by zero is an error.
 """
 
 from __future__ import annotations
@@ -224,6 +229,15 @@ def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(negative, flip, out)
 
 
+def _mod(x: np.ndarray, y: np.ndarray, floor: bool) -> np.ndarray:
+    if x.dtype.kind in "iu":
+        if (y == 0).any():
+            raise ValueError("integer remainder by zero")
+        return np.mod(x, y) if floor else np.fmod(x, y)
+    q = x / y
+    return x - (np.floor(q) if floor else np.trunc(q)) * y
+
+
 BINARY: dict[str, Callable[[SimpleNamespace, np.ndarray, np.ndarray], np.ndarray]] = {
     "Add": lambda a, x, y: np.add(x, y),
     "Subtract": lambda a, x, y: np.subtract(x, y),
@@ -234,6 +248,8 @@ BINARY: dict[str, Callable[[SimpleNamespace, np.ndarray, np.ndarray], np.ndarray
     "Maximum": lambda a, x, y: np.where(x > y, x, y),
     "Minimum": lambda a, x, y: np.where(x < y, x, y),
     "Power": lambda a, x, y: _power(x, y),
+    "Mod": lambda a, x, y: _mod(x, y, floor=False),
+    "FloorMod": lambda a, x, y: _mod(x, y, floor=True),
 }
 
 

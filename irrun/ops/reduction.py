@@ -1,4 +1,4 @@
-"""ReduceMean, ReduceMax, ReduceSum (v1) and SoftMax (v1, v8).
+"""ReduceMean, ReduceMax, ReduceSum (v1), SoftMax (v1, v8) and LogSoftmax (v5).
 
 Reductions take their axes from the second input (a scalar or 1-D list, negative
 values count from the end, repeats are harmless, an empty list reduces nothing).
@@ -106,6 +106,30 @@ def softmax(x: np.ndarray, axis: int) -> np.ndarray:
         return (e / np.sum(e, axis=axis, keepdims=True, dtype=x.dtype)).astype(x.dtype)
 
 
+def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x - max - log(sum(exp(x - max)))``, which stays finite where softmax underflows.
+
+    >>> log_softmax(np.array([[0.0, 1000.0]], np.float32), 1).tolist()
+    [[-1000.0, 0.0]]
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        total = np.sum(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype)
+        return (shifted - np.log(total)).astype(x.dtype)
+
+
+def _log_softmax_kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    work = x if x.dtype.itemsize >= 4 else x.astype(np.float32)
+    return (log_softmax(work, _softmax_axis(a.axis, x.ndim, 8)).astype(x.dtype),)
+
+
+def _log_softmax_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    (x,) = inputs
+    if x.element_type is not None and x.element_type.dtype.kind != "f":
+        raise ShapeError(f"LogSoftmax needs a floating-point input, got {x.element_type.name}")
+    return _softmax_infer(8)(a, inputs)
+
+
 def _softmax_kernel(version: int):
     def kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
         return (softmax(x, _softmax_axis(a.axis, x.ndim, version)),)
@@ -138,3 +162,5 @@ for _version in (1, 8):
             shape_attrs=("axis",),
         )
     )
+register(OpDef(type="LogSoftmax", version=5, since_opset=5, attrs=(Attr("axis", "int", 1),),
+               infer=_log_softmax_infer, kernel=_log_softmax_kernel))  # fmt: skip

@@ -1,0 +1,107 @@
+"""Comparisons, logical ops and Select: the boolean tensors of shape arithmetic
+and masks (``torch.chunk``, ``torch.where`` and the like convert to them).
+
+Equal, NotEqual, Less, LessEqual, Greater and GreaterEqual compare two inputs of
+one element type, broadcast by ``auto_broadcast`` as arithmetic is (NaN compares
+unequal to everything), and give booleans.  LogicalNot, LogicalAnd, LogicalOr
+and LogicalXor take and give booleans.  Select picks ``then`` where ``cond`` is
+true and ``else`` elsewhere, the three broadcast together (``numpy`` or
+``none``; OpenVINO cannot build or compile a ``pdpd`` Select consistently).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..attributes import Attr
+from ..element_types import ELEMENT_TYPES
+from ..registry import OpDef, ShapeError, TensorInfo, register
+from .elementwise import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
+
+BOOLEAN = ELEMENT_TYPES["boolean"]
+
+COMPARE = {
+    "Equal": np.equal, "NotEqual": np.not_equal, "Less": np.less, "LessEqual": np.less_equal,
+    "Greater": np.greater, "GreaterEqual": np.greater_equal,
+}  # fmt: skip
+LOGICAL = {"LogicalAnd": np.logical_and, "LogicalOr": np.logical_or,
+           "LogicalXor": np.logical_xor}  # fmt: skip
+
+
+def _booleans(inputs: Sequence[TensorInfo], what: str) -> None:
+    for info in inputs:
+        if info.element_type is not None and info.element_type is not BOOLEAN:
+            raise ShapeError(f"{what} must be boolean, got {info.element_type.name}")
+
+
+def _compare_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, y = inputs
+    same_element_type(inputs)
+    return [TensorInfo(broadcast_shapes(x.shape, y.shape, a.auto_broadcast), BOOLEAN)]
+
+
+def _logical_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    _booleans(inputs, "inputs")
+    return _compare_infer(a, inputs)
+
+
+def _binary(fn):
+    def kernel(a: SimpleNamespace, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        if x.dtype != y.dtype:
+            raise ValueError(f"inputs have different element types: {x.dtype} and {y.dtype}")
+        xb, yb = broadcast_operands(x, y, a.auto_broadcast)
+        return (np.asarray(fn(xb, yb), dtype=np.bool_),)
+
+    return kernel
+
+
+def _not_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    _booleans(inputs, "the input")
+    return [TensorInfo(inputs[0].shape, BOOLEAN)]
+
+
+def _not(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    return (np.logical_not(x),)
+
+
+# OpenVINO's own shape inference rejects pdpd Selects in one place or another
+# (building the node or compiling it), so no file can show what they compute.
+SELECT_BROADCAST = Attr("auto_broadcast", "enum", "numpy", ("none", "explicit", "numpy"))
+
+
+def _select_shape(cond, then, other, mode: str):
+    """Select's result shape: the three broadcast alike."""
+    return broadcast_shapes(broadcast_shapes(then, other, mode), cond, mode)
+
+
+def _select_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    cond, then, other = inputs
+    _booleans([cond], "cond")
+    et = same_element_type([then, other])
+    return [TensorInfo(_select_shape(cond.shape, then.shape, other.shape, a.auto_broadcast), et)]
+
+
+def _select(a: SimpleNamespace, cond: np.ndarray, then: np.ndarray,
+            other: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+    if then.dtype != other.dtype:
+        raise ValueError(f"then is {then.dtype} but else is {other.dtype}")
+    _select_shape(cond.shape, then.shape, other.shape, a.auto_broadcast)  # raises if not
+    return (np.where(cond.astype(bool, copy=False), then, other),)
+
+
+for _type, _fn in COMPARE.items():
+    register(OpDef(type=_type, version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
+                   infer=_compare_infer, kernel=_binary(_fn), inputs=(2, 2),
+                   shape_attrs=("auto_broadcast",)))  # fmt: skip
+for _type, _fn in LOGICAL.items():
+    register(OpDef(type=_type, version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
+                   infer=_logical_infer, kernel=_binary(_fn), inputs=(2, 2),
+                   shape_attrs=("auto_broadcast",)))  # fmt: skip
+register(OpDef(type="LogicalNot", version=1, since_opset=1, attrs=(), infer=_not_infer,
+               kernel=_not))  # fmt: skip
+register(OpDef(type="Select", version=1, since_opset=1, attrs=(SELECT_BROADCAST,),
+               infer=_select_infer, kernel=_select, inputs=(3, 3),
+               shape_attrs=("auto_broadcast",)))  # fmt: skip
