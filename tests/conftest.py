@@ -15,3 +15,6 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+# The script that makes tests/torch_models needs PyTorch, which the tests do not.
+collect_ignore = ["torch_models/make_torch_models.py"]
