@@ -32,6 +32,7 @@ from __future__ import annotations
 import importlib
 import math
 import random
+import zlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -284,7 +285,7 @@ def _binary_cases():
 
 @pytest.mark.parametrize(("op", "mode", "dtype", "a_shape", "b_shape"), _binary_cases())
 def test_binary_matches_cpu(op, mode, dtype, a_shape, b_shape, tmp_path):
-    rng = np.random.default_rng(abs(hash((op, mode, dtype, a_shape, b_shape))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(repr((op, mode, dtype, a_shape, b_shape)).encode()))
     x = _binary_values(rng, op, dtype, a_shape, False)
     y = _binary_values(rng, op, dtype, b_shape, True)
     got, want = run_both(lambda p, q: BINARY[op](p, q, mode), [x, y], tmp_path)
@@ -548,7 +549,7 @@ CONV_IDS = [
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
 def test_convolution_matches_cpu(case, tmp_path):
-    rng = np.random.default_rng(hash(str(vars(case))) % 2**32)
+    rng = np.random.default_rng(zlib.crc32(str(vars(case)).encode()))
     x = rng.standard_normal((case.batch, case.groups * case.ci, *case.spatial)).astype(np.float32)
     if case.grouped:
         w_shape = (case.groups, case.co, case.ci, *case.kernel)
