@@ -253,17 +253,21 @@ BINARY: dict[str, Callable[[SimpleNamespace, np.ndarray, np.ndarray], np.ndarray
 }
 
 
-def _binary_kernel(fn):
+def binary_kernel(fn, boolean: bool = False):
+    """The kernel of a binary op ``fn(attrs, x, y)``: same input types, broadcast by
+    ``auto_broadcast``, f16 computed in f32; the result in the inputs' type, or
+    boolean (comparisons and logical ops)."""
+
     def kernel(a: SimpleNamespace, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
         if x.dtype != y.dtype:
             raise ValueError(f"inputs have different element types: {x.dtype} and {y.dtype}")
         xb, yb = broadcast_operands(x, y, a.auto_broadcast)
         with np.errstate(all="ignore"):
-            if x.dtype.kind == "f" and x.dtype.itemsize < 4:
+            if x.dtype.kind == "f" and x.dtype.itemsize < 4 and not boolean:
                 out = fn(a, xb.astype(np.float32), yb.astype(np.float32)).astype(x.dtype)
             else:
                 out = fn(a, xb, yb)
-        return (np.asarray(out, dtype=x.dtype),)
+        return (np.asarray(out, dtype=np.bool_ if boolean else x.dtype),)
 
     return kernel
 
@@ -275,7 +279,7 @@ for _type, _fn in BINARY.items():
     register(
         OpDef(
             type=_type, version=1, since_opset=1, attrs=_attrs, infer=infer_binary,
-            kernel=_binary_kernel(_fn), inputs=(2, 2), shape_attrs=("auto_broadcast",),
+            kernel=binary_kernel(_fn), inputs=(2, 2), shape_attrs=("auto_broadcast",),
         )
     )  # fmt: skip
 
@@ -611,6 +615,7 @@ register(
 
 __all__ = [
     "AUTO_BROADCASTS",
+    "binary_kernel",
     "broadcast_dims",
     "broadcast_operands",
     "broadcast_shapes",

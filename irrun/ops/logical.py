@@ -19,7 +19,7 @@ import numpy as np
 from ..attributes import Attr
 from ..element_types import ELEMENT_TYPES
 from ..registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
+from .elementwise import BROADCAST_ATTR, binary_kernel, broadcast_shapes, same_element_type
 
 BOOLEAN = ELEMENT_TYPES["boolean"]
 
@@ -46,16 +46,6 @@ def _compare_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Ten
 def _logical_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     _booleans(inputs, "inputs")
     return _compare_infer(a, inputs)
-
-
-def _binary(fn):
-    def kernel(a: SimpleNamespace, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
-        if x.dtype != y.dtype:
-            raise ValueError(f"inputs have different element types: {x.dtype} and {y.dtype}")
-        xb, yb = broadcast_operands(x, y, a.auto_broadcast)
-        return (np.asarray(fn(xb, yb), dtype=np.bool_),)
-
-    return kernel
 
 
 def _not_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -92,14 +82,11 @@ def _select(a: SimpleNamespace, cond: np.ndarray, then: np.ndarray,
     return (np.where(cond.astype(bool, copy=False), then, other),)
 
 
-for _type, _fn in COMPARE.items():
-    register(OpDef(type=_type, version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
-                   infer=_compare_infer, kernel=_binary(_fn), inputs=(2, 2),
-                   shape_attrs=("auto_broadcast",)))  # fmt: skip
-for _type, _fn in LOGICAL.items():
-    register(OpDef(type=_type, version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
-                   infer=_logical_infer, kernel=_binary(_fn), inputs=(2, 2),
-                   shape_attrs=("auto_broadcast",)))  # fmt: skip
+for _table, _infer in ((COMPARE, _compare_infer), (LOGICAL, _logical_infer)):
+    for _type, _fn in _table.items():
+        register(OpDef(type=_type, version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
+                       infer=_infer, kernel=binary_kernel(lambda a, x, y, f=_fn: f(x, y), True),
+                       inputs=(2, 2), shape_attrs=("auto_broadcast",)))  # fmt: skip
 register(OpDef(type="LogicalNot", version=1, since_opset=1, attrs=(), infer=_not_infer,
                kernel=_not))  # fmt: skip
 register(OpDef(type="Select", version=1, since_opset=1, attrs=(SELECT_BROADCAST,),
