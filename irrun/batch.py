@@ -340,7 +340,8 @@ def batch_command(
     in_dir, out_dir = Path(args.input_dir), Path(args.output_dir)
     files = input_files(in_dir)
     _check_output_dir(in_dir, out_dir, files)
-    model = load(args.model, args.weights)  # refused here, before any worker starts
+    # Refused here, before any worker starts.
+    model = load(args.model, args.weights, args.max_memory)
     if args.shape:
         model.reshape(args.shape)  # the workers' copies are reshaped too: pickles carry it
     jobs = args.jobs or os.cpu_count() or 1

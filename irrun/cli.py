@@ -26,6 +26,7 @@ from .dims import format_shape
 from .dump import LayerDump
 from .errors import Diagnostic, IrrunError, Location, UsageError
 from .files import check_output_path, load_array_file, save_npz, write_atomically
+from .memory import parse_size
 from .model import LayerRun, Model, check_ir, internal_error, load
 from .profiling import Profile
 from .reshape import describe, parse_shapes
@@ -57,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
     inputs.add_argument(
         "--seed", type=_seed, help="seed for the random inputs used when no --input is given "
         "(default 0)",
+    )  # fmt: skip
+    inputs.add_argument(
+        "--max-memory", type=memory_size, default="available", metavar="SIZE",
+        help="refuse a run whose tensors would need more than SIZE at once (512M, 4G, 1T, or "
+        "none; default: the memory available to the process)",
     )  # fmt: skip
 
     run = sub.add_parser(
@@ -117,6 +123,11 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     check.add_argument("--strict", action="store_true", help="fail (exit 1) on warnings too")
     check.add_argument(
+        "--max-memory", type=memory_size, default="available", metavar="SIZE",
+        help="warn of tensors and runs that need more than SIZE (512M, 4G, 1T, or none; "
+        "default: the memory available now)",
+    )  # fmt: skip
+    check.add_argument(
         "--json", action="store_true", help="print the report as JSON instead of lines"
     )
     check.add_argument(
@@ -159,6 +170,16 @@ def int_at_least(low: int, name: str) -> Callable[[str], int]:
 
     parse.__name__ = name  # argparse says "invalid NAME value: '-1'"
     return parse
+
+
+def memory_size(text: str) -> int | str | None:
+    """``--max-memory``: bytes, None for ``none``, or ``available`` (the default)."""
+    if text == "available":
+        return text
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 _seed = int_at_least(0, "seed")  # NumPy refuses negative seeds
@@ -205,7 +226,7 @@ def _validate(args: argparse.Namespace) -> int:
         check_output_path(Path(args.output))
     shapes_text = None
     try:
-        checked = check_ir(args.model, args.weights, args.shape)
+        checked = check_ir(args.model, args.weights, args.shape, max_memory=args.max_memory)
     except UsageError:
         raise
     except Exception as exc:
@@ -299,7 +320,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     say = _say if args.verbose else _silent
     start = time.perf_counter()
-    model = load(args.model, args.weights)
+    model = load(args.model, args.weights, args.max_memory)
     say(f"loaded {args.model}: {len(model.layers())} layers, {_ms(start)}")
     if args.shape:
         model.reshape(args.shape)

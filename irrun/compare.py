@@ -953,7 +953,7 @@ def _handler(args: argparse.Namespace) -> int:
         check_output_path(Path(args.output))
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
     seed = random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
-    model = load(args.model, args.weights)
+    model = load(args.model, args.weights, args.max_memory)
     if args.input:
         feeds = read_inputs(model, args.input)
     elif dump_inputs is not None:

@@ -127,8 +127,14 @@ class Plan:
         ``observe``, when given, sees every step of the graph as it finishes, with its
         inputs, its outputs and the seconds its kernel took; they may be dropped right after.
         """
-        if observe is not None:
-            return self._run_observed(feeds, wanted, observe)
+        # NaN, infinities, overflow and underflow are values in the IR's arithmetic, not
+        # errors: no kernel may warn of them (kernels that read the flags set their own).
+        with np.errstate(all="ignore"):
+            if observe is not None:
+                return self._run_observed(feeds, wanted, observe)
+            return self._run(feeds, wanted)
+
+    def _run(self, feeds: Mapping[int, np.ndarray], wanted: Sequence[int]) -> dict[int, np.ndarray]:
         values: dict[int, np.ndarray | None] = dict(feeds)
         for step, frees in self._schedule(tuple(wanted)):
             args = [values[s] for s in step.inputs]
@@ -137,7 +143,7 @@ class Plan:
                     results = step.kernel(step.attrs, *args)
                 else:
                     results = step.kernel(step.attrs, *args, needed=step.needed)
-            except (ShapeError, ValueError) as exc:
+            except (ShapeError, ValueError, MemoryError) as exc:
                 raise self._error(getattr(exc, "irrun_step", step), exc) from exc
             for slot, value in zip(step.outputs, results, strict=False):
                 values[slot] = value
@@ -156,7 +162,7 @@ class Plan:
             start = clock()
             try:
                 results = step.kernel(step.attrs, *args)
-            except (ShapeError, ValueError) as exc:
+            except (ShapeError, ValueError, MemoryError) as exc:
                 raise self._error(step, exc) from exc
             seconds = clock() - start
             for slot, value in zip(step.outputs, results, strict=False):
@@ -168,6 +174,11 @@ class Plan:
 
     def _error(self, step: Step, exc: Exception) -> IrrunError:
         where = Location(str(self.lg.doc.path), step.node.layer.line)
+        if isinstance(exc, MemoryError):
+            # The planned peak fitted (see Model.max_memory), but the system had less to
+            # give by then, or a kernel's scratch space tipped it over.
+            return IrrunError(f"out of memory in this layer ({exc or 'MemoryError'})", where,
+                              step.node.ref, code="out-of-memory")  # fmt: skip
         return IrrunError(str(exc), where, step.node.ref)
 
 
@@ -205,7 +216,7 @@ class PoolChain:
                     results = step.kernel(step.attrs, results[0])
                 else:
                     results = step.kernel(step.attrs, results[0], needed=step.needed)
-            except (ShapeError, ValueError) as exc:
+            except (ShapeError, ValueError, MemoryError) as exc:
                 exc.irrun_step = step  # type: ignore[attr-defined]  # the layer to blame
                 raise
         return results

@@ -16,10 +16,19 @@ import numpy as np
 
 from . import element_types, ops  # noqa: F401  (ops registers every kernel)
 from .binding import UNSUPPORTED_CODES, Node, bind, supported_ops_text
-from .dims import Shape, format_shape, parse_partial_shape, shape_fits
+from .dims import Shape, format_shape, is_static, parse_partial_shape, shape_fits
 from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from .executor import Observer, Plan, Step
 from .graph import LayerGraph, build_graph
+from .memory import (
+    IMPOSSIBLE_BYTES,
+    Peak,
+    available_memory,
+    format_bytes,
+    parse_size,
+    plan_peak,
+    tensor_bytes,
+)
 from .propagation import Infos, propagate
 from .reader import parse_xml, read_document, read_plain, read_xml_bytes
 from .registry import TensorInfo
@@ -178,6 +187,7 @@ def check_ir(
     weights: str | Path | Weights | None = None,
     shapes: ShapeSpec | None = None,
     complete: bool = True,
+    max_memory: int | str | None = "available",
 ) -> Checked:
     """Check an IR file through every stage irrun has, collecting every finding.
 
@@ -190,7 +200,8 @@ def check_ir(
     With ``complete=False`` (what ``load`` does) the structure check is put off when
     the reader read everything: its findings then stop no load, and
     :meth:`Checked.complete` adds them when they are asked for.  So are the warnings
-    about layers and outputs that no Result needs.
+    about layers and outputs that no Result needs.  With ``complete``, tensors and runs
+    larger than ``max_memory`` are warned of (see :attr:`Model.max_memory`).
     """
     path = Path(xml)
     if not isinstance(weights, Weights):
@@ -232,6 +243,8 @@ def check_ir(
     later = lg.problems + bound + propagated
     findings += later
     blocking += [d for d in later if d.level == "error" and d.code not in INFORMATIONAL_CODES]
+    if complete:
+        findings += budget_findings(lg, nodes, infos, max_memory, not blocking)
     return Checked(path, _by_line(findings), _unique(blocking), lg, nodes, infos, new_shapes,
                    deferred)  # fmt: skip
 
@@ -280,9 +293,13 @@ class Model:
     (['indices', 'pooled'], (1, 3, 2, 2))
     """
 
-    def __init__(self, xml: str | Path, weights: str | Path | None = None) -> None:
+    def __init__(
+        self, xml: str | Path, weights: str | Path | None = None,
+        max_memory: int | str | None = "available",
+    ) -> None:  # fmt: skip
         self.path = Path(xml)
         self._weights_arg = weights
+        self.max_memory = max_memory
         self.weights = Weights(_weights_path(self.path, weights))
         with collection_paused():
             checked = check_ir(self.path, self.weights, complete=False)
@@ -311,12 +328,14 @@ class Model:
             "path": (str(self.path), os.path.abspath(self.path)),
             "weights": None if weights is None else (str(weights), os.path.abspath(weights)),
             "shapes": {lid: format_shape(shape) for lid, shape in self._input_shapes.items()},
+            "max_memory": self._budget_arg,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         weights = state["weights"]
         self.__init__(  # type: ignore[misc]
-            _reopened(*state["path"]), None if weights is None else _reopened(*weights)
+            _reopened(*state["path"]), None if weights is None else _reopened(*weights),
+            state.get("max_memory", "available"),
         )
         if state["shapes"]:
             types = {lid: self._nodes[lid].attrs.element_type for lid in state["shapes"]}  # type: ignore[union-attr]
@@ -328,6 +347,83 @@ class Model:
     def __repr__(self) -> str:
         n_in, n_out = len(self.inputs), len(self.outputs)
         return f"<irrun.Model {str(self.path)!r}: {n_in} inputs, {n_out} outputs>"
+
+    @property
+    def max_memory(self) -> int | None:
+        """The most bytes of tensors a run may hold at once, or None for no limit.
+
+        Set it to a number of bytes, a size such as ``"4G"``, ``"available"`` (the
+        default: the memory this process may still use, read at each run that needs
+        more than 16 MiB) or None.  A run whose planned peak is larger is refused before
+        anything is computed, naming the layer where it peaks:
+
+        >>> m = load("models/demo.xml", max_memory="100K")
+        >>> try:
+        ...     m.run(np.zeros((1, 3, 32, 32), np.float32))
+        ... except IrrunError as exc:
+        ...     print(f"{exc.layer}: {exc.message.split(',')[0]}")
+        layer 4 'Relu_58069' (ReLU-v1): the run needs 128 KiB of tensors at this layer
+        >>> m.max_memory = None  # no limit
+        >>> m.run(np.zeros((1, 3, 32, 32), np.float32))["probabilities"].shape
+        (1, 10)
+
+        (The ReLU's input and output, ``[1,16,32,32]`` floats of 64 KiB each, are alive
+        at once.)
+        """
+        budget = self._budget_arg
+        if isinstance(budget, int):
+            return budget
+        return available_memory() if budget == "available" else None
+
+    @max_memory.setter
+    def max_memory(self, value: int | str | None) -> None:
+        self._budget_arg: int | str | None = _budget(value)
+
+    def _check_memory(self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...],
+                      observed: bool) -> None:  # fmt: skip
+        """Refuse a run on inputs of ``shapes`` (by Parameter layer id) whose tensors would
+        not fit in :attr:`max_memory`."""
+        budget = self._budget_arg
+        if budget is None:
+            return
+        key = (wanted, observed, tuple(shapes.items()) if self._dynamic else ())
+        planned = self._peaks.get(key)
+        if planned is None:
+            if len(self._peaks) >= 32:  # a caller running ever other shapes
+                self._peaks.clear()
+            planned = self._peaks[key] = self._plan_peak(shapes, wanted, observed)
+        peak, largest = planned
+        if budget == "available":
+            if peak.bytes <= _UNCHECKED_BYTES:  # reading the system's figures costs more
+                return
+            limit = available_memory()
+            if limit is None:
+                return
+        else:
+            limit = budget  # type: ignore[assignment]
+        if peak.bytes > limit:
+            step = self._plan._schedule(wanted, observed)[peak.step][0]
+            node = step.node
+            allowed = ("allowed (--max-memory, or max_memory= in Python)"
+                       if budget != "available" else
+                       "available to this process (--max-memory, or max_memory= in Python, "
+                       "sets another limit)")  # fmt: skip
+            raise IrrunError(
+                f"the run needs {format_bytes(peak.bytes)} of tensors at this layer, more than "
+                f"the {format_bytes(limit)} {allowed}, of which its output {largest} is "
+                f"{format_bytes(peak.slot_bytes)}",
+                Location(str(self.path), node.layer.line), node.ref, code="over-budget",
+            )  # fmt: skip
+
+    def _plan_peak(self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...],
+                   observed: bool) -> tuple[Peak, str]:  # fmt: skip
+        """The run's peak, and its largest tensor there as ``f32[1,3,8,8]``."""
+        infos = self._infos
+        if self._dynamic:  # the sizes of this run's shapes
+            given = {lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
+                     for lid, shape in shapes.items()}  # fmt: skip
+            infos, _ = propagate(self._graph, self._nodes, given)
+        return schedule_peak(self._plan, infos, wanted, observed)
 
     @property
     def tensor_names(self) -> dict[tuple[str, int], str]:
@@ -355,6 +451,10 @@ class Model:
     def _index_names(self) -> None:
         """The model's inputs and outputs, by every name they answer to."""
         lg, nodes = self._graph, self._nodes
+        # A run's memory is planned from the inferred shapes, or from its own inputs'
+        # shapes when some dim is left to them.
+        self._dynamic = not all(is_static(info.shape) for info in self._infos.values())
+        self._peaks: dict[tuple, tuple[Peak, str]] = {}
         self.inputs: list[TensorSpec] = []
         self._input_ids: dict[str, str] = {}  # any accepted name -> Parameter layer id
         self.outputs: list[TensorSpec] = []
@@ -414,11 +514,15 @@ class Model:
         """
         self._checked.complete()  # the structure check load put off
         if shapes is None:
-            return list(self._checked.findings)
+            sizes = budget_findings(self._graph, self._nodes, self._checked.infos or {},
+                                    self._budget_arg, True)  # fmt: skip
+            return _by_line(self._checked.findings + sizes)
         new_shapes = input_shapes(self._graph, self._nodes, shapes)
-        _, propagated = propagate(self._graph, self._nodes, new_shapes)
+        infos, propagated = propagate(self._graph, self._nodes, new_shapes)
         kept = [d for d in self._checked.findings if d.code not in _PROPAGATION_CODES]
-        return _by_line(kept + propagated)
+        sizes = budget_findings(self._graph, self._nodes, infos, self._budget_arg,
+                                not any(d.level == "error" for d in propagated))  # fmt: skip
+        return _by_line(kept + propagated + sizes)
 
     def reshape(self, shapes: ShapeSpec) -> None:
         """Give the inputs new shapes, as OpenVINO's ``Model.reshape`` does, in place.
@@ -496,7 +600,10 @@ class Model:
         observe = None
         if intermediate or on_layer is not None:
             observe = self._observer(kept if intermediate else None, on_layer)
-        values = self._plan.run(feed_slots, sorted(set(wanted.values())), observe)
+        slots = tuple(sorted(set(wanted.values())))
+        self._check_memory({lid: a.shape for lid, a in by_layer.items()}, slots,
+                           observe is not None)  # fmt: skip
+        values = self._plan.run(feed_slots, slots, observe)
         result = {name: _own(values[slot]) for name, slot in wanted.items()}
         if intermediate:
             result = {**kept, **result}
@@ -580,17 +687,134 @@ class Model:
         return arr
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
-        """Seeded random values for every input; dynamic dims become their lower bound or 1."""
+        """Seeded random values for every input; dynamic dims become their lower bound or 1.
+
+        Refused, naming the largest input, when they would not fit in :attr:`max_memory`.
+        """
         rng = np.random.default_rng(seed)
-        feeds = {}
+        planned: list[tuple[str, tuple[int, ...], np.dtype, int]] = []
+        shapes: dict[str, tuple[int, ...]] = {}
         for spec in self.inputs:
             lid = self._input_ids[spec.name]
             attrs = self._nodes[lid].attrs
             assert attrs is not None
             declared = self._input_shapes.get(lid, attrs.shape)
             shape = tuple(d if isinstance(d, int) else max(1, d.lo) for d in (declared or ()))
-            feeds[spec.name] = random_array(rng, shape, attrs.element_type.dtype)
-        return feeds
+            dtype = attrs.element_type.dtype
+            planned.append((spec.name, shape, dtype, tensor_bytes(shape, dtype.itemsize)))
+            shapes[lid] = shape
+        total = sum(size for *_, size in planned)
+        limit = self.max_memory if total > _UNCHECKED_BYTES or self._budget_arg not in (
+            "available", None) else None  # fmt: skip
+        if total >= IMPOSSIBLE_BYTES or (limit is not None and total > limit):
+            name, shape, dtype, size = max(planned, key=lambda p: p[3])
+            lid = self._input_ids[name]
+            node = self._nodes[lid]
+            et = node.attrs.element_type.name  # type: ignore[union-attr]
+            room = ("no machine can hold" if total >= IMPOSSIBLE_BYTES
+                    else f"more than the {format_bytes(limit)} "  # type: ignore[arg-type]
+                    + ("available" if self._budget_arg == "available" else "allowed"))
+            raise IrrunError(
+                f"random inputs need {format_bytes(total)}, {room} (input '{name}' "
+                f"{et}{format_shape(shape)} is {format_bytes(size)}): give smaller shapes with "
+                "--shape, or another limit with --max-memory", Location(str(self.path),
+                node.layer.line), node.ref, code="over-budget",
+            )  # fmt: skip
+        if total < IMPOSSIBLE_BYTES and all(shape_fits(self._input_shapes.get(lid, self._nodes[
+                lid].attrs.shape), shape) for lid, shape in shapes.items()):  # type: ignore[union-attr]  # fmt: skip
+            # Refused before the draw, which takes seconds for inputs of gigabytes.
+            self._check_memory(shapes, tuple(sorted(set(self._output_slots.values()))), False)
+        return {name: random_array(rng, shape, dtype) for name, shape, dtype, _ in planned}
+
+
+# Runs that need less than this are not checked against the memory available: reading
+# the system's figures would cost more than such a run.
+_UNCHECKED_BYTES = 16 * 2**20
+
+
+def schedule_peak(
+    plan: Plan, infos: Infos, wanted: tuple[int, ...], observed: bool = False
+) -> tuple[Peak, str]:
+    """The peak of the run of ``plan`` computing ``wanted``, and its largest tensor there
+    as ``f32[1,3,8,8]``."""
+    sizes: list[int | None] = [None] * len(plan.slots)
+    keys: dict[int, tuple[str, int]] = {}
+    for key, slot in plan.slots.items():
+        sizes[slot] = _info_bytes(infos.get(key))
+        keys[slot] = key
+    schedule = plan._schedule(wanted, observed)
+    steps = [(step.outputs, frees, step.node.op.type != "Const") for step, frees in schedule]
+    peak = plan_peak(steps, sizes)
+    info = infos.get(keys[peak.slot]) if peak.slot >= 0 else None
+    return peak, _describe_tensor(info)
+
+
+def budget_findings(
+    lg: LayerGraph, nodes: dict[str, Node], infos: Infos, budget: int | str | None,
+    plannable: bool,
+) -> list[Diagnostic]:  # fmt: skip
+    """Warnings for tensors larger than ``budget`` (bytes, ``"available"`` or None), and
+    for a run of all outputs whose planned peak is (``plannable``: every layer bound)."""
+    if budget is None:
+        return []
+    sized = [(size, key) for key, info in infos.items()
+             if (size := _info_bytes(info)) is not None and size < IMPOSSIBLE_BYTES]  # fmt: skip
+    peak = None
+    if plannable and sized:
+        plan = Plan(lg, nodes)
+        results = tuple(sorted(plan.slots[lg.sources[(lid, nodes[lid].layer.inputs[0].id)]]
+                               for lid in lg.order if nodes[lid].op is not None
+                               and nodes[lid].op.type == "Result" and nodes[lid].layer.inputs))  # type: ignore[union-attr]  # fmt: skip
+        if results:
+            top, tensor = schedule_peak(plan, infos, results)
+            peak = (top, tensor, plan._schedule(results)[top.step][0].node if top.step >= 0
+                    else None)  # fmt: skip
+    largest = max(([peak[0].bytes] if peak else []) + [size for size, _ in sized], default=0)
+    if budget == "available":
+        if largest <= _UNCHECKED_BYTES:
+            return []
+        limit = available_memory()
+        if limit is None:
+            return []
+        room = f"the {format_bytes(limit)} of memory available now"
+    else:
+        limit = budget  # type: ignore[assignment]
+        room = f"the {format_bytes(limit)} allowed"
+    found = []
+    for size, (lid, port_id) in sized:
+        if size > limit:
+            node = nodes[lid]
+            port = node.layer.output_port(port_id)
+            found.append(Diagnostic(
+                "warning", "over-budget",
+                f"output {port_id} is {_describe_tensor(infos[(lid, port_id)])}, "
+                f"{format_bytes(size)}: more than {room}; a run would be refused",
+                lg.doc.location(port.line if port is not None and port.line else
+                                node.layer.line), node.ref, port_id,
+            ))  # fmt: skip
+    if peak is not None and peak[2] is not None and peak[0].bytes > limit and not found:
+        top, tensor, step_node = peak
+        found.append(Diagnostic(
+            "warning", "over-budget",
+            f"a run needs {format_bytes(top.bytes)} of tensors at this layer, more than "
+            f"{room} (its output {tensor} is {format_bytes(top.slot_bytes)}); it would be "
+            "refused", lg.doc.location(step_node.layer.line), step_node.ref,
+        ))  # fmt: skip
+    return found
+
+
+def _info_bytes(info: TensorInfo | None) -> int | None:
+    """A tensor's bytes as irrun holds it (packed types unpacked), None when not known."""
+    if info is None or info.element_type is None or not is_static(info.shape):
+        return None
+    return tensor_bytes(info.shape, info.element_type.dtype.itemsize)  # type: ignore[arg-type]
+
+
+def _describe_tensor(info: TensorInfo | None) -> str:
+    if info is None:
+        return "?"
+    et = info.element_type.name if info.element_type is not None else "?"
+    return f"{et}{format_shape(info.shape)}"
 
 
 def _reopened(given: str, absolute: str) -> Path:
@@ -613,40 +837,81 @@ def _own(array: np.ndarray) -> np.ndarray:
     return array if array.flags.writeable else array.copy()
 
 
+# Random values are drawn in float64 or int64 this many at a time and cast into place,
+# so that a large input needs its own memory and no more. Drawn in chunks or at once,
+# the values are the same.
+_DRAW_CHUNK = 1 << 20
+
+
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind in "iu":
-        lo = 0 if dtype.kind == "u" else -10
-        return rng.integers(lo, lo + 21, size=shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+    """Standard normal floats, integers in [-10, 10] (unsigned: [0, 20]), or fair booleans.
+
+    >>> random_array(np.random.default_rng(0), (2, 3), np.dtype(np.int8)).tolist()
+    [[7, 3, 0], [-5, -4, -10]]
+    """
+    out = np.empty(shape, dtype)
+    flat = out.reshape(-1)
+    for start in range(0, flat.size, _DRAW_CHUNK):
+        n = min(_DRAW_CHUNK, flat.size - start)
+        if dtype == np.bool_:
+            part = rng.random(n) < 0.5
+        elif dtype.kind in "iu":
+            lo = 0 if dtype.kind == "u" else -10
+            part = rng.integers(lo, lo + 21, size=n)
+        else:
+            part = rng.standard_normal(n)
+        flat[start : start + n] = part
+    return out
 
 
 def _et_name(info: TensorInfo) -> str:
     return info.element_type.name if info.element_type is not None else "dynamic"
 
 
-def load(xml: str | Path, weights: str | Path | None = None) -> Model:
+def load(
+    xml: str | Path, weights: str | Path | None = None, max_memory: int | str | None = "available"
+) -> Model:
     """Read, check and plan the model in ``xml`` (weights from ``weights`` or beside it).
 
+    ``max_memory`` bounds the tensors a run may hold at once (see :attr:`Model.max_memory`).
     Raises :class:`~irrun.errors.IrrunError` naming the file, line and layer when the
     model cannot be run.
     """
-    return Model(xml, weights)
+    return Model(xml, weights, max_memory)
 
 
 # Findings of shape and type propagation, which new input shapes replace.
 _PROPAGATION_CODES = ("shape-error", "internal-error", "empty-window", "output-count",
-                      "shape-mismatch", "type-mismatch")  # fmt: skip
+                      "shape-mismatch", "type-mismatch", "impossible-size",
+                      "over-budget")  # fmt: skip
+
+
+def _budget(value: int | str | None) -> int | str | None:
+    """A ``max_memory`` argument as bytes, ``"available"`` or None (see Model.max_memory)."""
+    if isinstance(value, str) and value != "available":
+        try:
+            value = parse_size(value)
+        except ValueError as exc:
+            raise UsageError(f"max_memory: {exc}") from None
+    if isinstance(value, bool) or not (value is None or value == "available" or (
+            isinstance(value, int) and value >= 0)):  # fmt: skip
+        raise UsageError(f"max_memory must be bytes, a size like '4G', 'available' or None, "
+                         f"not {value!r}")  # fmt: skip
+    return value
 
 
 def validate(
-    xml: str | Path, weights: str | Path | None = None, shapes: ShapeSpec | None = None
+    xml: str | Path,
+    weights: str | Path | None = None,
+    shapes: ShapeSpec | None = None,
+    max_memory: int | str | None = "available",
 ) -> list[Diagnostic]:
     """Every problem in an IR file, as diagnostics in file order; never raises for a bad file.
 
     ``shapes`` gives the inputs new shapes, as :meth:`Model.validate` does (a bad
-    ``shapes`` raises :class:`~irrun.errors.UsageError`).
+    ``shapes`` raises :class:`~irrun.errors.UsageError`).  Tensors, and runs, larger
+    than ``max_memory`` (see :attr:`Model.max_memory`) are warnings (``over-budget``);
+    tensors no machine can hold are errors (``impossible-size``).
 
     >>> validate("models/maxpool_example1.xml")
     []
@@ -656,7 +921,7 @@ def validate(
     error shape-error avg_pool
     """
     try:
-        return check_ir(xml, weights, shapes).findings
+        return check_ir(xml, weights, shapes, max_memory=_budget(max_memory)).findings
     except UsageError:
         raise
     except Exception as exc:  # a bug in irrun is reported, not raised, like the file's problems

@@ -19,6 +19,7 @@ from .binding import Node
 from .dims import Shape, dims_agree, format_shape, is_static
 from .errors import Diagnostic
 from .graph import LayerGraph
+from .memory import IMPOSSIBLE_BYTES, format_bytes, tensor_bytes
 from .registry import ShapeError, TensorInfo
 
 # Constants up to this many elements are folded through ops during propagation.
@@ -70,6 +71,7 @@ def propagate(
     # Layers of one op with the same <data> and the same input shapes and types infer
     # alike: the shape rule and the pool checks run once per model for each such kind.
     outcomes: dict[tuple, tuple] = {}
+    impossible: set[tuple[str, int]] = set()
     for lid in lg.order:
         node = nodes[lid]
         layer = node.layer
@@ -125,7 +127,22 @@ def propagate(
                 )
             )
         precision_matters = "decompression" not in layer.rt_info
+        # A tensor no machine can hold is reported where it first appears, not again at
+        # every layer it flows into.
+        inherited = any(src in impossible for src in
+                        (sources.get((lid, p.id)) for p in layer.inputs))  # fmt: skip
         for port, info in zip(layer.outputs, outputs, strict=False):
+            size = _impossible_size(info)
+            if size is not None:
+                impossible.add((lid, port.id))
+                if not inherited:
+                    problems.append(Diagnostic(
+                        "error", "impossible-size",
+                        f"output {port.id} would be {info.element_type}"  # type: ignore[union-attr]
+                        f"{format_shape(info.shape)}, {format_bytes(size)}: more than NumPy "
+                        f"can index (2^63 bytes)", loc(port.line or layer.line), node.ref,
+                        port.id,
+                    ))  # fmt: skip
             # Of two ports with one id (reported by the graph), edges read the first.
             infos.setdefault((lid, port.id), info)
             if (port.dims != info.shape or port.precision is not info.element_type) and \
@@ -178,13 +195,22 @@ def _fold(node: Node, inputs: list[TensorInfo], outputs: list[TensorInfo]) -> li
         return outputs
     assert node.op is not None
     try:
-        values = node.op.kernel(node.attrs, *(i.value for i in inputs))
+        with np.errstate(all="ignore"):  # as in a run (see Plan.run)
+            values = node.op.kernel(node.attrs, *(i.value for i in inputs))
     except Exception:  # a kernel that cannot fold leaves the shapes as inferred
         return outputs
     return [
         TensorInfo(o.shape, o.element_type, np.asarray(v))
         for o, v in zip(outputs, values, strict=True)
     ]
+
+
+def _impossible_size(info: TensorInfo) -> int | None:
+    """The bytes of a tensor too large for any machine, else None."""
+    if info.element_type is None or not is_static(info.shape):
+        return None
+    size = tensor_bytes(info.shape, info.element_type.dtype.itemsize)  # type: ignore[arg-type]
+    return size if size >= IMPOSSIBLE_BYTES else None
 
 
 def _count(shape: Shape | None) -> int:

@@ -136,7 +136,7 @@ def test_run_prints_a_table_of_the_outputs(work, capsys):
     assert header == ["output", "shape", "dtype", "min", "max", "mean"]
     assert len(rows) == len(outputs) == 2
     for row, (name, arr) in zip(rows, outputs.items(), strict=True):
-        stats = [f"{arr.min():.6g}", f"{arr.max():.6g}", f"{arr.astype(np.float64).mean():.6g}"]
+        stats = [f"{arr.min():.5g}", f"{arr.max():.5g}", f"{arr.astype(np.float64).mean():.5g}"]
         assert row == [name, *str(list(arr.shape)).split(), str(arr.dtype), *stats]
     assert [r[0] for r in rows] == ["pooled", "indices"]
 

@@ -1,0 +1,222 @@
+"""The memory budget: a run's tensors are sized from shapes before anything is allocated.
+
+A run that would not fit is refused up front with one line naming the layer, the tensor and
+its size; validate warns of it; a tensor no machine can hold is an error; random inputs take
+their own memory and no more.  Sizes below are worked out by hand from the shapes.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irrun
+from irrun.cli import main
+from irrun.memory import format_bytes, parse_size, plan_peak
+from irrun.model import random_array
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+DEMO = MODELS / "demo.xml"
+GiB = 2**30
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        rc = main(list(args))
+    except SystemExit as exc:  # argparse's usage errors
+        rc = exc.code
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def wide_pads(tmp_path_factory) -> Path:
+    """A 3x3 max pool (OpenVINO-written, so every declared dim is consistent) whose
+    pads_end of 2^31 makes each output [1,1,4,2147483651]: 32 GiB as f32 or i32."""
+    ov = pytest.importorskip("openvino")
+    from openvino import opset8
+
+    p = opset8.parameter([1, 1, 3, 3], ov.Type.f32, name="x")
+    pool = opset8.max_pool(p, [1, 1], [1, 1], [1, 1], [1, 2**31], [2, 2], "floor", "explicit",
+                           ov.Type.i32)  # fmt: skip
+    path = tmp_path_factory.mktemp("wide") / "pads.xml"
+    ov.save_model(ov.Model(pool.outputs(), [p]), path)
+    return path
+
+
+# 4 * 2147483651 elements of 4 bytes: 32 GiB and 16 bytes.
+WIDE = 4 * (2**31 + 3) * 4
+
+
+def test_sizes_by_hand():
+    assert parse_size("1.5G") == 3 * GiB // 2
+    assert parse_size("100K") == 102400
+    assert format_bytes(WIDE) == "32.0 GiB"
+    assert format_bytes(2 * WIDE) == "64.0 GiB"
+    # Alive at each step: what came before and is still read, plus the step's outputs.
+    steps = [((0,), (), False), ((1,), (), True), ((2, 3), (1,), True), ((4,), (0, 2, 3), True)]
+    peak = plan_peak(steps, [1000, 10, 20, 30, 5])
+    # The Const (slot 0) is a view of the weights: not counted, and not subtracted.
+    assert (peak.bytes, peak.step, peak.slot, peak.slot_bytes) == (60, 2, 3, 30)
+
+
+def test_a_run_over_the_budget_is_refused_before_it_starts(wide_pads, capsys, tmp_path):
+    out = tmp_path / "out.npz"
+    rc, stdout, err = run_cli(capsys, str(wide_pads), "--max-memory", "1G", "-o", str(out))
+    assert (rc, stdout) == (1, "")
+    assert err == (
+        f"irrun: error: {wide_pads}:15: layer 1 'MaxPool_2' (MaxPool-v8): the run needs 64.0 GiB "
+        "of tensors at this layer, more than the 1.00 GiB allowed (--max-memory, or max_memory= "
+        "in Python), of which its output f32[1,1,4,2147483651] is 32.0 GiB\n"
+    )
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_default_budget_is_the_memory_available(wide_pads, capsys):
+    # 64 GiB is more than any CI machine has left; the message says where the limit is from.
+    rc, _, err = run_cli(capsys, str(wide_pads))
+    assert rc == 1
+    assert "the run needs 64.0 GiB of tensors at this layer, more than the " in err
+    assert "available to this process (--max-memory, or max_memory= in Python, sets another " \
+           "limit)" in err  # fmt: skip
+
+
+def test_validate_warns_of_tensors_over_the_budget(wide_pads, capsys):
+    rc, out, _ = run_cli(capsys, "validate", str(wide_pads), "--max-memory", "1G")
+    assert rc == 0
+    assert out.splitlines() == [
+        f"{wide_pads}:26: warning: layer 1 'MaxPool_2' (MaxPool-v8) port 1: output 1 is "
+        "f32[1,1,4,2147483651], 32.0 GiB: more than the 1.00 GiB allowed; a run would be refused",
+        f"{wide_pads}:32: warning: layer 1 'MaxPool_2' (MaxPool-v8) port 2: output 2 is "
+        "i32[1,1,4,2147483651], 32.0 GiB: more than the 1.00 GiB allowed; a run would be refused",
+        f"{wide_pads}: valid (2 warnings)",
+    ]
+    assert run_cli(capsys, "validate", str(wide_pads), "--max-memory", "65G")[1] == \
+        f"{wide_pads}: valid\n"  # fmt: skip
+    assert run_cli(capsys, "validate", str(wide_pads), "--strict", "--max-memory", "1G")[0] == 1
+
+
+def test_validate_warns_of_a_run_whose_peak_is_over(capsys):
+    # No tensor of the demo is over 100 KiB, but at its first ReLU the convolution's output
+    # and the ReLU's, f32[1,16,32,32] each, are alive at once: 2 x 64 KiB.
+    rc, out, _ = run_cli(capsys, "validate", str(DEMO), "--max-memory", "100K")
+    assert rc == 0
+    assert out.splitlines()[0] == (
+        f"{DEMO}:73: warning: layer 4 'Relu_58069' (ReLU-v1): a run needs 128 KiB of tensors "
+        "at this layer, more than the 100 KiB allowed (its output f32[1,16,32,32] is 64.0 KiB); "
+        "it would be refused"
+    )
+    diags = irrun.validate(DEMO, max_memory=100 * 1024)
+    assert [(d.level, d.code) for d in diags] == [("warning", "over-budget")]
+    assert irrun.load(DEMO, max_memory="100K").validate()[0].message == diags[0].message
+
+
+def test_the_api_takes_a_budget_and_keeps_it(tmp_path):
+    m = irrun.load(DEMO, max_memory="128K")  # exactly the peak: allowed
+    x = np.load(MODELS / "demo.inputs.npz")["image"]
+    assert m.run(x)["probabilities"].shape == (1, 10)
+    m.max_memory = 128 * 1024 - 1
+    with pytest.raises(irrun.IrrunError, match=r"needs 128 KiB of tensors .* 128 KiB allowed"):
+        m.run(x)
+    # Pickles carry the budget to worker processes.
+    assert pickle.loads(pickle.dumps(m)).max_memory == 128 * 1024 - 1
+    m.max_memory = None
+    assert m.max_memory is None and m.run(x)["probabilities"].shape == (1, 10)
+    for bad in ("lots", -1, 1.5, True):
+        with pytest.raises(irrun.IrrunError, match="max_memory"):
+            irrun.load(DEMO, max_memory=bad)
+
+
+def test_a_dynamic_model_is_planned_with_the_shapes_of_its_inputs():
+    m = irrun.load(MODELS / "pooling_chain.xml", max_memory="1M")
+    m.reshape({"image": ["?", 3, "?", "?"]})
+    assert m.run(np.zeros((1, 3, 64, 64), np.float32))["pooled"].shape == (1, 3, 2, 2)
+    # stem_pool's values and indices, [4,3,128,128] f32 and i32: 768 KiB each.
+    with pytest.raises(irrun.IrrunError) as caught:
+        m.run(np.zeros((4, 3, 256, 256), np.float32))
+    assert caught.value.message == (
+        "the run needs 1.50 MiB of tensors at this layer, more than the 1.00 MiB allowed "
+        "(--max-memory, or max_memory= in Python), of which its output f32[4,3,128,128] is "
+        "768 KiB"
+    )
+    assert caught.value.layer.name == "stem_pool"
+
+
+def test_a_tensor_no_machine_can_hold_is_an_error(tmp_path, capsys):
+    text = (MODELS / "maxpool_example1.xml").read_text()
+    path = tmp_path / "m.xml"
+    path.write_text(text.replace('shape="1,1,3,3"', 'shape="1,1,99999999999,99999999999"'))
+    path.with_suffix(".bin").write_bytes((MODELS / "maxpool_example1.bin").read_bytes())
+    finding = (f"{path}:7: error: layer 0 'input' (Parameter-v1) port 0: output 0 would be "
+               "f32[1,1,99999999999,99999999999], 34694 EiB: more than NumPy can index (2^63 "
+               "bytes)")  # fmt: skip
+    rc, out, _ = run_cli(capsys, "validate", str(path))
+    assert rc == 1 and out.splitlines()[0] == finding
+    # The pool's outputs grow from it: they are not reported again.
+    assert [d.code for d in irrun.validate(path)].count("impossible-size") == 1
+    rc, out, err = run_cli(capsys, str(path))
+    assert (rc, out) == (1, "")
+    assert err == f"irrun: error: {finding.replace(': error:', ':', 1)}\n"
+
+
+def test_random_inputs_need_their_own_memory_and_no_more():
+    # 16 MiB of f32: drawn in float64 and cast at once, the draw alone took 32 MiB more.
+    shape = (1, 4, 1024, 1024)
+    tracemalloc.start()
+    try:
+        x = random_array(np.random.default_rng(0), shape, np.dtype(np.float32))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert x.nbytes == 16 * 2**20
+    assert peak < x.nbytes + 17 * 2**20  # a chunk of 2^20 float64 draws, and its cast
+    # The same values as one draw cast at once.
+    once = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    assert np.array_equal(x, once)
+
+
+def test_random_inputs_too_large_are_refused_before_the_draw(capsys):
+    rc, out, err = run_cli(capsys, str(DEMO), "--shape", "[1,3,20000,20000]", "--max-memory", "4G")
+    assert (rc, out) == (1, "")
+    # 1x3x20000x20000 f32 is 4.47 GiB.
+    assert err == (
+        f"irrun: error: {DEMO}:4: layer 0 'image' (Parameter-v1): random inputs need 4.47 GiB, "
+        "more than the 4.00 GiB allowed (input 'image' f32[1,3,20000,20000] is 4.47 GiB): give "
+        "smaller shapes with --shape, or another limit with --max-memory\n"
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the limit")
+def test_an_address_space_limit_is_the_budget(tmp_path):
+    # Under `ulimit -v` the run is refused up front instead of dying in a MemoryError:
+    # the demo at 2000x2000 needs 2 x 244 MiB at its first ReLU.
+    script = (
+        "import resource, sys\n"
+        "from irrun.memory import _address_space_used\n"
+        "room = _address_space_used() + 300 * 2**20\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (room, room))\n"
+        "from irrun.cli import main\n"
+        f"sys.exit(main([{str(DEMO)!r}, '--shape', '[1,3,2000,2000]']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"irrun: error: {DEMO}:73: layer 4 'Relu_58069' (ReLU-v1): "
+                                  "the run needs 488 MiB of tensors at this layer, more than the ")
+    assert "available to this process" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_max_memory_on_the_command_line_is_checked(capsys):
+    rc, _, err = run_cli(capsys, str(DEMO), "--max-memory", "4 apples")
+    assert rc == 2 and "argument --max-memory: '4 apples' is not a size" in err
+    rc, _, _ = run_cli(capsys, str(DEMO), "--max-memory", "none")
+    assert rc == 0
