@@ -123,3 +123,11 @@ def test_readme_profile_example_has_the_layers_and_format_irrun_prints(capsys, m
     number = r"\d+\.\d{3}"
     pattern = rf"total: 22 layers, {number} ms in layers, {number} ms per run \(median of 20 runs\)"
     assert re.fullmatch(pattern, printed[-1]) and re.fullmatch(pattern, shown[-1])
+
+
+def test_readme_memory_example(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    command = "irrun models/demo.xml --max-memory 100K"
+    assert main(command.split()[1:]) == 1
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err.rstrip("\n")) == ("", _shown(command))
