@@ -8,6 +8,7 @@ offending element and the message irrun prints for it.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -651,3 +652,21 @@ def test_ir_versions_10_and_11_are_read(version, tmp_path, capsys):
     unused = f"{path}:32: warning: {STEM} port 2: output port 2 is not used"
     expected = f"{unused}\n{path}: valid (1 warning)\n"
     assert run_cli(capsys, "validate", str(path)) == (0, expected, "")
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda: irrun.validate(MODELS / "pooling_chain.xml", shapes="image[1,3"),
+         "--shape: cannot read 'image[1,3'"),
+        (lambda: irrun.load(MODELS / "pooling_chain.xml").reshape("nosuch[1,3,4,4]"),
+         "no input named 'nosuch'"),
+    ],
+    ids=["validate-bad-shapes", "reshape-unknown-input"],
+)
+def test_usage_error_is_public_and_catchable(call, says):
+    assert "UsageError" in irrun.__all__
+    with pytest.raises(irrun.UsageError, match=re.escape(says)):
+        call()
+    # A script catching every irrun problem catches this one too.
+    assert issubclass(irrun.UsageError, irrun.IrrunError)
