@@ -947,7 +947,7 @@ def register(
 def _handler(args: argparse.Namespace) -> int:
     # Imported here: cli imports this module to register the command.
     from .cli import random_seed, read_inputs
-    from .files import check_output_path, write_atomically
+    from .files import check_output_path, count, say_written, write_atomically
 
     if args.output:
         check_output_path(Path(args.output))
@@ -970,6 +970,7 @@ def _handler(args: argparse.Namespace) -> int:
     data = report.as_dict()
     if args.output:
         write_atomically(Path(args.output), lambda f: _dump(data, f))
+        say_written(f"the report of {count(len(report.results), 'tensor')}", args.output)
     if args.json:
         _dump(data, sys.stdout)
     else:

@@ -558,11 +558,11 @@ def test_failure_while_writing_leaves_nothing_behind(inputs_dir, capsys, monkeyp
     (inputs_dir / "out.npz").write_bytes(b"previous")
     before = _listing(inputs_dir)
 
-    def half_write(file, **arrays):
+    def half_write(file, arrays):
         file.write(b"PK\x03\x04 half an archive")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(np, "savez", half_write)
+    monkeypatch.setattr(irrun.files, "write_npz", half_write)
     assert_one_error(
         capsys, ["pooling_chain.xml", "-o", "out.npz"], "out.npz: cannot write: No space left on device"
     )
