@@ -14,7 +14,10 @@ NaN at the same position and an infinity equals the same infinity; anything else
 against NaN or an infinity is an infinite error.  The relative error is
 ``|irrun - ref| / |ref|``: infinite where the reference is 0 and irrun is not.
 A tensor fails when any element fails, or when its shape or element type differs
-from the reference's, or when it is a model output the reference lacks.
+from the reference's, or when it is a model output the reference lacks.  An output whose
+tensor has no name goes by its Result's name (as ``Model.outputs`` names it): OpenVINO's
+Result of that name, else at that position, is its reference, and a file's array of another
+name stands in for it only when no other array could (see :func:`_stand_ins`).
 
 With another error statistic (``check_error_stat``, Polygraphy's ``--check-error-stat``)
 a tensor passes when the ``max``, ``mean`` or ``median`` of its elements' absolute
@@ -571,6 +574,9 @@ def openvino_reference(
             + (why if same_pads else "")
         )
 
+    # The model's own Results, before --mark-all adds more: irrun's outputs, in its order.
+    own_results = list(ovm.get_results())
+    output_of = _outputs_by_result(model, own_results)
     if mark_all:
         wanted = [
             out for op in ovm.get_ordered_ops()
@@ -579,15 +585,23 @@ def openvino_reference(
         ]  # fmt: skip
         ovm.add_outputs(wanted)
     # Each model output is a Result; what feeds it says which irrun tensor it is.
-    names: list[str | None] = []
+    names: list[tuple[str, ...]] = []
     unmapped: list[str] = []
-    for result in ovm.get_results():
+    for i, result in enumerate(ovm.get_results()):
         source = result.input_value(0)
         node = source.get_node()
         name = irrun_name(node, source.get_index())
-        if name is None:
+        output = output_of.get(i)
+        if name is None and output is None:
             unmapped.append(f"{node.get_friendly_name()}:{source.get_index()}")
-        names.append(name)
+        # An output whose tensor has no name is, in irrun, named after its Result; the
+        # tensor itself is compared under the producing layer's name (--mark-all) only.
+        keys = [output] if output is not None else []
+        if name is not None and (output is None or mark_all):
+            keys.append(name)
+        if name in widened and output is not None:
+            widened[output] = widened[name]
+        names.append(tuple(dict.fromkeys(keys)))
     if unmapped:
         notes.append(
             f"OpenVINO's model has tensors irrun does not, not compared: {_some(unmapped)}"
@@ -600,14 +614,39 @@ def openvino_reference(
         where = Location(str(model.path))
         raise IrrunError(f"OpenVINO failed: {_ov_message(exc)}", where) from None
     arrays: dict[str, np.ndarray] = {}
-    for i, name in enumerate(names):
-        if name is not None and name not in arrays:
-            # The request owns these buffers; keeping it alive avoids copying them.
-            arrays[name] = request.get_output_tensor(i).data
+    for i, keys in enumerate(names):
+        for name in keys:
+            if name not in arrays:
+                # The request owns these buffers; keeping it alive avoids copying them.
+                arrays[name] = request.get_output_tensor(i).data
     ref = ArrayReference(arrays, "OpenVINO CPU (f32)")
     ref.notes, ref.casts = notes, widened
     ref.keep_alive = request  # type: ignore[attr-defined]  # owns the arrays' memory
     return ref
+
+
+def _outputs_by_result(model: Model, results: list[Any]) -> dict[int, str]:
+    """irrun's name for each of OpenVINO's Results (by index) that feeds an output whose
+    tensor has no name, which irrun names after the Result layer.
+
+    The Result layer's name, which OpenVINO keeps as the Result's friendly name, says which
+    one it is; where names do not tell (two Results of one name, a name irrun does not
+    have), the position does, as both list the outputs in the IR's Result order.
+    """
+    unnamed = {s.name for s in model.outputs if not s.names}
+    if not unnamed:
+        return {}
+    found: dict[int, str] = {}
+    friendly = [r.get_friendly_name() for r in results]
+    for i, name in enumerate(friendly):
+        if name in unnamed and friendly.count(name) == 1:
+            found[i] = name
+    if len(results) == len(model.outputs):
+        taken = set(found.values())
+        for i, spec in enumerate(model.outputs):
+            if i not in found and spec.name in unnamed and spec.name not in taken:
+                found[i] = spec.name
+    return found
 
 
 def _ov_message(exc: Exception) -> str:
@@ -714,12 +753,26 @@ def _compare(
     layer_of = {
         name: (layer, line) for layer, line, names in model.layers() for name in names
     }  # fmt: skip
+    # An output whose tensor has no name goes by its Result's name: that layer is its place.
+    unnamed = {s.name for s in model.outputs if not s.names}
+    for result, line, _ in model.layers():
+        if result.type == "Result" and result.name in unnamed and result.name not in layer_of:
+            layer_of[result.name] = (result, line)
     compared: set[str] = set()
+    known = set(model.tensor_names.values()) | set(output_names)
+    inputs = {s.name for s in model.inputs}
+    stand_in = _stand_ins(model, ref, [n for n in ref_names if n not in known | inputs])
+    for output, other in stand_in.items():
+        report.notes.append(
+            f"output '{output}' is not in the reference: compared with its '{other}', the one "
+            "array there of that shape that irrun has no tensor of"
+        )
 
     def check(name: str, value: np.ndarray) -> None:
         compared.add(name)
         layer, line = layer_of.get(name, (None, 0))
-        if name not in in_ref:
+        ref_name = stand_in.get(name, name)
+        if ref_name not in in_ref:
             if name not in output_names:
                 report.not_in_reference.append(name)
                 return
@@ -728,9 +781,9 @@ def _compare(
                 problem=MISSING,
             )  # fmt: skip
         else:
-            expected = ref.get(name)
-            if name in ref.casts:
-                expected = np.asarray(expected).astype(ref.casts[name])
+            expected = ref.get(ref_name)
+            if ref_name in ref.casts:
+                expected = np.asarray(expected).astype(ref.casts[ref_name])
             result = compare_arrays(
                 value, expected, _tol(atol, name, DEFAULT_ATOL), _tol(rtol, name, DEFAULT_RTOL),
                 name, _by_name(check_error_stat, name, "elemwise"),
@@ -772,10 +825,16 @@ def _compare(
                     f"the reference's input '{spec.name}' is not the input given ({how}): "
                     "was the reference made from other inputs? (--input)"
                 )
-    inputs = {s.name for s in model.inputs}
-    known = set(model.tensor_names.values())
-    strangers = [n for n in ref_names if n not in known]
-    if strangers:
+    strangers = [n for n in ref_names if n not in known and n not in stand_in.values()]
+    lacking = [r.name for r in report.results if r.problem == MISSING and r.name in unnamed]
+    if strangers and lacking:
+        # Most likely the same outputs under other names, with nothing to tell which is which.
+        report.notes.append(
+            f"the reference has {len(strangers)} tensor{'s' * (len(strangers) != 1)} irrun "
+            f"does not, not compared: {_some(strangers)}; irrun names an output whose tensor "
+            f"has no name after its Result: save the reference's outputs as {_some(lacking)}"
+        )
+    elif strangers:
         report.notes.append(
             f"the reference has {len(strangers)} tensor{'s' * (len(strangers) != 1)} irrun "
             f"does not, not compared: {_some(strangers)} (irrun's names: irrun compare "
@@ -788,6 +847,34 @@ def _compare(
             "add --mark-all to compare them"
         )
     return report
+
+
+def _stand_ins(model: Model, ref: Reference, strangers: list[str]) -> dict[str, str]:
+    """For model outputs the reference lacks, its array to compare each with instead,
+    where there is no doubt which: a reference made elsewhere (OpenVINO's outputs saved by
+    index, say) names them otherwise.
+
+    One missing output and one array irrun has no tensor of go together; with more, an
+    output goes with an array only when each is the only one of its shape on either side.
+    """
+    missing = [s for s in model.outputs if s.name not in set(ref.names())]
+    if not missing or not strangers:
+        return {}
+    shapes = {n: tuple(np.shape(ref.get(n))) for n in strangers}
+    static = {s.name: tuple(s.shape) for s in missing
+              if s.shape is not None and all(isinstance(d, int) for d in s.shape)}  # fmt: skip
+    if len(missing) == len(strangers) == 1:
+        output, other = missing[0].name, strangers[0]
+        # A shape irrun does not know yet (dynamic dims) cannot tell against it.
+        fits = output not in static or static[output] == shapes[other]
+        return {output: other} if fits else {}
+    found: dict[str, str] = {}
+    for output, shape in static.items():
+        same = [n for n, ref_shape in shapes.items() if ref_shape == shape]
+        outputs_of_shape = [o for o, other in static.items() if other == shape]
+        if len(same) == 1 and outputs_of_shape == [output]:
+            found[output] = same[0]
+    return found
 
 
 def _tol(tol: Tolerance, name: str, default: float) -> float:
