@@ -186,6 +186,9 @@ def _read_bounded(path: Path, loc: Location) -> bytes:
     except OSError as exc:
         raise IrrunError(f"cannot read: {exc.strerror or exc}", loc, code="unreadable") from None
     if size > limit or len(data) > limit:
+        foreign = not_ir(path, data[:64] or _head(path))
+        if foreign is not None:  # an ONNX file is often larger than any .xml: say what it is
+            raise foreign
         shown = f"{size / 1e6:.1f} MB" if size > limit else f"more than {limit / 1e6:g} MB"
         raise IrrunError(
             f"the file is {shown}, larger than irrun reads ({limit / 1e6:g} MB; set "
@@ -217,9 +220,11 @@ def parse_xml(path: str | Path, data: bytes | None = None) -> etree._Element:
     if not data.strip():
         raise IrrunError("the file is empty, expected an OpenVINO IR <net> document", loc,
                          code="unreadable")  # fmt: skip
+    foreign = not_ir(path, data)
+    if foreign is not None:
+        raise foreign
     if _looks_binary(data):
-        hint = " (the weights file? pass the .xml)" if path.suffix.lower() == ".bin" else ""
-        raise IrrunError(f"binary data, not an IR .xml file{hint}", loc, code="unreadable")
+        raise IrrunError("binary data, not an IR .xml file", loc, code="unreadable")
     doctype_line = _doctype_line(data)
     if doctype_line:
         # Refused before libxml2 sees it: libxml2 expands entities in attribute values
@@ -245,6 +250,83 @@ def parse_xml(path: str | Path, data: bytes | None = None) -> etree._Element:
     if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
         raise IrrunError(_DOCTYPE_REFUSED, loc, code="doctype")
     return root
+
+
+# Files people pass for an IR: what each is, and whether OpenVINO's converter (ovc) reads it.
+_FOREIGN_SUFFIXES = {
+    ".onnx": ("an ONNX model", True),
+    ".pb": ("a TensorFlow model", True),
+    ".pbtxt": ("a TensorFlow model", True),
+    ".tflite": ("a TensorFlow Lite model", True),
+    ".pdmodel": ("a PaddlePaddle model", True),
+    ".pdiparams": ("PaddlePaddle weights", False),
+    ".pt": ("a PyTorch file", False),
+    ".pth": ("a PyTorch file", False),
+    ".h5": ("a Keras model", False),
+    ".keras": ("a Keras model", False),
+    ".blob": ("a compiled OpenVINO blob", False),
+}
+# ONNX is protobuf, and every exporter writes ModelProto's ir_version (field 1, a varint)
+# first, then another field: a producer name, the graph, the opsets...
+_ONNX_SECOND_TAGS = frozenset(b"\x12\x1a\x22\x28\x32\x3a\x42\x72")
+
+
+def not_ir(path: str | Path, data: bytes) -> IrrunError | None:
+    """The error for a file that is not an IR .xml but another model format, or None.
+
+    ``data`` is the file's start.  The content decides, so that an IR under any name is
+    read; the extension names the format of a file that is not XML.
+
+    >>> print(not_ir("model.onnx", b"\x08\x08\x12\x07pytorch"))  # doctest: +ELLIPSIS
+    model.onnx: an ONNX model, not OpenVINO IR: irrun reads IR (.xml + .bin); convert it ...
+    >>> not_ir("model.onnx", b"<?xml version='1.0'?><net/>") is None
+    True
+    """
+    path = Path(path)
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"<") or _wide_encoding(data) is not None:
+        return None  # XML: whatever its name, it is read as an IR
+    suffix = path.suffix.lower()
+    xml = path.with_suffix(".xml")
+    if suffix == ".bin":
+        named = str(xml) if xml.is_file() else "the .xml"
+        return IrrunError(
+            f"binary data, not an IR .xml file (the weights file? pass {named}: irrun reads "
+            "IR as the .xml with its .bin beside it)", Location(str(path)), code="not-ir",
+        )  # fmt: skip
+    what, ovc = _FOREIGN_SUFFIXES.get(suffix, (None, False))
+    if head[4:8] == b"TFL3":
+        what, ovc = "a TensorFlow Lite model", True
+    elif head.startswith(b"\x89HDF\r\n\x1a\n"):
+        what, ovc = "an HDF5 file (a Keras model?)", False
+    elif what is None and len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] <= 32 \
+            and head[2] in _ONNX_SECOND_TAGS:
+        # Other protobufs can start so too (a TensorFlow saved_model.pb does): the
+        # extension, where it names a format, decides first.
+        what, ovc = "an ONNX model", True
+    if what is None:
+        return None
+    source = path
+    if path.name == "saved_model.pb":  # ovc reads a SavedModel as its directory
+        source, xml = path.parent, path.parent.with_suffix(".xml")
+    if ovc:
+        how = (f"convert it with OpenVINO's converter: ovc {source}, or in Python "
+               f'ov.save_model(ov.convert_model("{source}"), "{xml.name}")')  # fmt: skip
+    elif suffix in (".pt", ".pth"):
+        how = (f"convert the module in Python: ov.save_model(ov.convert_model(module, "
+               f'example_input=...), "{xml.name}")')  # fmt: skip
+    else:
+        how = "convert it to IR with OpenVINO's converter (ovc, or ov.convert_model in Python)"
+    return IrrunError(f"{what}, not OpenVINO IR: irrun reads IR (.xml + .bin); {how}",
+                      Location(str(path)), code="not-ir")  # fmt: skip
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(64)
+    except OSError:
+        return b""
 
 
 _LXML_POSITION = re.compile(r", line \d+, column \d+$")

@@ -303,7 +303,8 @@ def test_weights_file_given_as_the_model(capsys):
     assert_one_error(
         capsys, [str(MODELS / "pooling_chain.bin")],
         f"{MODELS / 'pooling_chain.bin'}: binary data, not an IR .xml file "
-        "(the weights file? pass the .xml)",
+        f"(the weights file? pass {MODELS / 'pooling_chain.xml'}: irrun reads IR as the .xml "
+        "with its .bin beside it)",
     )  # fmt: skip
 
 
