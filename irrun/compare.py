@@ -176,6 +176,10 @@ class Report:
     notes: list[str] = field(default_factory=list)
     not_in_reference: list[str] = field(default_factory=list)  # irrun tensors not compared
     stopped_early: bool = False  # fail_fast stopped at the first failure
+    # Where the inputs came from: {"source": "given" | "reference" | "random", "seed": N or
+    # None, "tensors": [{"name", "shape", "dtype"}], "hint": where the reference's inputs
+    # may be, as the end of the note on random inputs, or None}.
+    inputs: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -209,6 +213,8 @@ class Report:
                 f"{_some(self.not_in_reference)}"
             )
         failed = len(self.failed)
+        if failed and self.inputs is not None and self.inputs["source"] == "random":
+            out.append(f"note: {_random_inputs_text(self.inputs, self.reference)}")
         total = len(self.results)
         tolerance = (
             f"atol {_tol_text(self.atol, DEFAULT_ATOL)}, rtol {_tol_text(self.rtol, DEFAULT_RTOL)}"
@@ -263,6 +269,7 @@ class Report:
                 if first is None or first.layer is None
                 else {**first.layer.as_dict(), "tensor": first.name, "line": first.line or None}
             ),
+            "inputs": self.inputs,
             "notes": list(self.notes),
             "not_in_reference": list(self.not_in_reference),
             "tensors": [r.as_dict() for r in self.results],
@@ -673,14 +680,17 @@ def compare(
     atol: Tolerance = DEFAULT_ATOL,
     rtol: Tolerance = DEFAULT_RTOL,
     fail_fast: bool = False,
-    seed: int = 0,
+    seed: int | None = None,
     check_error_stat: ErrorStat = "elemwise",
 ) -> Report:
     """Run ``model`` on ``feeds`` and compare its tensors with ``reference``.
 
     ``reference`` is a dict of arrays by tensor name, a path to an .npz or a
     ``--dump-dir`` directory, or None with ``backend="openvino"`` to run OpenVINO on
-    the same feeds.  ``feeds`` default to the model's seeded random inputs.  ``atol``
+    the same feeds.  ``feeds`` default to the reference's own copy of the inputs when it
+    holds every one under the input's name (as a dump's inputs.npz does), else to the
+    model's random inputs of ``seed`` (0 by default; a ``seed`` given always means random
+    inputs); a failure on random inputs says so, with their shapes.  ``atol``
     and ``rtol`` are floats, or dicts by tensor name where ``"*"`` sets the default.
     With ``mark_all`` every tensor irrun computes is compared (in run order), else
     the model's outputs.  ``fail_fast`` stops at the first tensor that fails.
@@ -697,8 +707,6 @@ def compare(
     """
     if not isinstance(model, Model):
         model = load(model)
-    if feeds is None:
-        feeds = model.random_inputs(seed)
     known = set(model.tensor_names.values())
     for what, tol in (("tolerance", atol), ("tolerance", rtol), ("error stat", check_error_stat)):
         if isinstance(tol, Mapping):
@@ -714,12 +722,12 @@ def compare(
     if odd:
         raise UsageError(f"error stat '{odd[0]}' is not one of {', '.join(ERROR_STATS)}")
     owned = not isinstance(reference, Reference)
+    ref: Reference | None = None
     if backend is not None:
         if reference is not None:
             raise UsageError("give a reference or a backend, not both")
         if backend != "openvino":
             raise UsageError(f"unknown reference backend '{backend}' (irrun has: openvino)")
-        ref = openvino_reference(model, feeds, mark_all)
     elif reference is None:
         raise UsageError("no reference: give one, or backend='openvino'")
     elif isinstance(reference, Reference):
@@ -729,10 +737,71 @@ def compare(
     else:
         ref = ArrayReference(reference)
     try:
-        return _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat)
+        source = "given"
+        if feeds is None:
+            taken = _reference_inputs(model, ref) if ref is not None and seed is None else None
+            if taken is not None:
+                feeds, source = taken, "reference"
+            else:
+                seed = 0 if seed is None else seed
+                feeds, source = model.random_inputs(seed), "random"
+        if ref is None:
+            ref = openvino_reference(model, feeds, mark_all)
+        report = _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat)
+        report.inputs = {
+            "source": source,
+            "seed": seed if source == "random" else None,
+            "tensors": [{"name": name, "shape": list(np.shape(value)),
+                         "dtype": str(np.asarray(value).dtype)}
+                        for name, value in feeds.items()],
+            "hint": _inputs_hint(model, reference, ref) if source == "random" else None,
+        }  # fmt: skip
+        return report
     finally:
-        if owned:
+        if owned and ref is not None:
             ref.close()
+
+
+def _reference_inputs(model: Model, ref: Reference) -> dict[str, np.ndarray] | None:
+    """The reference's copy of every model input (under its name or a tensor name), or None
+    when it lacks one: a reference holding its inputs says what it was made from."""
+    names = set(ref.names())
+    found: dict[str, np.ndarray] = {}
+    for spec in model.inputs:
+        key = next((n for n in (spec.name, *spec.names) if n in names), None)
+        if key is None:
+            return None
+        found[spec.name] = np.asarray(ref.get(key))
+    return found or None
+
+
+def _inputs_hint(model: Model, given: Any, ref: Reference) -> str | None:
+    """Where the inputs a reference was made from may be: ``M.inputs.npz`` beside the
+    reference or the model (irrun's bundled models keep them so), or a dump's missing
+    inputs file."""
+    inputs_file = getattr(ref, "inputs_file", None)
+    if isinstance(inputs_file, Path) and not inputs_file.is_file():
+        return f" (the dump's {inputs_file} is missing)"
+    if not isinstance(given, str | Path):
+        return None
+    path = Path(given)
+    stems = dict.fromkeys((path.name.split(".")[0], model.path.stem))
+    for directory in dict.fromkeys((path.parent, model.path.parent)):
+        for stem in stems:
+            candidate = directory / f"{stem}.inputs.npz"
+            if candidate.is_file() and candidate != path:
+                return f", perhaps --input {candidate}"
+    return None
+
+
+def _random_inputs_text(inputs: dict[str, Any], reference: str) -> str:
+    """``irrun ran on random inputs (seed 0: image [1, 3, 16, 16] float32) ...``."""
+    shapes = ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in inputs["tensors"])
+    ran = f"random inputs (seed {inputs['seed']}: {shapes})"
+    if reference.startswith("OpenVINO"):
+        return f"both ran on the same {ran}; --input gives others"
+    return (f"irrun ran on {ran}, not on those the reference was made from: give those "
+            f"with --input{inputs['hint'] or ''}")
 
 
 def _compare(
@@ -1041,15 +1110,15 @@ def _handler(args: argparse.Namespace) -> int:
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
     seed = random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
     model = load(args.model, args.weights)
+    feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
     if args.input:
         feeds = read_inputs(model, args.input)
     elif dump_inputs is not None:
         # A dump keeps the inputs it was made from: those, not random ones, reproduce it.
         feeds = read_inputs(model, [str(dump_inputs)])
-    else:
-        feeds = model.random_inputs(seed)
     report = compare(
         model, feeds, args.ref, backend=args.ref_backend, mark_all=args.mark_all,
+        seed=seed if args.seed is not None else None,
         atol=_tolerances(args.atol, DEFAULT_ATOL), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
         fail_fast=args.fail_fast,
         check_error_stat=_tolerances(args.check_error_stat, "elemwise"),
