@@ -1108,7 +1108,8 @@ def _handler(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(Path(args.output))
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
-    seed = random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
+    # Refuses a --seed that inputs from elsewhere would leave unused.
+    random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
     model = load(args.model, args.weights)
     feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
     if args.input:
@@ -1118,7 +1119,7 @@ def _handler(args: argparse.Namespace) -> int:
         feeds = read_inputs(model, [str(dump_inputs)])
     report = compare(
         model, feeds, args.ref, backend=args.ref_backend, mark_all=args.mark_all,
-        seed=seed if args.seed is not None else None,
+        seed=args.seed,  # None: the reference's inputs if it holds them, else seed 0
         atol=_tolerances(args.atol, DEFAULT_ATOL), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
         fail_fast=args.fail_fast,
         check_error_stat=_tolerances(args.check_error_stat, "elemwise"),
