@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,19 +253,20 @@ def parse_xml(path: str | Path, data: bytes | None = None) -> etree._Element:
     return root
 
 
-# Files people pass for an IR: what each is, and whether OpenVINO's converter (ovc) reads it.
+# Files people pass for an IR: what each is, and how to make an IR of it ("ovc": OpenVINO's
+# converter reads the file itself).
 _FOREIGN_SUFFIXES = {
-    ".onnx": ("an ONNX model", True),
-    ".pb": ("a TensorFlow model", True),
-    ".pbtxt": ("a TensorFlow model", True),
-    ".tflite": ("a TensorFlow Lite model", True),
-    ".pdmodel": ("a PaddlePaddle model", True),
-    ".pdiparams": ("PaddlePaddle weights", False),
-    ".pt": ("a PyTorch file", False),
-    ".pth": ("a PyTorch file", False),
-    ".h5": ("a Keras model", False),
-    ".keras": ("a Keras model", False),
-    ".blob": ("a compiled OpenVINO blob", False),
+    ".onnx": ("an ONNX model", "ovc"),
+    ".pb": ("a TensorFlow model", "ovc"),
+    ".pbtxt": ("a TensorFlow model", "ovc"),
+    ".tflite": ("a TensorFlow Lite model", "ovc"),
+    ".pdmodel": ("a PaddlePaddle model", "ovc"),
+    ".pdiparams": ("PaddlePaddle weights", "convert the .pdmodel beside them with ovc"),
+    ".pt": ("a PyTorch file", "torch"),
+    ".pth": ("a PyTorch file", "torch"),
+    ".h5": ("a Keras model", "keras"),
+    ".keras": ("a Keras model", "keras"),
+    ".blob": ("a compiled OpenVINO blob", "pass the IR it was compiled from"),
 }
 # ONNX is protobuf, and every exporter writes ModelProto's ir_version (field 1, a varint)
 # first, then another field: a producer name, the graph, the opsets...
@@ -283,7 +285,7 @@ def not_ir(path: str | Path, data: bytes) -> IrrunError | None:
     True
     """
     path = Path(path)
-    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    head = data[:256].lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"<") or _wide_encoding(data) is not None:
         return None  # XML: whatever its name, it is read as an IR
     suffix = path.suffix.lower()
@@ -294,29 +296,29 @@ def not_ir(path: str | Path, data: bytes) -> IrrunError | None:
             f"binary data, not an IR .xml file (the weights file? pass {named}: irrun reads "
             "IR as the .xml with its .bin beside it)", Location(str(path)), code="not-ir",
         )  # fmt: skip
-    what, ovc = _FOREIGN_SUFFIXES.get(suffix, (None, False))
+    what, how = _FOREIGN_SUFFIXES.get(suffix, (None, ""))
     if head[4:8] == b"TFL3":
-        what, ovc = "a TensorFlow Lite model", True
+        what, how = "a TensorFlow Lite model", "ovc"
     elif head.startswith(b"\x89HDF\r\n\x1a\n"):
-        what, ovc = "an HDF5 file (a Keras model?)", False
+        what, how = "an HDF5 file (a Keras model?)", "keras"
     elif what is None and len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] <= 32 \
             and head[2] in _ONNX_SECOND_TAGS:
         # Other protobufs can start so too (a TensorFlow saved_model.pb does): the
         # extension, where it names a format, decides first.
-        what, ovc = "an ONNX model", True
+        what, how = "an ONNX model", "ovc"
     if what is None:
         return None
     source = path
     if path.name == "saved_model.pb":  # ovc reads a SavedModel as its directory
         source, xml = path.parent, path.parent.with_suffix(".xml")
-    if ovc:
-        how = (f"convert it with OpenVINO's converter: ovc {source}, or in Python "
-               f'ov.save_model(ov.convert_model("{source}"), "{xml.name}")')  # fmt: skip
-    elif suffix in (".pt", ".pth"):
-        how = (f"convert the module in Python: ov.save_model(ov.convert_model(module, "
-               f'example_input=...), "{xml.name}")')  # fmt: skip
-    else:
-        how = "convert it to IR with OpenVINO's converter (ovc, or ov.convert_model in Python)"
+    if how == "ovc":
+        how = (f"convert it with OpenVINO's converter: ovc {shlex.quote(str(source))}, or in "
+               f'Python ov.save_model(ov.convert_model("{source}"), "{xml.name}")')  # fmt: skip
+    elif how in ("torch", "keras"):
+        module = "module" if how == "torch" else "keras_model"
+        extra = ", example_input=..." if how == "torch" else ""
+        how = (f"load the {'module' if how == 'torch' else 'model'} and convert it in Python: "
+               f'ov.save_model(ov.convert_model({module}{extra}), "{xml.name}")')  # fmt: skip
     return IrrunError(f"{what}, not OpenVINO IR: irrun reads IR (.xml + .bin); {how}",
                       Location(str(path)), code="not-ir")  # fmt: skip
 

@@ -78,13 +78,20 @@ CONVERT = "irrun reads IR (.xml + .bin); convert it with OpenVINO's converter: "
          + CONVERT + 'ovc net.pdmodel, or in Python ov.save_model(ov.convert_model('
          '"net.pdmodel"), "net.xml")'),
         ("net.pt", b"PK\x03\x04archive/data.pkl", "a PyTorch file, not OpenVINO IR: irrun reads "
-         'IR (.xml + .bin); convert the module in Python: ov.save_model(ov.convert_model('
-         'module, example_input=...), "net.xml")'),
+         "IR (.xml + .bin); load the module and convert it in Python: ov.save_model("
+         'ov.convert_model(module, example_input=...), "net.xml")'),
         ("net.h5", b"\x89HDF\r\n\x1a\n\x00\x00", "an HDF5 file (a Keras model?), not OpenVINO IR: "
-         "irrun reads IR (.xml + .bin); convert it to IR with OpenVINO's converter (ovc, or "
-         "ov.convert_model in Python)"),
+         "irrun reads IR (.xml + .bin); load the model and convert it in Python: "
+         'ov.save_model(ov.convert_model(keras_model), "net.xml")'),
+        ("net.blob", b"\x00\x01\x02\x03compiled", "a compiled OpenVINO blob, not OpenVINO IR: "
+         "irrun reads IR (.xml + .bin); pass the IR it was compiled from"),
+        # A path with a space is quoted for the shell.
+        ("my model.onnx", onnx_relu(), "an ONNX model, not OpenVINO IR: " + CONVERT +
+         "ovc 'my model.onnx', or in Python ov.save_model(ov.convert_model(\"my model.onnx\"), "
+         '"my model.xml")'),
     ],
-    ids=["onnx", "onnx-named-xml", "tf-pb", "tf-saved-model", "tflite", "paddle", "torch", "keras-h5"],
+    ids=["onnx", "onnx-named-xml", "tf-pb", "tf-saved-model", "tflite", "paddle", "torch",
+         "keras-h5", "blob", "space-in-name"],
 )  # fmt: skip
 def test_another_format_is_named_with_how_to_convert(tmp_path, monkeypatch, capsys, name,
                                                      content, said):  # fmt: skip
