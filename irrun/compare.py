@@ -180,6 +180,7 @@ class Report:
     # None, "tensors": [{"name", "shape", "dtype"}], "hint": where the reference's inputs
     # may be, as the end of the note on random inputs, or None}.
     inputs: dict[str, Any] | None = None
+    backend: bool = False  # the reference ran here on the same inputs (OpenVINO)
 
     @property
     def passed(self) -> bool:
@@ -214,7 +215,7 @@ class Report:
             )
         failed = len(self.failed)
         if failed and self.inputs is not None and self.inputs["source"] == "random":
-            out.append(f"note: {_random_inputs_text(self.inputs, self.reference)}")
+            out.append(f"note: {_random_inputs_text(self.inputs, self.backend)}")
         total = len(self.results)
         tolerance = (
             f"atol {_tol_text(self.atol, DEFAULT_ATOL)}, rtol {_tol_text(self.rtol, DEFAULT_RTOL)}"
@@ -748,6 +749,7 @@ def compare(
         if ref is None:
             ref = openvino_reference(model, feeds, mark_all)
         report = _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat)
+        report.backend = backend is not None
         report.inputs = {
             "source": source,
             "seed": seed if source == "random" else None,
@@ -794,11 +796,11 @@ def _inputs_hint(model: Model, given: Any, ref: Reference) -> str | None:
     return None
 
 
-def _random_inputs_text(inputs: dict[str, Any], reference: str) -> str:
+def _random_inputs_text(inputs: dict[str, Any], backend: bool) -> str:
     """``irrun ran on random inputs (seed 0: image [1, 3, 16, 16] float32) ...``."""
     shapes = ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in inputs["tensors"])
     ran = f"random inputs (seed {inputs['seed']}: {shapes})"
-    if reference.startswith("OpenVINO"):
+    if backend:
         return f"both ran on the same {ran}; --input gives others"
     return (f"irrun ran on {ran}, not on those the reference was made from: give those "
             f"with --input{inputs['hint'] or ''}")
@@ -926,7 +928,8 @@ def _stand_ins(model: Model, ref: Reference, strangers: list[str]) -> dict[str, 
     One missing output and one array irrun has no tensor of go together; with more, an
     output goes with an array only when each is the only one of its shape on either side.
     """
-    missing = [s for s in model.outputs if s.name not in set(ref.names())]
+    in_ref = set(ref.names())
+    missing = [s for s in model.outputs if s.name not in in_ref]
     if not missing or not strangers:
         return {}
     shapes = {n: tuple(np.shape(ref.get(n))) for n in strangers}
