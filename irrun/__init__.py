@@ -4,9 +4,19 @@
 >>> m = irrun.load("models/pooling_chain.xml")
 >>> [o.name for o in m.outputs]
 ['pooled', 'indices']
+
+A problem with a file or its values raises :class:`IrrunError`; a malformed argument
+(not the file's fault) raises :class:`UsageError`, a kind of :class:`IrrunError`, which
+the command line reports with exit code 2:
+
+>>> try:
+...     irrun.validate("models/pooling_chain.xml", shapes="image[1,3")
+... except irrun.UsageError as exc:
+...     print(str(exc)[:32])
+--shape: cannot read 'image[1,3'
 """
 
-from .errors import Diagnostic, IrrunError, LayerRef, Location
+from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from .model import LayerRun, Model, TensorSpec, load, validate
 
 __version__ = "0.1.0"
@@ -18,6 +28,7 @@ __all__ = [
     "Location",
     "Model",
     "TensorSpec",
+    "UsageError",
     "__version__",
     "load",
     "validate",

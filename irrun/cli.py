@@ -25,7 +25,14 @@ from . import __version__
 from .dims import format_shape
 from .dump import LayerDump
 from .errors import Diagnostic, IrrunError, Location, UsageError
-from .files import check_output_path, load_array_file, save_npz, write_atomically
+from .files import (
+    check_output_path,
+    count,
+    load_array_file,
+    save_npz,
+    say_written,
+    write_atomically,
+)
 from .memory import parse_size
 from .model import LayerRun, Model, check_ir, internal_error, load
 from .profiling import Profile
@@ -247,6 +254,8 @@ def _validate(args: argparse.Namespace) -> int:
     report = validation_report(args.model, found, shapes_text, args.strict)
     if args.output:
         write_atomically(Path(args.output), lambda f: _dump_json(report, f))
+        findings = f"{_count(errors, 'error')}, {_count(warnings, 'warning')}"
+        say_written(f"the report ({findings})", args.output)
     if args.json:
         _dump_json(report, sys.stdout)
         return int(failed)
@@ -358,7 +367,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"irrun: {dumper.summary()}", file=sys.stderr)
     if args.output:
         save_npz(Path(args.output), outputs)
-        say(f"wrote {len(outputs)} output{'s' * (len(outputs) != 1)} to {args.output}")
+        say_written(count(len(outputs), "output"), args.output, args.quiet)
     else:
         print(summary_table(outputs))
     if profile is not None:
@@ -368,6 +377,8 @@ def _run(args: argparse.Namespace) -> int:
         if args.profile_json:
             trace = profile.chrome_trace(args.model)
             write_atomically(Path(args.profile_json), lambda f: _dump_json(trace, f))
+            layers = count(len(profile.layers), "layer")
+            say_written(f"the trace of {layers}", args.profile_json, args.quiet)
     return 0
 
 

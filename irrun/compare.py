@@ -14,7 +14,10 @@ NaN at the same position and an infinity equals the same infinity; anything else
 against NaN or an infinity is an infinite error.  The relative error is
 ``|irrun - ref| / |ref|``: infinite where the reference is 0 and irrun is not.
 A tensor fails when any element fails, or when its shape or element type differs
-from the reference's, or when it is a model output the reference lacks.
+from the reference's, or when it is a model output the reference lacks.  An output whose
+tensor has no name goes by its Result's name (as ``Model.outputs`` names it): OpenVINO's
+Result of that name, else at that position, is its reference, and a file's array of another
+name stands in for it only when no other array could (see :func:`_stand_ins`).
 
 With another error statistic (``check_error_stat``, Polygraphy's ``--check-error-stat``)
 a tensor passes when the ``max``, ``mean`` or ``median`` of its elements' absolute
@@ -173,6 +176,11 @@ class Report:
     notes: list[str] = field(default_factory=list)
     not_in_reference: list[str] = field(default_factory=list)  # irrun tensors not compared
     stopped_early: bool = False  # fail_fast stopped at the first failure
+    # Where the inputs came from: {"source": "given" | "reference" | "random", "seed": N or
+    # None, "tensors": [{"name", "shape", "dtype"}], "hint": where the reference's inputs
+    # may be, as the end of the note on random inputs, or None}.
+    inputs: dict[str, Any] | None = None
+    backend: bool = False  # the reference ran here on the same inputs (OpenVINO)
 
     @property
     def passed(self) -> bool:
@@ -206,6 +214,8 @@ class Report:
                 f"{_some(self.not_in_reference)}"
             )
         failed = len(self.failed)
+        if failed and self.inputs is not None and self.inputs["source"] == "random":
+            out.append(f"note: {_random_inputs_text(self.inputs, self.backend)}")
         total = len(self.results)
         tolerance = (
             f"atol {_tol_text(self.atol, DEFAULT_ATOL)}, rtol {_tol_text(self.rtol, DEFAULT_RTOL)}"
@@ -260,6 +270,7 @@ class Report:
                 if first is None or first.layer is None
                 else {**first.layer.as_dict(), "tensor": first.name, "line": first.line or None}
             ),
+            "inputs": self.inputs,
             "notes": list(self.notes),
             "not_in_reference": list(self.not_in_reference),
             "tensors": [r.as_dict() for r in self.results],
@@ -571,6 +582,9 @@ def openvino_reference(
             + (why if same_pads else "")
         )
 
+    # The model's own Results, before --mark-all adds more: irrun's outputs, in its order.
+    own_results = list(ovm.get_results())
+    output_of = _outputs_by_result(model, own_results)
     if mark_all:
         wanted = [
             out for op in ovm.get_ordered_ops()
@@ -579,15 +593,23 @@ def openvino_reference(
         ]  # fmt: skip
         ovm.add_outputs(wanted)
     # Each model output is a Result; what feeds it says which irrun tensor it is.
-    names: list[str | None] = []
+    names: list[tuple[str, ...]] = []
     unmapped: list[str] = []
-    for result in ovm.get_results():
+    for i, result in enumerate(ovm.get_results()):
         source = result.input_value(0)
         node = source.get_node()
         name = irrun_name(node, source.get_index())
-        if name is None:
+        output = output_of.get(i)
+        if name is None and output is None:
             unmapped.append(f"{node.get_friendly_name()}:{source.get_index()}")
-        names.append(name)
+        # An output whose tensor has no name is, in irrun, named after its Result; the
+        # tensor itself is compared under the producing layer's name (--mark-all) only.
+        keys = [output] if output is not None else []
+        if name is not None and (output is None or mark_all):
+            keys.append(name)
+        if name in widened and output is not None:
+            widened[output] = widened[name]
+        names.append(tuple(dict.fromkeys(keys)))
     if unmapped:
         notes.append(
             f"OpenVINO's model has tensors irrun does not, not compared: {_some(unmapped)}"
@@ -600,14 +622,39 @@ def openvino_reference(
         where = Location(str(model.path))
         raise IrrunError(f"OpenVINO failed: {_ov_message(exc)}", where) from None
     arrays: dict[str, np.ndarray] = {}
-    for i, name in enumerate(names):
-        if name is not None and name not in arrays:
-            # The request owns these buffers; keeping it alive avoids copying them.
-            arrays[name] = request.get_output_tensor(i).data
+    for i, keys in enumerate(names):
+        for name in keys:
+            if name not in arrays:
+                # The request owns these buffers; keeping it alive avoids copying them.
+                arrays[name] = request.get_output_tensor(i).data
     ref = ArrayReference(arrays, "OpenVINO CPU (f32)")
     ref.notes, ref.casts = notes, widened
     ref.keep_alive = request  # type: ignore[attr-defined]  # owns the arrays' memory
     return ref
+
+
+def _outputs_by_result(model: Model, results: list[Any]) -> dict[int, str]:
+    """irrun's name for each of OpenVINO's Results (by index) that feeds an output whose
+    tensor has no name, which irrun names after the Result layer.
+
+    The Result layer's name, which OpenVINO keeps as the Result's friendly name, says which
+    one it is; where names do not tell (two Results of one name, a name irrun does not
+    have), the position does, as both list the outputs in the IR's Result order.
+    """
+    unnamed = {s.name for s in model.outputs if not s.names}
+    if not unnamed:
+        return {}
+    found: dict[int, str] = {}
+    friendly = [r.get_friendly_name() for r in results]
+    for i, name in enumerate(friendly):
+        if name in unnamed and friendly.count(name) == 1:
+            found[i] = name
+    if len(results) == len(model.outputs):
+        taken = set(found.values())
+        for i, spec in enumerate(model.outputs):
+            if i not in found and spec.name in unnamed and spec.name not in taken:
+                found[i] = spec.name
+    return found
 
 
 def _ov_message(exc: Exception) -> str:
@@ -634,14 +681,17 @@ def compare(
     atol: Tolerance = DEFAULT_ATOL,
     rtol: Tolerance = DEFAULT_RTOL,
     fail_fast: bool = False,
-    seed: int = 0,
+    seed: int | None = None,
     check_error_stat: ErrorStat = "elemwise",
 ) -> Report:
     """Run ``model`` on ``feeds`` and compare its tensors with ``reference``.
 
     ``reference`` is a dict of arrays by tensor name, a path to an .npz or a
     ``--dump-dir`` directory, or None with ``backend="openvino"`` to run OpenVINO on
-    the same feeds.  ``feeds`` default to the model's seeded random inputs.  ``atol``
+    the same feeds.  ``feeds`` default to the reference's own copy of the inputs when it
+    holds every one under the input's name (as a dump's inputs.npz does), else to the
+    model's random inputs of ``seed`` (0 by default; a ``seed`` given always means random
+    inputs); a failure on random inputs says so, with their shapes.  ``atol``
     and ``rtol`` are floats, or dicts by tensor name where ``"*"`` sets the default.
     With ``mark_all`` every tensor irrun computes is compared (in run order), else
     the model's outputs.  ``fail_fast`` stops at the first tensor that fails.
@@ -658,8 +708,6 @@ def compare(
     """
     if not isinstance(model, Model):
         model = load(model)
-    if feeds is None:
-        feeds = model.random_inputs(seed)
     known = set(model.tensor_names.values())
     for what, tol in (("tolerance", atol), ("tolerance", rtol), ("error stat", check_error_stat)):
         if isinstance(tol, Mapping):
@@ -675,12 +723,12 @@ def compare(
     if odd:
         raise UsageError(f"error stat '{odd[0]}' is not one of {', '.join(ERROR_STATS)}")
     owned = not isinstance(reference, Reference)
+    ref: Reference | None = None
     if backend is not None:
         if reference is not None:
             raise UsageError("give a reference or a backend, not both")
         if backend != "openvino":
             raise UsageError(f"unknown reference backend '{backend}' (irrun has: openvino)")
-        ref = openvino_reference(model, feeds, mark_all)
     elif reference is None:
         raise UsageError("no reference: give one, or backend='openvino'")
     elif isinstance(reference, Reference):
@@ -690,10 +738,72 @@ def compare(
     else:
         ref = ArrayReference(reference)
     try:
-        return _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat)
+        source = "given"
+        if feeds is None:
+            taken = _reference_inputs(model, ref) if ref is not None and seed is None else None
+            if taken is not None:
+                feeds, source = taken, "reference"
+            else:
+                seed = 0 if seed is None else seed
+                feeds, source = model.random_inputs(seed), "random"
+        if ref is None:
+            ref = openvino_reference(model, feeds, mark_all)
+        report = _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat)
+        report.backend = backend is not None
+        report.inputs = {
+            "source": source,
+            "seed": seed if source == "random" else None,
+            "tensors": [{"name": name, "shape": list(np.shape(value)),
+                         "dtype": str(np.asarray(value).dtype)}
+                        for name, value in feeds.items()],
+            "hint": _inputs_hint(model, reference, ref) if source == "random" else None,
+        }  # fmt: skip
+        return report
     finally:
-        if owned:
+        if owned and ref is not None:
             ref.close()
+
+
+def _reference_inputs(model: Model, ref: Reference) -> dict[str, np.ndarray] | None:
+    """The reference's copy of every model input (under its name or a tensor name), or None
+    when it lacks one: a reference holding its inputs says what it was made from."""
+    names = set(ref.names())
+    found: dict[str, np.ndarray] = {}
+    for spec in model.inputs:
+        key = next((n for n in (spec.name, *spec.names) if n in names), None)
+        if key is None:
+            return None
+        found[spec.name] = np.asarray(ref.get(key))
+    return found or None
+
+
+def _inputs_hint(model: Model, given: Any, ref: Reference) -> str | None:
+    """Where the inputs a reference was made from may be: ``M.inputs.npz`` beside the
+    reference or the model (irrun's bundled models keep them so), or a dump's missing
+    inputs file."""
+    inputs_file = getattr(ref, "inputs_file", None)
+    if isinstance(inputs_file, Path) and not inputs_file.is_file():
+        return f" (the dump's {inputs_file} is missing)"
+    if not isinstance(given, str | Path):
+        return None
+    path = Path(given)
+    stems = dict.fromkeys((path.name.split(".")[0], model.path.stem))
+    for directory in dict.fromkeys((path.parent, model.path.parent)):
+        for stem in stems:
+            candidate = directory / f"{stem}.inputs.npz"
+            if candidate.is_file() and candidate != path:
+                return f", perhaps --input {candidate}"
+    return None
+
+
+def _random_inputs_text(inputs: dict[str, Any], backend: bool) -> str:
+    """``irrun ran on random inputs (seed 0: image [1, 3, 16, 16] float32) ...``."""
+    shapes = ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in inputs["tensors"])
+    ran = f"random inputs (seed {inputs['seed']}: {shapes})"
+    if backend:
+        return f"both ran on the same {ran}; --input gives others"
+    return (f"irrun ran on {ran}, not on those the reference was made from: give those "
+            f"with --input{inputs['hint'] or ''}")
 
 
 def _compare(
@@ -714,12 +824,26 @@ def _compare(
     layer_of = {
         name: (layer, line) for layer, line, names in model.layers() for name in names
     }  # fmt: skip
+    # An output whose tensor has no name goes by its Result's name: that layer is its place.
+    unnamed = {s.name for s in model.outputs if not s.names}
+    for result, line, _ in model.layers():
+        if result.type == "Result" and result.name in unnamed and result.name not in layer_of:
+            layer_of[result.name] = (result, line)
     compared: set[str] = set()
+    known = set(model.tensor_names.values()) | set(output_names)
+    inputs = {s.name for s in model.inputs}
+    stand_in = _stand_ins(model, ref, [n for n in ref_names if n not in known | inputs])
+    for output, other in stand_in.items():
+        report.notes.append(
+            f"output '{output}' is not in the reference: compared with its '{other}', the one "
+            "array there of that shape that irrun has no tensor of"
+        )
 
     def check(name: str, value: np.ndarray) -> None:
         compared.add(name)
         layer, line = layer_of.get(name, (None, 0))
-        if name not in in_ref:
+        ref_name = stand_in.get(name, name)
+        if ref_name not in in_ref:
             if name not in output_names:
                 report.not_in_reference.append(name)
                 return
@@ -728,9 +852,9 @@ def _compare(
                 problem=MISSING,
             )  # fmt: skip
         else:
-            expected = ref.get(name)
-            if name in ref.casts:
-                expected = np.asarray(expected).astype(ref.casts[name])
+            expected = ref.get(ref_name)
+            if ref_name in ref.casts:
+                expected = np.asarray(expected).astype(ref.casts[ref_name])
             result = compare_arrays(
                 value, expected, _tol(atol, name, DEFAULT_ATOL), _tol(rtol, name, DEFAULT_RTOL),
                 name, _by_name(check_error_stat, name, "elemwise"),
@@ -772,10 +896,16 @@ def _compare(
                     f"the reference's input '{spec.name}' is not the input given ({how}): "
                     "was the reference made from other inputs? (--input)"
                 )
-    inputs = {s.name for s in model.inputs}
-    known = set(model.tensor_names.values())
-    strangers = [n for n in ref_names if n not in known]
-    if strangers:
+    strangers = [n for n in ref_names if n not in known and n not in stand_in.values()]
+    lacking = [r.name for r in report.results if r.problem == MISSING and r.name in unnamed]
+    if strangers and lacking:
+        # Most likely the same outputs under other names, with nothing to tell which is which.
+        report.notes.append(
+            f"the reference has {len(strangers)} tensor{'s' * (len(strangers) != 1)} irrun "
+            f"does not, not compared: {_some(strangers)}; irrun names an output whose tensor "
+            f"has no name after its Result: save the reference's outputs as {_some(lacking)}"
+        )
+    elif strangers:
         report.notes.append(
             f"the reference has {len(strangers)} tensor{'s' * (len(strangers) != 1)} irrun "
             f"does not, not compared: {_some(strangers)} (irrun's names: irrun compare "
@@ -788,6 +918,35 @@ def _compare(
             "add --mark-all to compare them"
         )
     return report
+
+
+def _stand_ins(model: Model, ref: Reference, strangers: list[str]) -> dict[str, str]:
+    """For model outputs the reference lacks, its array to compare each with instead,
+    where there is no doubt which: a reference made elsewhere (OpenVINO's outputs saved by
+    index, say) names them otherwise.
+
+    One missing output and one array irrun has no tensor of go together; with more, an
+    output goes with an array only when each is the only one of its shape on either side.
+    """
+    in_ref = set(ref.names())
+    missing = [s for s in model.outputs if s.name not in in_ref]
+    if not missing or not strangers:
+        return {}
+    shapes = {n: tuple(np.shape(ref.get(n))) for n in strangers}
+    static = {s.name: tuple(s.shape) for s in missing
+              if s.shape is not None and all(isinstance(d, int) for d in s.shape)}  # fmt: skip
+    if len(missing) == len(strangers) == 1:
+        output, other = missing[0].name, strangers[0]
+        # A shape irrun does not know yet (dynamic dims) cannot tell against it.
+        fits = output not in static or static[output] == shapes[other]
+        return {output: other} if fits else {}
+    found: dict[str, str] = {}
+    for output, shape in static.items():
+        same = [n for n, ref_shape in shapes.items() if ref_shape == shape]
+        outputs_of_shape = [o for o, other in static.items() if other == shape]
+        if len(same) == 1 and outputs_of_shape == [output]:
+            found[output] = same[0]
+    return found
 
 
 def _tol(tol: Tolerance, name: str, default: float) -> float:
@@ -947,22 +1106,23 @@ def register(
 def _handler(args: argparse.Namespace) -> int:
     # Imported here: cli imports this module to register the command.
     from .cli import random_seed, read_inputs
-    from .files import check_output_path, write_atomically
+    from .files import check_output_path, count, say_written, write_atomically
 
     if args.output:
         check_output_path(Path(args.output))
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
-    seed = random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
+    # Refuses a --seed that inputs from elsewhere would leave unused.
+    random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
     model = load(args.model, args.weights, args.max_memory)
+    feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
     if args.input:
         feeds = read_inputs(model, args.input)
     elif dump_inputs is not None:
         # A dump keeps the inputs it was made from: those, not random ones, reproduce it.
         feeds = read_inputs(model, [str(dump_inputs)])
-    else:
-        feeds = model.random_inputs(seed)
     report = compare(
         model, feeds, args.ref, backend=args.ref_backend, mark_all=args.mark_all,
+        seed=args.seed,  # None: the reference's inputs if it holds them, else seed 0
         atol=_tolerances(args.atol, DEFAULT_ATOL), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
         fail_fast=args.fail_fast,
         check_error_stat=_tolerances(args.check_error_stat, "elemwise"),
@@ -970,6 +1130,7 @@ def _handler(args: argparse.Namespace) -> int:
     data = report.as_dict()
     if args.output:
         write_atomically(Path(args.output), lambda f: _dump(data, f))
+        say_written(f"the report of {count(len(report.results), 'tensor')}", args.output)
     if args.json:
         _dump(data, sys.stdout)
     else:

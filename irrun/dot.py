@@ -23,6 +23,7 @@ from typing import Any
 from .cli import _shapes as shapes_argument
 from .cli import check_output_path, write_atomically
 from .errors import IrrunError, Location, UsageError, one_line
+from .files import say_written
 from .inspector import attributes_text, inspect_model, shape_text
 
 # The format each output file name ending gives, when --format does not say.
@@ -101,6 +102,7 @@ def _handle(args: argparse.Namespace) -> int:
         sys.stdout.buffer.flush()
     else:
         write_atomically(out, lambda f: f.write(data), binary=True)
+        say_written(f"the graph ({fmt.upper()})", out)
     return 0
 
 

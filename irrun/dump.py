@@ -22,7 +22,7 @@ from typing import IO, Any
 import numpy as np
 
 from .errors import IrrunError, Location
-from .files import write_atomically
+from .files import save_npz, write_atomically
 from .model import LayerRun
 
 MANIFEST = "manifest.json"
@@ -85,7 +85,7 @@ class LayerDump:
                 if isinstance(name, str) and "/" not in name and name.endswith(".npy"):
                     (self.directory / name).unlink(missing_ok=True)
             old.unlink()
-        write_atomically(self.directory / INPUTS, lambda f: np.savez(f, **feeds), binary=True)
+        save_npz(self.directory / INPUTS, feeds)
 
     def selects(self, layer: LayerRun) -> bool:
         ref = layer.ref

@@ -113,7 +113,12 @@ class IrrunError(Exception):
 
 
 class UsageError(IrrunError):
-    """Command-line misuse (exit code 2)."""
+    """A malformed argument rather than a bad file: command-line misuse (exit code 2),
+    or in Python a bad ``shapes``, tolerance or option value.
+
+    >>> issubclass(UsageError, IrrunError)
+    True
+    """
 
 
 Level = Literal["error", "warning"]

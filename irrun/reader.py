@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,6 +187,9 @@ def _read_bounded(path: Path, loc: Location) -> bytes:
     except OSError as exc:
         raise IrrunError(f"cannot read: {exc.strerror or exc}", loc, code="unreadable") from None
     if size > limit or len(data) > limit:
+        foreign = not_ir(path, data[:64] or _head(path))
+        if foreign is not None:  # an ONNX file is often larger than any .xml: say what it is
+            raise foreign
         shown = f"{size / 1e6:.1f} MB" if size > limit else f"more than {limit / 1e6:g} MB"
         raise IrrunError(
             f"the file is {shown}, larger than irrun reads ({limit / 1e6:g} MB; set "
@@ -217,9 +221,11 @@ def parse_xml(path: str | Path, data: bytes | None = None) -> etree._Element:
     if not data.strip():
         raise IrrunError("the file is empty, expected an OpenVINO IR <net> document", loc,
                          code="unreadable")  # fmt: skip
+    foreign = not_ir(path, data)
+    if foreign is not None:
+        raise foreign
     if _looks_binary(data):
-        hint = " (the weights file? pass the .xml)" if path.suffix.lower() == ".bin" else ""
-        raise IrrunError(f"binary data, not an IR .xml file{hint}", loc, code="unreadable")
+        raise IrrunError("binary data, not an IR .xml file", loc, code="unreadable")
     doctype_line = _doctype_line(data)
     if doctype_line:
         # Refused before libxml2 sees it: libxml2 expands entities in attribute values
@@ -245,6 +251,84 @@ def parse_xml(path: str | Path, data: bytes | None = None) -> etree._Element:
     if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
         raise IrrunError(_DOCTYPE_REFUSED, loc, code="doctype")
     return root
+
+
+# Files people pass for an IR: what each is, and how to make an IR of it ("ovc": OpenVINO's
+# converter reads the file itself).
+_FOREIGN_SUFFIXES = {
+    ".onnx": ("an ONNX model", "ovc"),
+    ".pb": ("a TensorFlow model", "ovc"),
+    ".pbtxt": ("a TensorFlow model", "ovc"),
+    ".tflite": ("a TensorFlow Lite model", "ovc"),
+    ".pdmodel": ("a PaddlePaddle model", "ovc"),
+    ".pdiparams": ("PaddlePaddle weights", "convert the .pdmodel beside them with ovc"),
+    ".pt": ("a PyTorch file", "torch"),
+    ".pth": ("a PyTorch file", "torch"),
+    ".h5": ("a Keras model", "keras"),
+    ".keras": ("a Keras model", "keras"),
+    ".blob": ("a compiled OpenVINO blob", "pass the IR it was compiled from"),
+}
+# ONNX is protobuf, and every exporter writes ModelProto's ir_version (field 1, a varint)
+# first, then another field: a producer name, the graph, the opsets...
+_ONNX_SECOND_TAGS = frozenset(b"\x12\x1a\x22\x28\x32\x3a\x42\x72")
+
+
+def not_ir(path: str | Path, data: bytes) -> IrrunError | None:
+    """The error for a file that is not an IR .xml but another model format, or None.
+
+    ``data`` is the file's start.  The content decides, so that an IR under any name is
+    read; the extension names the format of a file that is not XML.
+
+    >>> print(not_ir("model.onnx", b"\x08\x08\x12\x07pytorch"))  # doctest: +ELLIPSIS
+    model.onnx: an ONNX model, not OpenVINO IR: irrun reads IR (.xml + .bin); convert it ...
+    >>> not_ir("model.onnx", b"<?xml version='1.0'?><net/>") is None
+    True
+    """
+    path = Path(path)
+    head = data[:256].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith(b"<") or _wide_encoding(data) is not None:
+        return None  # XML: whatever its name, it is read as an IR
+    suffix = path.suffix.lower()
+    xml = path.with_suffix(".xml")
+    if suffix == ".bin":
+        named = str(xml) if xml.is_file() else "the .xml"
+        return IrrunError(
+            f"binary data, not an IR .xml file (the weights file? pass {named}: irrun reads "
+            "IR as the .xml with its .bin beside it)", Location(str(path)), code="not-ir",
+        )  # fmt: skip
+    what, how = _FOREIGN_SUFFIXES.get(suffix, (None, ""))
+    if head[4:8] == b"TFL3":
+        what, how = "a TensorFlow Lite model", "ovc"
+    elif head.startswith(b"\x89HDF\r\n\x1a\n"):
+        what, how = "an HDF5 file (a Keras model?)", "keras"
+    elif what is None and len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] <= 32 \
+            and head[2] in _ONNX_SECOND_TAGS:
+        # Other protobufs can start so too (a TensorFlow saved_model.pb does): the
+        # extension, where it names a format, decides first.
+        what, how = "an ONNX model", "ovc"
+    if what is None:
+        return None
+    source = path
+    if path.name == "saved_model.pb":  # ovc reads a SavedModel as its directory
+        source, xml = path.parent, path.parent.with_suffix(".xml")
+    if how == "ovc":
+        how = (f"convert it with OpenVINO's converter: ovc {shlex.quote(str(source))}, or in "
+               f'Python ov.save_model(ov.convert_model("{source}"), "{xml.name}")')  # fmt: skip
+    elif how in ("torch", "keras"):
+        module = "module" if how == "torch" else "keras_model"
+        extra = ", example_input=..." if how == "torch" else ""
+        how = (f"load the {'module' if how == 'torch' else 'model'} and convert it in Python: "
+               f'ov.save_model(ov.convert_model({module}{extra}), "{xml.name}")')  # fmt: skip
+    return IrrunError(f"{what}, not OpenVINO IR: irrun reads IR (.xml + .bin); {how}",
+                      Location(str(path)), code="not-ir")  # fmt: skip
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(64)
+    except OSError:
+        return b""
 
 
 _LXML_POSITION = re.compile(r", line \d+, column \d+$")

@@ -200,11 +200,11 @@ def test_npz_files_feed_several_inputs_by_name(tmp_path, capsys):
 
 
 def test_a_failed_write_leaves_no_file(demo_dir, tmp_path, capsys, monkeypatch):
-    def full_disk(file, **arrays):
+    def full_disk(file, arrays):
         file.write(b"PK\x03\x04 half an archive")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(np, "savez", full_disk)
+    monkeypatch.setattr(irrun.files, "write_npz", full_disk)
     out = tmp_path / "out"
     rc, _, err = run_cli(capsys, DEMO, "--input-dir", str(demo_dir), "--output-dir", str(out))
     assert rc == 1

@@ -8,6 +8,7 @@ offending element and the message irrun prints for it.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -302,7 +303,8 @@ def test_weights_file_given_as_the_model(capsys):
     assert_one_error(
         capsys, [str(MODELS / "pooling_chain.bin")],
         f"{MODELS / 'pooling_chain.bin'}: binary data, not an IR .xml file "
-        "(the weights file? pass the .xml)",
+        f"(the weights file? pass {MODELS / 'pooling_chain.xml'}: irrun reads IR as the .xml "
+        "with its .bin beside it)",
     )  # fmt: skip
 
 
@@ -557,11 +559,11 @@ def test_failure_while_writing_leaves_nothing_behind(inputs_dir, capsys, monkeyp
     (inputs_dir / "out.npz").write_bytes(b"previous")
     before = _listing(inputs_dir)
 
-    def half_write(file, **arrays):
+    def half_write(file, arrays):
         file.write(b"PK\x03\x04 half an archive")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(np, "savez", half_write)
+    monkeypatch.setattr(irrun.files, "write_npz", half_write)
     assert_one_error(
         capsys, ["pooling_chain.xml", "-o", "out.npz"], "out.npz: cannot write: No space left on device"
     )
@@ -651,3 +653,21 @@ def test_ir_versions_10_and_11_are_read(version, tmp_path, capsys):
     unused = f"{path}:32: warning: {STEM} port 2: output port 2 is not used"
     expected = f"{unused}\n{path}: valid (1 warning)\n"
     assert run_cli(capsys, "validate", str(path)) == (0, expected, "")
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda: irrun.validate(MODELS / "pooling_chain.xml", shapes="image[1,3"),
+         "--shape: cannot read 'image[1,3'"),
+        (lambda: irrun.load(MODELS / "pooling_chain.xml").reshape("nosuch[1,3,4,4]"),
+         "no input named 'nosuch'"),
+    ],
+    ids=["validate-bad-shapes", "reshape-unknown-input"],
+)
+def test_usage_error_is_public_and_catchable(call, says):
+    assert "UsageError" in irrun.__all__
+    with pytest.raises(irrun.UsageError, match=re.escape(says)):
+        call()
+    # A script catching every irrun problem catches this one too.
+    assert issubclass(irrun.UsageError, irrun.IrrunError)

@@ -142,8 +142,9 @@ def test_dot_of_pooling_chain_in_full(capsys, monkeypatch):
 def test_dot_on_stdout_is_the_dot_file(tmp_path, capsys):
     _, text, _ = graph(capsys, MODELS[0])
     assert graph(capsys, MODELS[0], "-o", "-") == (0, text, "")
-    assert graph(capsys, MODELS[0], "-o", tmp_path / "g.gv") == (0, "", "")
-    assert graph(capsys, MODELS[0], "-o", tmp_path / "g.txt", "--format", "dot") == (0, "", "")
+    for name, fmt in (("g.gv", ()), ("g.txt", ("--format", "dot"))):
+        said = f"irrun: wrote the graph (DOT) to {tmp_path / name}\n"
+        assert graph(capsys, MODELS[0], "-o", tmp_path / name, *fmt) == (0, "", said)
     assert (tmp_path / "g.gv").read_text() == text == (tmp_path / "g.txt").read_text()
 
 
@@ -237,7 +238,8 @@ def test_without_graphviz_a_picture_is_one_line_and_nothing_is_written(
     )
     assert list(tmp_path.iterdir()) == []
     # DOT needs no Graphviz.
-    assert graph(capsys, ROOT / "models/demo.xml", "-o", tmp_path / "graph.dot") == (0, "", "")
+    said = f"irrun: wrote the graph (DOT) to {tmp_path / 'graph.dot'}\n"
+    assert graph(capsys, ROOT / "models/demo.xml", "-o", tmp_path / "graph.dot") == (0, "", said)
 
 
 def _fake_dot(tmp_path: Path, script: str) -> str:
