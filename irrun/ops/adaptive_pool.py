@@ -22,6 +22,7 @@ from ..attributes import Attr
 from ..dims import DYNAMIC, Dim
 from ..registry import OpDef, ShapeError, TensorInfo, register
 from ..window import plane_chunks
+from . import pool_windows
 from .avg_pool import accumulator_dtype, to_input_type
 
 
@@ -98,10 +99,19 @@ class _Plan:
         self.plane = int(np.prod(sizes, dtype=np.int64))
         self.outs = outs
         self.out_count = int(np.prod(outs, dtype=np.int64))
+        self.chunks = plane_chunks(self.planes, self.plane * 8, CHUNK_BYTES)
+        bounds = [window_bounds(size, out) for size, out in zip(sizes, outs, strict=True)]
+        # A tap per position of the largest window is a NumPy call each: with more taps
+        # than windows (a window of a million elements), window by window instead.
+        taps = int(np.prod([int((end - start).max()) for start, end in bounds], dtype=object))
+        self.general = None
+        if taps > max(self.out_count, 1):
+            self.general = pool_windows.Windows(
+                sizes, [(start, end - start, 1) for start, end in bounds])
+            return
         steps = np.cumprod([1, *sizes[:0:-1]])[::-1]
         per_axis, counts = [], np.ones((), np.int64)
-        for axis, (size, out) in enumerate(zip(sizes, outs, strict=True)):
-            start, end = window_bounds(size, out)
+        for axis, ((start, end), out) in enumerate(zip(bounds, outs, strict=True)):
             shape_a = [1] * len(sizes)
             shape_a[axis] = out
             counts = counts * (end - start).reshape(shape_a)
@@ -120,7 +130,6 @@ class _Plan:
                 index = np.where(np.broadcast_to(inside, outs).reshape(-1), index, self.plane)
             self.taps.append(np.ascontiguousarray(index, np.intp))
         self.counts = counts.reshape(-1, 1)
-        self.chunks = plane_chunks(self.planes, self.plane * 8, CHUNK_BYTES)
 
 
 @functools.lru_cache(maxsize=256)
@@ -145,21 +154,14 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
     """
     plan = _plan(x.shape, tuple(out_sizes), True)
     acc_dtype = accumulator_dtype(x.dtype)
+    if plan.general is not None:
+        return _adaptive_avg_windows(plan, x, acc_dtype)
     xp = x.reshape(plan.planes, plan.plane)
     out = np.empty((plan.planes, plan.out_count), acc_dtype)
     counts = plan.counts.astype(acc_dtype)
     # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
     with np.errstate(invalid="ignore", over="ignore"):
         for ch in plan.chunks:
-            if plan.out_count == 1:
-                # One window holds the whole plane (global pooling): its positions are
-                # the rows, and reducing a C-ordered array over its first axis adds
-                # them one row at a time, in the plugin's order, in one call.
-                acc = np.add.reduce(_rows(xp[ch], plan.plane, acc_dtype, False), axis=0)
-                acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
-                acc /= counts[0]
-                np.copyto(out[ch], acc[:, None])
-                continue
             rows = _rows(xp[ch], plan.plane, acc_dtype, zero_row=True)
             acc = np.take(rows, plan.taps[0], axis=0)
             acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
@@ -170,6 +172,19 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
             acc /= counts
             np.copyto(out[ch], acc.T)
     return to_input_type(out, x.dtype).reshape(x.shape[:2] + tuple(out_sizes))
+
+
+def _adaptive_avg_windows(plan: _Plan, x: np.ndarray, acc_dtype: np.dtype) -> np.ndarray:
+    """:func:`adaptive_avg_pool` window by window (see :mod:`.pool_windows`)."""
+    win = plan.general
+    xp = x.reshape(plan.planes, *x.shape[2:])
+    sums = np.empty((plan.planes, *win.shape), acc_dtype)
+    counts = functools.reduce(np.multiply.outer, win.counts).astype(acc_dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for ch in plan.chunks:
+            sums[ch] = win.sums(xp[ch].astype(acc_dtype, copy=False), acc_dtype)
+        sums /= counts
+    return to_input_type(win.expand(sums), x.dtype).reshape(x.shape[:2] + plan.outs)
 
 
 def adaptive_max_pool(
@@ -185,6 +200,16 @@ def adaptive_max_pool(
     ([[[3.0, 2.0]]], [[[1, 3]]])
     """
     plan = _plan(x.shape, tuple(out_sizes), False)
+    shape = x.shape[:2] + tuple(out_sizes)
+    if plan.general is not None:
+        win = plan.general
+        xp = x.reshape(plan.planes, *x.shape[2:])
+        values = np.empty((plan.planes, *win.shape), x.dtype)
+        where = np.empty((plan.planes, *win.shape), np.int64)
+        for ch in plan.chunks:
+            values[ch], where[ch] = win.maxima(xp[ch])
+        index = win.expand(where).reshape(shape) if with_indices else None
+        return win.expand(values).reshape(shape), index
     xp = x.reshape(plan.planes, plan.plane)
     values = np.empty((plan.planes, plan.out_count), x.dtype)
     index = np.empty((plan.planes, plan.out_count), np.int64) if with_indices else None
@@ -215,7 +240,6 @@ def adaptive_max_pool(
         np.copyto(values[ch], best.T)
         if with_indices:
             np.copyto(index[ch], sel.T)
-    shape = x.shape[:2] + tuple(out_sizes)
     return values.reshape(shape), (None if index is None else index.reshape(shape))
 
 
