@@ -79,6 +79,11 @@ def _infer(with_indices: bool):
 CHUNK_BYTES = 1 << 22
 
 
+def window_by_window(taps: int, windows: int) -> bool:
+    """Whether the windows go through :mod:`.pool_windows` (more taps than windows)."""
+    return taps > max(windows, 1)
+
+
 class _Plan:
     """The windows of one adaptive pool, as flat positions in the plane, per tap.
 
@@ -105,7 +110,7 @@ class _Plan:
         # than windows (a window of a million elements), window by window instead.
         taps = int(np.prod([int((end - start).max()) for start, end in bounds], dtype=object))
         self.general = None
-        if taps > max(self.out_count, 1):
+        if window_by_window(taps, self.out_count):
             self.general = pool_windows.Windows(
                 sizes, [(start, end - start, 1) for start, end in bounds])
             return
