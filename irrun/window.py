@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+import ml_dtypes
 import numpy as np
 
 from .dims import DYNAMIC, Dim, Shape, map_bounds
@@ -28,6 +29,48 @@ AUTO_PADS = ("explicit", "same_upper", "same_lower", "valid")
 MAX_DIM = 2**63 - 1
 # Geometry above this (strides, pads) leaves int64 no room for products with a position.
 _TAME_VALUE = 2**31
+
+
+# The element types of the data every pool op takes.  OpenVINO's op classes check
+# none (any type infers), so these are the types its CPU plugin compiles a pool for
+# and irrun computes as the plugin does; f8, u4/i4 and the rest are refused.
+POOL_TYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8",
+              "boolean")  # fmt: skip
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+# The plugin pools these in another type: booleans as u8, bf16 in f32, and 16-bit
+# and unsigned 32/64-bit integers as i32 (wrapping: u32 2**31 is -2**31 there).
+_COMPUTED_IN = {np.dtype(np.bool_): np.dtype(np.uint8), _BF16: np.dtype(np.float32),
+                **{np.dtype(t): np.dtype(np.int32)
+                   for t in (np.int16, np.uint16, np.uint32, np.uint64)}}  # fmt: skip
+
+
+def computed(x: np.ndarray) -> np.ndarray:
+    """``x`` in the type the CPU plugin pools it in (see ``_COMPUTED_IN``).
+
+    >>> computed(np.array([True, False])).dtype, computed(np.uint32([2**31])).tolist()
+    (dtype('uint8'), [-2147483648])
+    """
+    work = _COMPUTED_IN.get(x.dtype)
+    if work is None:
+        return x
+    if x.dtype == np.bool_:
+        return x.view(np.uint8)
+    return x.astype(work)
+
+
+def restored(y: np.ndarray, dtype: np.dtype, truncate: bool = False) -> np.ndarray:
+    """A pool's result ``y`` (of :func:`computed`'s type) back in ``dtype``.
+
+    Integers wrap, as the plugin narrows them.  f32 becomes bf16 rounded to nearest
+    even, or with ``truncate`` by dropping the low half: that is how the plugin's
+    max pool turns f32's lowest value into bf16's (-3.39e38, not -inf).
+    """
+    if y is None or y.dtype == dtype:
+        return y
+    if dtype == _BF16 and truncate:
+        return (y.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(_BF16)
+    return y.astype(dtype)
 
 
 def dilated(kernel: int, dilation: int) -> int:

@@ -21,7 +21,7 @@ from .. import element_types
 from ..attributes import Attr
 from ..dims import DYNAMIC, Dim
 from ..registry import OpDef, ShapeError, TensorInfo, register
-from ..window import plane_chunks
+from ..window import POOL_TYPES, computed, plane_chunks, restored
 from . import pool_windows
 from .avg_pool import accumulator_dtype, to_input_type
 
@@ -249,14 +249,18 @@ def adaptive_max_pool(
 
 
 def _avg_kernel(a: SimpleNamespace, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (adaptive_avg_pool(x, _output_sizes(target, x.ndim)),)
+    with np.errstate(all="ignore"):  # NaN, infinities and overflow are results here
+        return (restored(adaptive_avg_pool(computed(x), _output_sizes(target, x.ndim)), x.dtype),)
 
 
 def _max_kernel(
     a: SimpleNamespace, x: np.ndarray, target: np.ndarray, needed=(True, True)
 ) -> tuple:
-    values, index = adaptive_max_pool(x, _output_sizes(target, x.ndim), with_indices=needed[1])
-    return values, (None if index is None else index.astype(a.index_element_type.dtype))
+    with np.errstate(all="ignore"):  # NaN compares as a value here, never a warning
+        values, index = adaptive_max_pool(computed(x), _output_sizes(target, x.ndim),
+                                          with_indices=needed[1])  # fmt: skip
+    index = None if index is None else index.astype(a.index_element_type.dtype)
+    return restored(values, x.dtype), index
 
 
 def _check_max(a: SimpleNamespace) -> None:
@@ -273,6 +277,8 @@ register(
         infer=_infer(with_indices=False),
         kernel=_avg_kernel,
         inputs=(2, 2),
+        # output_shape: OpenVINO reads the values of any type.
+        input_types=(POOL_TYPES, None),
     )
 )
 register(
@@ -286,5 +292,6 @@ register(
         inputs=(2, 2),
         check=_check_max,
         optional_outputs=True,
+        input_types=(POOL_TYPES, None),
     )
 )

@@ -21,12 +21,15 @@ from ..attributes import Attr
 from ..registry import OpDef, TensorInfo, register
 from ..window import (
     AUTO_PADS,
+    POOL_TYPES,
     ROUNDING_TYPES,
     Windows,
     check_pool_attributes,
+    computed,
     plane_chunks,
     pool_dilations,
     pooled_shape,
+    restored,
     with_defaults,
 )
 from . import pool_windows
@@ -386,7 +389,8 @@ def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
 
 
 def _kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (avg_pool(x, a),)
+    with np.errstate(all="ignore"):  # NaN, infinities and overflow are results here
+        return (restored(avg_pool(computed(x), a), x.dtype),)
 
 
 for _version, _since, _attrs in ((1, 1, V1_ATTRS), (14, 14, V1_ATTRS), (16, 16, V16_ATTRS)):
@@ -400,5 +404,6 @@ for _version, _since, _attrs in ((1, 1, V1_ATTRS), (14, 14, V1_ATTRS), (16, 16, 
             kernel=_kernel,
             check=_check(_version),
             shape_attrs=SHAPE_ATTRS,
+            input_types=(POOL_TYPES,),
         )
     )

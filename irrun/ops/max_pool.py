@@ -22,13 +22,16 @@ from ..attributes import Attr
 from ..registry import OpDef, ShapeError, TensorInfo, register
 from ..window import (
     AUTO_PADS,
+    POOL_TYPES,
     ROUNDING_TYPES,
     Axis,
     Windows,
     check_pool_attributes,
+    computed,
     plane_chunks,
     pool_dilations,
     pooled_shape,
+    restored,
     with_defaults,
 )
 from . import pool_windows
@@ -610,12 +613,16 @@ def _max_pool_windows(plan: _Plan, x, with_indices, with_values, index_dtype, ax
 
 def _kernel(version: int):
     def kernel(a: SimpleNamespace, x: np.ndarray, needed=(True, True)) -> tuple:
-        if version == 1:
-            values, _ = max_pool(x, a, with_indices=False)
-            return (values,)
-        axis = _normalized_axis(a.axis, x.ndim)
-        return max_pool(x, a, with_indices=needed[1], with_values=needed[0],
-                        index_dtype=a.index_element_type.dtype, axis=axis)  # fmt: skip
+        work = computed(x)
+        # NaN and infinities are values like any other here, never a warning.
+        with np.errstate(all="ignore"):
+            if version == 1:
+                values, _ = max_pool(work, a, with_indices=False)
+                return (restored(values, x.dtype, truncate=True),)
+            axis = _normalized_axis(a.axis, x.ndim)
+            values, index = max_pool(work, a, with_indices=needed[1], with_values=needed[0],
+                                     index_dtype=a.index_element_type.dtype, axis=axis)  # fmt: skip
+        return restored(values, x.dtype, truncate=True), index
 
     return kernel
 
@@ -632,5 +639,6 @@ for _version, _since, _attrs in ((1, 1, COMMON_ATTRS), (8, 8, V8_ATTRS), (14, 14
             check=_check(_version),
             shape_attrs=SHAPE_ATTRS,
             optional_outputs=_version >= 8,
+            input_types=(POOL_TYPES,),
         )
     )
