@@ -34,7 +34,7 @@ def write_pool(path, op: str, opset: str, attrs: dict, shape, et: str = "f32", o
     dims = "".join(f"<dim>{d}</dim>" for d in shape)
     out_dims = "".join(f"<dim>{d}</dim>" for d in out_shape)
     data = " ".join(f'{k}="{v}"' for k, v in attrs.items())
-    prec = PRECISIONS[et]
+    prec = PRECISIONS.get(et, et)
     layers = [f'<layer id="0" name="x" type="Parameter" version="opset1"><data shape='
               f'"{",".join(map(str, shape))}" element_type="{et}"/><output><port id="0" '
               f'precision="{prec}" names="x">{dims}</port></output></layer>']  # fmt: skip
