@@ -157,6 +157,8 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
     >>> adaptive_avg_pool(np.arange(1, 9, dtype=np.float32).reshape(1, 1, 8), (3,)).tolist()
     [[[2.0, 4.5, 7.0]]]
     """
+    if x.dtype.kind in "iu" and all(o == 1 for o in out_sizes) and x.size:
+        return _integer_mean(x)
     plan = _plan(x.shape, tuple(out_sizes), True)
     acc_dtype = accumulator_dtype(x.dtype)
     if plan.general is not None:
@@ -177,6 +179,39 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
             acc /= counts
             np.copyto(out[ch], acc.T)
     return to_input_type(out, x.dtype).reshape(x.shape[:2] + tuple(out_sizes))
+
+
+def _integer_mean(x: np.ndarray) -> np.ndarray:
+    """The integer average of whole planes, as OpenVINO's CPU plugin computes it.
+
+    With a constant all-ones ``output_shape`` the plugin's AdaptivePoolToReduce pass
+    makes the pool a ReduceMean, whose integer kernel differs from the pooling one
+    (which rounds an f32 mean half to even): it adds the plane in f32, stores that
+    sum in the data type (saturating 8-bit types; i32 gets x86's conversion, whose
+    out-of-range result is the minimum), divides it by the count in f32, and
+    truncates toward zero.  So u8 [200, 200] averages to 255 / 2 = 127 and i32
+    [-1, -2] to -1.  Swept against the plugin (AVX2) for every integer type (16-bit
+    and unsigned 32/64-bit run as i32, see :func:`..window.computed`) and every
+    output size from 1 to the input's, in 1-D, 2-D and 3-D; only all-ones sizes go
+    this way.  Not matched: i8 planes of 2-D and 3-D inputs whose partial sums leave
+    i8's range, where the plugin's JIT kernel adds in an order (and with
+    intermediate stores) that depends on its vector code; OpenVINO's reference has
+    no i8 ReduceMean to settle it.  A non-constant ``output_shape`` keeps the
+    pooling kernel in the plugin; irrun cannot tell and takes the constant, usual
+    in IR files.  irrun's i64 keeps its range (the plugin runs it as i32).
+    """
+    planes = x.shape[0] * x.shape[1]
+    sums = pool_windows.row_sums(x.reshape(planes, -1).T, np.dtype(np.float32))
+    info = np.iinfo(x.dtype)
+    if x.dtype.itemsize == 1:
+        stored = np.clip(sums, info.min, info.max)
+    else:  # out of range (f32's 2**31 included): the type's minimum
+        wide = sums.astype(np.float64)  # compared exactly, not in f32
+        stored = np.where((wide >= info.min) & (wide <= info.max), sums, info.min)
+    count = np.float32(x.size // planes)
+    mean = np.trunc(stored.astype(np.float32) / count)
+    mean = np.where(mean.astype(np.float64) <= info.max, mean, info.min)  # 2**31 / 1 too
+    return mean.astype(x.dtype).reshape(x.shape[:2] + (1,) * (x.ndim - 2))
 
 
 def _adaptive_avg_windows(plan: _Plan, x: np.ndarray, acc_dtype: np.dtype) -> np.ndarray:
