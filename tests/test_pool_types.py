@@ -9,6 +9,7 @@ into errors: NaN, infinities and integer extremes are values, not warnings.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import ml_dtypes
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 import irrun
+import irrun.registry
 from irrun.window import POOL_TYPES
 
 ov = pytest.importorskip("openvino")
@@ -222,3 +224,57 @@ def test_integer_extremes_never_warn(tmp_path, et, op, opset, attrs, outputs):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         irrun.load(path).run({"x": x})
+
+
+# ---------------------------------------------------------------------- integer AdaptiveAvgPool
+
+INTEGERS = ["i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64"]
+
+
+@pytest.mark.parametrize("spatial", [(1,), (2,), (5,), (7,), (12,), (4, 6), (3, 4, 5)],
+                         ids=lambda s: "x".join(map(str, s)))  # fmt: skip
+@pytest.mark.parametrize("et", INTEGERS)
+def test_integer_adaptive_average_at_every_output_size(core, et, spatial):
+    """Every output size from 1 to the input's against the plugin.
+
+    A constant all-ones output_shape makes the plugin's pool a ReduceMean (truncating,
+    8-bit sums saturating); any other size keeps its pooling kernel (half to even).
+    """
+    info = np.iinfo(NUMPY[et])
+    # i8 sums of 2-D and 3-D planes must stay in i8's range: past it the plugin's
+    # ReduceMean adds in an order of its vector code (see adaptive_pool._integer_mean).
+    reach = 3 if et == "i8" and len(spatial) > 1 else 120
+    rng = np.random.default_rng(len(spatial) * 31 + len(et))
+    x = rng.integers(max(info.min, -reach), min(info.max, reach), (2, 3, *spatial),
+                     endpoint=True).astype(NUMPY[et])  # fmt: skip
+    param = opset1.parameter(list(x.shape), getattr(ov.Type, et))
+    sizes = opset1.parameter([len(spatial)], ov.Type.i64)
+    pooled = ov.Model([opset8.adaptive_avg_pool(param, sizes).output(0)], [param, sizes])
+    dynamic = core.compile_model(pooled, "CPU", CPU_CONFIG)
+    ones = opset1.constant(np.ones(len(spatial), np.int64))
+    reduced = ov.Model([opset8.adaptive_avg_pool(param, ones).output(0)], [param])
+    constant = core.compile_model(reduced, "CPU", CPU_CONFIG)
+    kernel = irrun.registry.resolve("AdaptiveAvgPool", "opset8").kernel
+    for out in itertools.product(*(range(1, s + 1) for s in spatial)):
+        if all(o == 1 for o in out):
+            want = constant(x)[constant.outputs[0]]
+        else:
+            want = dynamic([x, np.array(out, np.int64)])[dynamic.outputs[0]]
+        (got,) = kernel(None, x, np.array(out, np.int64))
+        assert got.dtype == x.dtype and np.array_equal(got, want.astype(got.dtype)), out
+
+
+@pytest.mark.parametrize(("et", "values", "mean"), [
+    ("u8", [200, 200], 127),           # the sum saturates at 255
+    ("i8", [-100, -100], -64),         # ... at -128
+    ("i8", [127, 127, -128, -128], 0), # in f32, not saturating on the way
+    ("i32", [-1, -2], -1),             # truncated toward zero
+    ("i32", [2**30, 2**30], -(2**30)), # 2**31 does not fit: i32's minimum, halved
+    ("i16", [30000, 30000], 30000),    # as i32: no 16-bit saturation
+    ("u32", [2**31, 2**31], 3 * 2**30),  # as i32: -2**31 each, wrapping back
+])  # fmt: skip
+def test_integer_global_average_is_the_plugins_reduce_mean(tmp_path, et, values, mean):
+    path = write_pool(tmp_path / "m.xml", "AdaptiveAvgPool", "opset8", {}, [1, 1, len(values)],
+                      et=et, out_shape=[1, 1, 1], target=[1])  # fmt: skip
+    x = np.array([[values]], NUMPY[et])
+    assert irrun.load(path).run({"x": x})["r0"].tolist() == [[[mean]]]
