@@ -278,3 +278,15 @@ def test_integer_global_average_is_the_plugins_reduce_mean(tmp_path, et, values,
                       et=et, out_shape=[1, 1, 1], target=[1])  # fmt: skip
     x = np.array([[values]], NUMPY[et])
     assert irrun.load(path).run({"x": x})["r0"].tolist() == [[[mean]]]
+
+
+def test_a_boolean_global_average_is_refused_as_the_plugin_refuses_it(tmp_path):
+    path = write_pool(tmp_path / "m.xml", "AdaptiveAvgPool", "opset8", {}, [1, 2, 4],
+                      et="boolean", out_shape=[1, 2, 1], target=[1])  # fmt: skip
+    errors = [f for f in irrun.validate(path) if f.level == "error"]
+    assert [f.code for f in errors] == ["shape-error"] and "ReduceMean" in errors[0].message
+    path = write_pool(tmp_path / "m.xml", "AdaptiveAvgPool", "opset8", {}, [1, 2, 4],
+                      et="boolean", out_shape=[1, 2, 2], target=[2])  # fmt: skip
+    x = np.array([[[True, True, False, False], [True, False, True, True]]])
+    # Pooled as u8 and rounded half to even: 1, 0 and 0.5 -> 0, 1.
+    assert irrun.load(path).run({"x": x})["r0"].tolist() == [[[True, False], [False, True]]]

@@ -64,6 +64,14 @@ def _infer(with_indices: bool):
                 )
             if target.value is not None:
                 spatial: tuple[Dim, ...] = _output_sizes(target.value, len(x.shape))
+                boolean = x.element_type is not None and x.element_type.name == "boolean"
+                if boolean and not with_indices and all(s == 1 for s in spatial):
+                    # The plugin makes it a ReduceMean (see _integer_mean), which
+                    # refuses booleans: the model does not compile.
+                    raise ShapeError(
+                        "a boolean average to an all-ones output_shape is a ReduceMean in "
+                        "OpenVINO's CPU plugin, which takes numbers only"
+                    )
             else:
                 spatial = (DYNAMIC,) * (len(x.shape) - 2)
             out = (*x.shape[:2], *spatial)
