@@ -323,3 +323,34 @@ def test_the_windows_engine_matches_the_cpu_plugin(cfg, windows_engine, core, tm
 @pytest.fixture(scope="module")
 def core():
     return ov.Core()
+
+
+def test_a_chain_of_pools_with_huge_kernels_runs_layer_by_layer(tmp_path):
+    # Stride 1 with kernel - 1 pads would join a fused chain, whose padding bands grow
+    # with the kernel; here every window covers the whole plane.
+    k = HUGE
+    attrs = {"kernel": f"{k},{k}", "strides": "1,1", "pads_begin": f"{k // 2},{k // 2}",
+             "pads_end": f"{k // 2 - 1},{k // 2 - 1}"}  # fmt: skip
+    dims = "<dim>1</dim><dim>2</dim><dim>5</dim><dim>6</dim>"
+    data = " ".join(f'{n}="{v}"' for n, v in attrs.items())
+    layers = ['<layer id="0" name="x" type="Parameter" version="opset1"><data shape="1,2,5,6" '
+              f'element_type="f32"/><output><port id="0" precision="FP32" names="x">{dims}'
+              "</port></output></layer>"]  # fmt: skip
+    for i, (op, extra) in enumerate([("MaxPool", ""), ("AvgPool", ' exclude-pad="true"'),
+                                     ("MaxPool", "")], start=1):  # fmt: skip
+        layers.append(f'<layer id="{i}" name="p{i}" type="{op}" version="opset1"><data {data}'
+                      f'{extra}/><input><port id="0">{dims}</port></input><output><port id="1" '
+                      f'precision="FP32">{dims}</port></output></layer>')  # fmt: skip
+    layers.append('<layer id="4" name="r0" type="Result" version="opset1"><input><port id="0">'
+                  f"{dims}</port></input></layer>")  # fmt: skip
+    edges = ['<edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>'] + [
+        f'<edge from-layer="{i}" from-port="1" to-layer="{i + 1}" to-port="0"/>' for i in (1, 2, 3)
+    ]
+    path = tmp_path / "chain.xml"
+    path.write_text(f'<?xml version="1.0"?>\n<net name="m" version="11"><layers>{"".join(layers)}'
+                    f'</layers><edges>{"".join(edges)}</edges></net>\n')  # fmt: skip
+    x = np.random.default_rng(6).standard_normal((1, 2, 5, 6)).astype(np.float32)
+    got = validate_and_run(path, x)["r0"]
+    # The maximum M everywhere, then the average of 30 M's (summed in f32), then its maximum.
+    tops = np.broadcast_to(x.max(axis=(2, 3), keepdims=True), x.shape)
+    assert np.array_equal(got, sequential_mean(tops, 30)[..., None, None] + np.zeros_like(x))
