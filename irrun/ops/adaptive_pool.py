@@ -5,7 +5,9 @@ Output ``o`` of an axis of size ``H`` pooled to ``O`` covers
 The average sums in f32 in row-major order and divides once.  The maximum
 starts from the window's first element (so a leading NaN is returned) and is
 replaced only by a strictly greater one; its index is flat within the (n, c)
-plane.
+plane.  An integer average to an all-ones output is the plugin's ReduceMean
+(see :func:`_integer_mean`).  Windows longer than there are windows go
+through :mod:`.pool_windows`, one window at a time.
 """
 
 from __future__ import annotations
