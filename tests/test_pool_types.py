@@ -290,3 +290,19 @@ def test_a_boolean_global_average_is_refused_as_the_plugin_refuses_it(tmp_path):
     x = np.array([[[True, True, False, False], [True, False, True, True]]])
     # Pooled as u8 and rounded half to even: 1, 0 and 0.5 -> 0, 1.
     assert irrun.load(path).run({"x": x})["r0"].tolist() == [[[True, False], [False, True]]]
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 32, 32), (1, 1, 7, 9, 11), (1, 1, 500)])
+def test_a_single_plane_global_average_adds_in_order(core, tmp_path, shape):
+    # NumPy sums a single column pairwise; the plugin adds one element after another.
+    n = len(shape) - 2
+    param = opset1.parameter(list(shape), ov.Type.f32, name="x")
+    node = opset1.avg_pool(param, [1] * n, [0] * n, [0] * n, list(shape[2:]), True)
+    model = ov.Model(node.outputs(), [param])
+    x = (np.random.default_rng(7).standard_normal(shape) * 1000).astype(np.float32)
+    compiled = core.compile_model(model, "CPU", CPU_CONFIG)
+    want = compiled(x)[compiled.outputs[0]]
+    ov.save_model(model, tmp_path / "m.xml", compress_to_fp16=False)
+    (got,) = irrun.load(tmp_path / "m.xml").run({"x": x}).values()
+    running = np.cumsum(x.reshape(-1), dtype=np.float32)[-1] / np.float32(x.size)
+    assert got.reshape(-1).tolist() == want.reshape(-1).tolist() == [running]
