@@ -1,0 +1,138 @@
+"""Mutated IR files through ``irrun validate`` and ``irrun run``: the promise of issue 15.
+
+A seeded sample of mutants of every family (``tests/mutants.py``) goes through validate
+and, when validate passes, through ``run -o out.npz``, each in a forked worker with a
+memory limit and a time limit.  None may crash, hang, show a traceback or an internal
+error, print other than one line per problem, leave a partial output file, or pass
+validate and then fail to run.  Then minimal hand-made mutants, one per root cause the
+fuzz found, assert the exact finding.
+
+The mutants are fixed by the seed (CI or not): a failure names the mutant, and
+``python tests/fuzz_campaign.py --seed SEED --index N`` replays it alone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import mutants
+import pytest
+
+import irrun
+from irrun.cli import main
+
+SEED = 20261124
+PER_FAMILY = 40  # 14 families: 560 mutants, about 30 s on 2 cores
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork() for the worker processes")
+def test_mutants_keep_the_promise(tmp_path):
+    pool = mutants.starts()
+    todo = [mutants.make_mutant(SEED, i, pool) for i in range(PER_FAMILY * len(mutants.FAMILIES))]
+    assert {m.family for m in todo} == set(mutants.FAMILIES)
+    failed, outcomes = [], {"validate-rejects": 0, "run-ok": 0}
+    start = time.perf_counter()
+    for result in mutants.run_all(todo, tmp_path, jobs=min(2, os.cpu_count() or 1)):
+        found = mutants.problems(result)
+        outcomes["validate-rejects"] += result.get("validate", {}).get("rc") == 1
+        outcomes["run-ok"] += result.get("run", {}).get("rc") == 0
+        if found:
+            failed.append(f"{result['mutant'].describe()}\n  " +
+                          "\n  ".join(f"{cls}: {detail}" for cls, detail in found))  # fmt: skip
+    seconds = time.perf_counter() - start
+    assert not failed, (f"{len(failed)} of {len(todo)} mutants broke the promise (replay one with "
+                        f"python tests/fuzz_campaign.py --seed {SEED} --index N):\n\n"
+                        + "\n\n".join(failed))  # fmt: skip
+    # The sample reaches both outcomes: most mutants are refused, some still run.
+    assert outcomes["validate-rejects"] > len(todo) // 2 and outcomes["run-ok"] > 20, outcomes
+    print(f"{len(todo)} mutants in {seconds:.1f} s")
+
+
+def test_the_start_models_validate_and_run(tmp_path):
+    """Every mutation starts from a model that validate passes and that runs."""
+    for start in mutants.starts():
+        m = mutants.Mutant(SEED, -1, start.name, "none", "", start.xml, start.weights, start.shape)
+        (result,) = mutants.run_all([m], tmp_path, jobs=1)
+        assert result["validate"]["rc"] == 0, (start.name, result["validate"]["out"])
+        assert mutants.problems(result) == [], start.name
+        assert result["run"]["rc"] == 0, start.name
+
+
+def test_a_mutant_replays_from_its_seed_and_index():
+    pool = mutants.starts()
+    a, b = mutants.make_mutant(7, 123, pool), mutants.make_mutant(7, 123, pool)
+    assert (a.xml, a.weights, a.describe()) == (b.xml, b.weights, b.describe())
+    assert a.describe().startswith("mutant 123 of seed 7 (")
+
+
+# --- one minimal mutant per root cause ------------------------------------------------------
+
+RESNET = Path(__file__).resolve().parent / "torch_models" / "resnet_stem.xml"
+
+
+def _validate(capsys, path: Path, *args: str) -> list[str]:
+    rc = main(["validate", str(path), *args])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == (1 if "error" in out[-1] else 0)
+    return out
+
+
+def _copy(tmp_path: Path, source: Path, edit) -> Path:
+    text = source.read_text()
+    new = edit(text)
+    assert new != text
+    path = tmp_path / "m.xml"
+    path.write_text(new)
+    shutil.copy(source.with_suffix(".bin"), path.with_suffix(".bin"))
+    return path
+
+
+def test_a_deleted_input_port_is_one_finding_not_a_shape_rule_crash(tmp_path, capsys):
+    # The Convolution's second input port (its weights) deleted: before, its shape rule
+    # also ran on the one input left and failed to unpack it (an internal-error finding).
+    path = _copy(tmp_path, RESNET, lambda t: re.sub(
+        r'(type="Convolution".*?<input>.*?</port>)\s*<port id="1".*?</port>', r"\1", t,
+        count=1, flags=re.S))  # fmt: skip
+    out = _validate(capsys, path, "--shape", "[1,3,64,64]")
+    assert out == [
+        f"{path}:26: error: layer 2 'Multiply_2871' (Convolution-v1): has 1 input ports, "
+        "expected 2",
+        f"{path}:328: error: layer 2 'Multiply_2871' (Convolution-v1): edge from layer 1 port 0 "
+        "enters input port 1, but the layer has input port 0",
+        f"{path} with x[1,3,64,64]: 2 errors, 0 warnings",
+    ]
+
+
+def test_a_duplicated_input_port_is_one_finding(tmp_path, capsys):
+    # A ReLU's input port written twice, so that the one edge feeds both.
+    path = _copy(tmp_path, RESNET, lambda t: re.sub(
+        r'(type="ReLU".*?<input>\s*(<port id="0".*?</port>))', r"\1\2", t, count=1,
+        flags=re.S))  # fmt: skip
+    assert _validate(capsys, path, "--shape", "[1,3,64,64]") == [
+        f"{path}:51: error: layer 3 'aten::relu/Relu' (ReLU-v1): has 2 input ports, expected 1",
+        f"{path}:58: error: layer 3 'aten::relu/Relu' (ReLU-v1) port 0: input port id 0 is used "
+        "again (first at line 53)",
+        f"{path} with x[1,3,64,64]: 2 errors, 0 warnings",
+    ]
+    with pytest.raises(irrun.IrrunError, match=r"input port id 0 is used again .* more"):
+        irrun.load(path)
+
+
+def test_validate_with_shapes_reports_what_stops_the_load(tmp_path, capsys):
+    # A Parameter whose own shape breaks the Convolution it feeds: load refuses the file
+    # before any reshape, so validate --shape must say so too (it passed the file before).
+    path = _copy(tmp_path, RESNET, lambda t: t.replace('shape="?,3,?,?"', 'shape="?"', 1))
+    assert _validate(capsys, path, "--shape", "[1,3,64,64]") == [
+        f"{path}:26: error: layer 2 'Multiply_2871' (Convolution-v1): data [?] must have rank 4 "
+        "for 2 spatial dims (strides [2, 2]) (input [?], [16,3,7,7]; strides=[2,2], "
+        "dilations=[1,1], pads_begin=[3,3], pads_end=[3,3], auto_pad=explicit)",
+        f"{path}:86: warning: layer 4 'aten::max_pool2d/MaxPool' (MaxPool-v14) port 2: output "
+        "port 2 is not used",
+        f"{path} with x[1,3,64,64]: 1 error, 1 warning",
+    ]
+    assert main(["run", str(path), "--shape", "[1,3,64,64]"]) == 1
+    assert "data [?] must have rank 4" in capsys.readouterr().err
