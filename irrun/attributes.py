@@ -81,10 +81,14 @@ class Attr:
         if self.kind == "ints":
             return parse_int_list(text)
         if self.kind == "int":
-            return int(text.strip())
+            # int() also reads "1_0" and other scripts' digits ("٣"); OpenVINO does not.
+            if not _INT.fullmatch(text.strip()):
+                raise ValueError(f"'{text}' is not an integer")
+            return int(text)
         if self.kind == "float":
-            # float() also reads "1_0"; OpenVINO's stream parsing does not.
-            if "_" in text:
+            # float() also reads "1_0" and other scripts' digits; OpenVINO's stream parsing
+            # does not.
+            if "_" in text or not text.isascii():
                 raise ValueError(f"'{text}' is not a number")
             return float(text)
         if self.kind == "bool":

@@ -136,3 +136,29 @@ def test_validate_with_shapes_reports_what_stops_the_load(tmp_path, capsys):
     ]
     assert main(["run", str(path), "--shape", "[1,3,64,64]"]) == 1
     assert "data [?] must have rank 4" in capsys.readouterr().err
+
+
+CHAIN = Path(__file__).resolve().parent.parent / "models" / "pooling_chain.xml"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "finding"),
+    [
+        ('shape="1,3,16,16"', 'shape="1,\u0663,16,16"',
+         ":5: error: layer 0 'image' (Parameter-v1): attribute 'shape'=\"1,\u0663,16,16\": "
+         "expected a shape such as 1,3,?,224"),
+        ('axis="0"', 'axis="\u0660"',
+         ":16: error: layer 1 'stem_pool' (MaxPool-v8): attribute 'axis'=\"\u0660\": expected "
+         "an integer"),
+        ('axis="0"', 'axis="0_0"',
+         ":16: error: layer 1 'stem_pool' (MaxPool-v8): attribute 'axis'=\"0_0\": expected "
+         "an integer"),
+    ],
+    ids=["arabic-indic-dim", "arabic-indic-int", "underscore-int"],
+)  # fmt: skip
+def test_numbers_are_ascii_digits(tmp_path, capsys, old, new, finding):
+    # int() reads other scripts' digits and "1_0"; OpenVINO does not, so neither may irrun
+    # (validate passed '٣' as 3, and a run then disagreed with the declared dims).
+    path = _copy(tmp_path, CHAIN, lambda t: t.replace(old, new, 1))
+    out = _validate(capsys, path)
+    assert out[0] == f"{path}{finding}" and out[-1] == f"{path}: 1 error, 1 warning"
