@@ -472,6 +472,9 @@ def _gather(version: int):
         idx64 = idx.astype(np.int64)
         # Negative indices count from the end (Gather-8; earlier versions run the same
         # kernel on the CPU plugin); indices still out of range give zeros.
+        if n == 0:  # every index is out of range, and an empty axis has nothing to pick
+            return (np.zeros((*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :]),
+                             data.dtype),)  # fmt: skip
         idx64 = np.where(idx64 < 0, idx64 + n, idx64)
         valid = (idx64 >= 0) & (idx64 < n)
         safe = np.where(valid, idx64, 0)
