@@ -47,12 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="irrun-fuzz-") as work:
         for result in mutants.run_all(todo, Path(work), args.jobs):
             m = result["mutant"]
-            found = mutants.problems(result)
+            noted = mutants.problems(result)
+            found = [(cls, detail) for cls, detail in noted if cls not in mutants.INFO_CLASSES]
             c = counts[m.family]
             c["count"] += 1
             c["validate-rejects"] += result.get("validate", {}).get("rc") == 1
             c["run-ok"] += result.get("run", {}).get("rc") == 0
-            for cls in {cls for cls, _ in found}:
+            for cls in {cls for cls, _ in noted}:
                 c[cls] += 1
             if found:
                 failures.append((result, found))
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                     if step in result:
                         r = result[step]
                         print(f"--- {step}: exit {r['rc']}, {r['seconds']:.2f} s\n{r['out']}{r['err']}")
-                print(m.describe(), found)
+                print(m.describe(), noted)
             if args.save and found:
                 where = Path(args.save) / f"{m.seed}-{m.index}"
                 where.mkdir(parents=True, exist_ok=True)
@@ -87,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     failures.sort(key=lambda f: (min(rank[c] for c, _ in f[1]), -f[0]["seconds"]))
     for result, found in failures[: args.worst]:
         m = result["mutant"]
+        family = f" --family {args.family}" if args.family else ""
         print(f"\n{m.describe()}  [replay: python tests/fuzz_campaign.py --seed {m.seed} "
-              f"--index {m.index}]")  # fmt: skip
+              f"--index {m.index}{family}]")  # fmt: skip
         for cls, detail in found:
             print(f"  {cls}: {detail}")
     return 1 if failures else 0
