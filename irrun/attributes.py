@@ -84,7 +84,7 @@ class Attr:
             # int() also reads "1_0" and other scripts' digits ("٣"); OpenVINO does not.
             if not _INT.fullmatch(text.strip()):
                 raise ValueError(f"'{text}' is not an integer")
-            return int(text)
+            return _in_range(int(text), text.strip())
         if self.kind == "float":
             # float() also reads "1_0" and other scripts' digits; OpenVINO's stream parsing
             # does not.
@@ -126,11 +126,19 @@ def parse_int_list(text: str) -> tuple[int, ...]:
         field = f.strip()
         if not _INT.fullmatch(field):
             raise ValueError(f"'{field}' is not an integer" if field else "an empty field")
-        out.append(int(f))
+        out.append(_in_range(int(f), field))
     return tuple(out)
 
 
 _INT = re.compile(r"-?[0-9]+")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _in_range(value: int, text: str) -> int:
+    """``value``, if it fits the 64-bit integers OpenVINO reads every attribute into."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"'{text}' is out of range (not a 64-bit integer)")
+    return value
 
 
 def parse_bool(text: str) -> bool:

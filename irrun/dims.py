@@ -74,7 +74,10 @@ def _int(text: str) -> int:
     """An integer in ASCII digits: int() also reads "1_0" and other scripts' digits."""
     if not _INT.fullmatch(text.strip()):
         raise ValueError(f"invalid literal for int() with base 10: {text!r}")
-    return int(text)
+    value = int(text)
+    if value > (1 << 63) - 1:
+        raise ValueError(f"dimension {text.strip()} is out of range (not a 64-bit integer)")
+    return value
 
 
 _INT = re.compile(r"[-+]?[0-9]+")
