@@ -193,3 +193,27 @@ def test_gather_from_an_empty_axis_gives_zeros(tmp_path, capsys):
     assert main(["run", str(path), "--shape", "[2,8,16,16]", "-o", str(out)]) == 0
     assert capsys.readouterr().err == ""
     assert [v.shape for v in np.load(out).values()] == [(2, 0, 0), (2, 0, 0)]
+
+
+def test_attributes_past_64_bits_are_refused(tmp_path, capsys):
+    # A pad of 2^63 fits no 64-bit integer (OpenVINO refuses it); irrun took it and its
+    # convolution kernel failed in np.pad (an internal error after validate passed).
+    path = _copy(tmp_path, CHAIN, lambda t: t.replace('pads_begin="1, 1"',
+                                                      'pads_begin="1, 9223372036854775808"'))
+    assert _validate(capsys, path)[0] == (
+        f"{path}:16: error: layer 1 'stem_pool' (MaxPool-v8): attribute 'pads_begin'=\"1, "
+        "9223372036854775808\": expected a comma-separated list of integers "
+        "('9223372036854775808' is out of range (not a 64-bit integer))"
+    )
+
+
+def test_an_output_past_the_largest_dim_is_a_shape_error(tmp_path, capsys):
+    # A pad of 2^63-1 fits, but the output it makes does not: validate passed it and run
+    # failed in NumPy ("Maximum allowed dimension exceeded").
+    path = _copy(tmp_path, RESNET, lambda t: t.replace(
+        'strides="2, 2" dilations="1, 1" pads_begin="3, 3" pads_end="3, 3"',
+        'strides="1, 1" dilations="1, 1" pads_begin="3, 3" pads_end="3, 9223372036854775807"'))  # fmt: skip
+    assert _validate(capsys, path, "--shape", "[1,3,64,64]")[0] == (
+        f"{path}:26: error: layer 2 'Multiply_2871' (Convolution-v1): output 0 would be "
+        "[1,16,64,9223372036854775868], past the largest dimension there is (2^63-1)"
+    )
