@@ -44,8 +44,14 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     return axis % rank
 
 
-def check_vector(info: TensorInfo, what: str, allow_scalar: bool = True) -> None:
-    """Shape-like inputs are 1-D (or scalars where OpenVINO accepts them)."""
+def check_vector(info: TensorInfo, what: str, allow_scalar: bool = True,
+                 integers: bool = True) -> None:  # fmt: skip
+    """Shape-like inputs are 1-D (or scalars where OpenVINO accepts them), of integers
+    (but for ``integers=False``: Interpolate's scales)."""
+    et = info.element_type
+    if integers and et is not None and (et.dtype.kind not in "iu" or et.name == "boolean"):
+        # A float tensor there would be read as whatever its values truncate to at run time.
+        raise ShapeError(f"{what} must be integers, got {et.name}")
     if info.shape is None:
         return
     ranks = (0, 1) if allow_scalar else (1,)
