@@ -241,7 +241,7 @@ def const_range(rng, root, start):
     if not consts:
         return None
     el = rng.choice(consts)
-    size = int(el.get("size") or 0)
+    size = int(el.get("size")) if (el.get("size") or "").isdigit() else 0
     length = len(start.weights or b"")
     name = rng.choice(("offset", "size"))
     new = rng.choice([str(length), str(length + 1), str(length - 1), "-1", "-8", HUGE[0],
@@ -358,7 +358,17 @@ def retype(rng, root, start):
     return f"{_where(layer)} id {layer.get('id')}: {name} {old!r} -> {new!r}"
 
 
+def combo(rng, root, start):
+    """Two or three edits of the tree at once (from the families that edit the tree)."""
+    tree_edits = [attr_number, attr_list, attr_word, huge, delete, duplicate, rewire, precision,
+                  const_range, retype]  # fmt: skip
+    done = [edit(rng, root, start) for edit in rng.sample(tree_edits, rng.choice((2, 2, 3)))]
+    done = [d for d in done if d]
+    return "; ".join(done) if done else None
+
+
 FAMILIES: dict[str, Edit] = {
+    "combo": combo,
     "retype": retype,
     "attr-number": attr_number,
     "attr-list": attr_list,
@@ -530,7 +540,8 @@ KNOWN_ELSEWHERE: list[tuple[str, Callable[[Mutant, str, str], bool]]] = [
     ("executor: NumPy's floating-point RuntimeWarnings on stderr (np.errstate around kernels)",
      lambda m, cls, detail: cls == "stray-output" and "RuntimeWarning" in detail),
     ("pooling geometry (window.py, ops/*pool*.py): huge kernels, strides, pads, dilations",
-     lambda m, cls, detail: m.family == "huge" and any(f" {t}:" in m.change for t in POOL_TYPES)
+     lambda m, cls, detail: m.family in ("huge", "combo")
+     and any(f" {t}:" in m.change for t in POOL_TYPES)
      and cls in ("internal-error", "accepts-rejects", "hang", "not-one-line")),
 ]  # fmt: skip
 
