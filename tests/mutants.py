@@ -519,15 +519,20 @@ def run_all(mutants: Iterable[Mutant], workroot: Path, jobs: int = 2) -> Iterato
 
 LINE = re.compile(r"^\S.*?: (error|warning): ")
 # Runs that may fail after validate passed: (what the error says, why validate can't know).
-ALLOWED_RUN_FAILURES: list[tuple[str, Callable[[Mutant, str], bool]]] = [
+ALLOWED_RUN_FAILURES: list[tuple[str, Callable[[Mutant, str, str], bool]]] = [
     # A dynamic dim gets a made-up size for the random inputs (its least); validate checks
     # the model for every size, and cannot know the one run will make up.  The message
     # says so and how to give shapes.
     ("made-up input sizes",
-     lambda m, err: "random inputs with their unknown dims at their least" in err),
+     lambda m, err, checked: "random inputs with their unknown dims at their least" in err),
     # A Const turned Parameter gets random values; where those are a shape or axes, the
     # model is valid for some values and not for the random ones.
-    ("made-up input values", lambda m, err: m.change.endswith("-> 'Parameter'")),
+    ("made-up input values", lambda m, err, checked: m.change.endswith("-> 'Parameter'")),
+    # Tensors larger than the memory left: validate warns of them (over-budget), and run
+    # refuses them before it starts (README, --max-memory).
+    ("over the memory budget",
+     lambda m, err, checked: "a run would be refused" in checked and " of tensors at this "
+     "layer, more than the " in err),
 ]  # fmt: skip
 
 
@@ -589,7 +594,8 @@ def problems(result: dict) -> list[tuple[str, str]]:
                     or run["out"]:  # fmt: skip
                 found.append(("not-one-line", f"run: {run['out'][-200:]!r} {run['err'][-300:]!r}"))
             m = result["mutant"]
-            if not any(allowed(m, run["err"]) for _, allowed in ALLOWED_RUN_FAILURES):
+            checked = result.get("validate", {}).get("out", "")
+            if not any(allowed(m, run["err"], checked) for _, allowed in ALLOWED_RUN_FAILURES):
                 found.append(("accepts-rejects", f"run: {_last_line(run['err'])}"))
             if any(n.startswith(("out.npz", ".out.npz")) for n in result["left"]):
                 found.append(("partial-output", f"left {result['left']}"))
