@@ -16,8 +16,8 @@ the command line reports with exit code 2:
 --shape: cannot read 'image[1,3'
 """
 
+from .core.model import LayerRun, Model, TensorSpec, load, validate
 from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
-from .model import LayerRun, Model, TensorSpec, load, validate
 
 __version__ = "0.1.0"
 __all__ = [

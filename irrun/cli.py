@@ -22,10 +22,12 @@ from typing import IO, Any
 import numpy as np
 
 from . import __version__
-from .dims import format_shape
-from .dump import LayerDump
+from .core.memory import parse_size
+from .core.model import LayerRun, Model, check_ir, internal_error, load
+from .core.reshape import describe, parse_shapes
 from .errors import Diagnostic, IrrunError, Location, UsageError
-from .files import (
+from .ir.dims import format_shape
+from .tools.common import (
     check_output_path,
     count,
     load_array_file,
@@ -33,10 +35,8 @@ from .files import (
     say_written,
     write_atomically,
 )
-from .memory import parse_size
-from .model import LayerRun, Model, check_ir, internal_error, load
-from .profiling import Profile
-from .reshape import describe, parse_shapes
+from .tools.dump import LayerDump
+from .tools.profile import Profile
 
 # The subcommands; each tool module's register() adds its own parser and handler.
 COMMANDS = ("run", "validate", "inspect", "compare", "graph")
@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
         help="with --profile/--profile-json: run N times and report each layer's median "
         "(default 1)",
     )  # fmt: skip
-    from .batch import add_arguments  # batch imports this module's file helpers
+    from .tools.batch import add_arguments  # batch imports this module's file helpers
 
     add_arguments(run)
 
@@ -143,7 +143,9 @@ def _parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_run)
     check.set_defaults(handler=_validate)
     # Imported here: these tool modules use this module's helpers, so it must load first.
-    from . import compare, dot, inspector
+    from .tools import compare
+    from .tools import graph as dot
+    from .tools import inspect as inspector
 
     inspector.register(sub, common)
     compare.register(sub, common, inputs)
@@ -305,7 +307,7 @@ def _dump_json(report: dict[str, Any], f: IO[str]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .batch import batch_command, check_arguments
+    from .tools.batch import batch_command, check_arguments
 
     check_arguments(args)
     if args.input_dir is not None:

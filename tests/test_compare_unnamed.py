@@ -17,7 +17,7 @@ import pytest
 
 import irrun
 from irrun.cli import main
-from irrun.compare import _outputs_by_result, compare
+from irrun.tools.compare import _outputs_by_result, compare
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

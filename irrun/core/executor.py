@@ -15,12 +15,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import IrrunError, Location
+from ..frozen import fast_init
+from ..ir.registry import ShapeError
+from ..ops.pool_chain import ChainPlan, Geometry, Layer, chain_layer
 from .binding import Node
-from .errors import IrrunError, Location
-from .frozen import fast_init
 from .graph import LayerGraph
-from .ops.pool_chain import ChainPlan, Geometry, Layer, chain_layer
-from .registry import ShapeError
 
 
 @fast_init  # one per layer

@@ -14,10 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from . import element_types, ops  # noqa: F401  (ops registers every kernel)
+from .. import ops  # noqa: F401  (ops registers every kernel)
+from ..errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
+from ..ir import element_types
+from ..ir.dims import Shape, format_shape, is_static, parse_partial_shape, shape_fits
+from ..ir.reader import parse_xml, read_document, read_plain, read_xml_bytes
+from ..ir.registry import TensorInfo
+from ..ir.schema import check_structure
+from ..ir.weights import Weights
 from .binding import UNSUPPORTED_CODES, Node, bind, supported_ops_text
-from .dims import Shape, format_shape, is_static, parse_partial_shape, shape_fits
-from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from .executor import Observer, Plan, Step
 from .graph import LayerGraph, build_graph
 from .memory import (
@@ -30,11 +35,7 @@ from .memory import (
     tensor_bytes,
 )
 from .propagation import Infos, propagate
-from .reader import parse_xml, read_document, read_plain, read_xml_bytes
-from .registry import TensorInfo
 from .reshape import ShapeSpec, describe, input_shapes
-from .schema import check_structure
-from .weights import Weights
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ def check_ir(
     Stages: the file and its XML, the structure against irrun's schema (the reader
     reads what it can beside it), the graph's wiring, each layer's op and attributes
     and constants, then shapes and types.  A stage that cannot start (no XML, no
-    <net>) ends the check.  ``shapes`` (see :mod:`irrun.reshape`) gives the inputs
+    <net>) ends the check.  ``shapes`` (see :mod:`irrun.core.reshape`) gives the inputs
     new shapes; a bad one raises :class:`~irrun.errors.UsageError`.
 
     With ``complete=False`` (what ``load`` does) the structure check is put off when

@@ -28,11 +28,11 @@ from typing import Any
 
 from lxml import etree
 
+from ..errors import IrrunError, LayerRef, Location, UsageError
+from ..frozen import fast_init
 from . import element_types, registry
 from .dims import Dim, parse_dim
 from .element_types import ElementType
-from .errors import IrrunError, LayerRef, Location, UsageError
-from .frozen import fast_init
 
 SUPPORTED_IR_VERSIONS = (10, 11)
 

@@ -17,9 +17,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..registry import OpDef, TensorInfo, register
-from ..window import (
+from ..ir.attributes import Attr
+from ..ir.registry import OpDef, TensorInfo, register
+from .window import (
     AUTO_PADS,
     ROUNDING_TYPES,
     Windows,

@@ -17,10 +17,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import element_types
-from ..attributes import Attr
-from ..registry import OpDef, ShapeError, TensorInfo, register
-from ..window import (
+from ..ir import element_types
+from ..ir.attributes import Attr
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from .window import (
     AUTO_PADS,
     ROUNDING_TYPES,
     Axis,

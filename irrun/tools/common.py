@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import IrrunError, Location
+from ..errors import IrrunError, Location
 
 
 def check_output_path(path: Path) -> None:

@@ -39,9 +39,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from .errors import IrrunError, LayerRef, Location, UsageError
-from .files import NPY_MAGIC, ZIP_MAGIC, check_magic, load_array_file
-from .model import Model, load
+from ..core.model import Model, load
+from ..errors import IrrunError, LayerRef, Location, UsageError
+from .common import NPY_MAGIC, ZIP_MAGIC, check_magic, load_array_file
 
 DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-5
@@ -1105,8 +1105,8 @@ def register(
 
 def _handler(args: argparse.Namespace) -> int:
     # Imported here: cli imports this module to register the command.
-    from .cli import random_seed, read_inputs
-    from .files import check_output_path, count, say_written, write_atomically
+    from ..cli import random_seed, read_inputs
+    from .common import check_output_path, count, say_written, write_atomically
 
     if args.output:
         check_output_path(Path(args.output))

@@ -21,9 +21,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from .errors import IrrunError, Location
-from .files import save_npz, write_atomically
-from .model import LayerRun
+from ..core.model import LayerRun
+from ..errors import IrrunError, Location
+from .common import save_npz, write_atomically
 
 MANIFEST = "manifest.json"
 INPUTS = "inputs.npz"

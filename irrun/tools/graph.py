@@ -20,11 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli import _shapes as shapes_argument
-from .cli import check_output_path, write_atomically
-from .errors import IrrunError, Location, UsageError, one_line
-from .files import say_written
-from .inspector import attributes_text, inspect_model, shape_text
+from ..cli import _shapes as shapes_argument
+from ..cli import check_output_path, write_atomically
+from ..errors import IrrunError, Location, UsageError, one_line
+from .common import say_written
+from .inspect import attributes_text, inspect_model, shape_text
 
 # The format each output file name ending gives, when --format does not say.
 FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "pdf"}
@@ -150,7 +150,7 @@ def quote_text(lines: list[str]) -> str:
 
 
 def to_dot(report: dict[str, Any]) -> str:
-    """The DOT text of the graph in an :func:`~irrun.inspector.inspect_model` document.
+    """The DOT text of the graph in an :func:`~irrun.tools.inspect.inspect_model` document.
 
     >>> text = to_dot(inspect_model("models/pooling_chain.xml"))
     >>> print(text.splitlines()[6])

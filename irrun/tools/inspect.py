@@ -12,7 +12,7 @@ that is ``irrun validate``'s job.  Only a file that cannot be read as IR at all 
 XML, no ``<net>``, an IR version irrun does not read) is an error (exit 1).
 
 :func:`inspect_model` builds the JSON document; the text and ``irrun graph``'s
-picture (:mod:`irrun.dot`) are both made from it, so they never disagree.
+picture (:mod:`irrun.tools.graph`) are both made from it, so they never disagree.
 """
 
 from __future__ import annotations
@@ -27,17 +27,17 @@ from typing import Any
 
 import numpy as np
 
-from .binding import Node
-from .cli import _shapes as shapes_argument
-from .dims import Interval, Shape
-from .element_types import ElementType
-from .errors import one_line
-from .graph import LayerGraph
-from .model import Checked, _weights_path, check_ir
-from .reader import Layer, Port
-from .registry import TensorInfo, opset_number
-from .reshape import describe
-from .weights import Weights
+from ..cli import _shapes as shapes_argument
+from ..core.binding import Node
+from ..core.graph import LayerGraph
+from ..core.model import Checked, _weights_path, check_ir
+from ..core.reshape import describe
+from ..errors import one_line
+from ..ir.dims import Interval, Shape
+from ..ir.element_types import ElementType
+from ..ir.reader import Layer, Port
+from ..ir.registry import TensorInfo, opset_number
+from ..ir.weights import Weights
 
 # Integer constants up to this many elements (axes, target shapes) are shown by value.
 SHOWN_VALUES = 8

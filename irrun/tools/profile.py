@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
-from .model import LayerRun
+from .. import __version__
+from ..core.model import LayerRun
 
 
 @dataclass
