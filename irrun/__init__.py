@@ -18,8 +18,8 @@ the command line reports with exit code 2:
 
 from .core.model import LayerRun, Model, TensorSpec, load, validate
 from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
+from .version import __version__
 
-__version__ = "0.1.0"
 __all__ = [
     "Diagnostic",
     "IrrunError",

@@ -1,18 +1,29 @@
-"""Writing result files: whole or not at all, and refused before any work is done."""
+"""What the commands share: their common arguments, reading inputs, writing files.
+
+Arguments: the parents every command's sub-parser is built on (the model, and the
+inputs of the commands that run it), the argparse types of shapes, counts and sizes,
+the seed of random inputs and ``--input`` files.  Files: result files are written
+whole or not at all, and refused before any work is done.
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
-from ..errors import IrrunError, Location
+from ..core.memory import parse_size
+from ..core.model import Model
+from ..core.reshape import parse_shapes
+from ..errors import IrrunError, Location, UsageError
 
 
 def check_output_path(path: Path) -> None:
@@ -149,3 +160,159 @@ def load_array_file(path: Path) -> np.ndarray | dict[str, np.ndarray]:
         return loaded
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise IrrunError(f"cannot read as .npy or .npz: {exc}", where) from None
+
+
+# ------------------------------------------------------------------------- arguments
+
+
+class Parents(NamedTuple):
+    """The arguments commands share, as argparse parents of their sub-parsers."""
+
+    model: argparse.ArgumentParser  # MODEL.xml, --weights, --debug: every command
+    inputs: argparse.ArgumentParser  # -i, --seed, --max-memory: the commands that run it
+
+
+def parents() -> Parents:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("model", metavar="MODEL.xml", help="the IR's .xml file")
+    common.add_argument("--weights", metavar="BIN", help="the .bin file (default: beside the .xml)")
+    common.add_argument("--debug", action="store_true", help="show tracebacks")
+
+    inputs = argparse.ArgumentParser(add_help=False)  # for the commands that run the model
+    inputs.add_argument(
+        "-i", "--input", action="append", default=[], metavar="[NAME=]PATH",
+        help="an input: a .npy (NAME= picks the input, optional for one input) or an .npz "
+        "keyed by input name; repeat for several. Default: seeded random inputs",
+    )  # fmt: skip
+    inputs.add_argument(
+        "--seed", type=_seed, help="seed for the random inputs used when no --input is given "
+        "(default 0)",
+    )  # fmt: skip
+    inputs.add_argument(
+        "--max-memory", type=memory_size, default="available", metavar="SIZE",
+        help="refuse a run whose tensors would need more than SIZE at once (512M, 4G, 1T, or "
+        "none; default: the memory available to the process)",
+    )  # fmt: skip
+    return Parents(common, inputs)
+
+
+def shapes(text: str) -> str:
+    # Checked here, so that a malformed --shape is a usage error before anything is read.
+    try:
+        parse_shapes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+shapes.__name__ = "--shape"  # argparse names the type in "invalid --shape value: '...'"
+
+
+def int_at_least(low: int, name: str) -> Callable[[str], int]:
+    """An argparse type for integers from ``low`` up; ``name`` is what its errors call it.
+
+    Refused by argparse, a value out of range is a usage error (exit 2), not a crash.
+    """
+
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise ValueError(text)
+        return value
+
+    parse.__name__ = name  # argparse says "invalid NAME value: '-1'"
+    return parse
+
+
+def memory_size(text: str) -> int | str | None:
+    """``--max-memory``: bytes, None for ``none``, or ``available`` (the default)."""
+    if text == "available":
+        return text
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_seed = int_at_least(0, "seed")  # NumPy refuses negative seeds
+positive = int_at_least(1, "count")
+
+
+def random_seed(args: argparse.Namespace, source: str | None = None) -> int:
+    """The seed of the random inputs: ``--seed``, else 0.
+
+    A seed given where no random inputs are made would be silently ignored, so it is
+    refused (exit 2): with ``--input`` or ``--input-dir``, or where ``source`` (the
+    inputs' other origin, if any) names where the inputs come from instead.
+    """
+    if args.seed is None:
+        return 0
+    instead = source or ("--input" if args.input else None)
+    if getattr(args, "input_dir", None) is not None:
+        instead = "--input-dir"
+    if instead:
+        raise UsageError(f"--seed makes random inputs, but the inputs come from {instead}")
+    return int(args.seed)
+
+
+def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
+    """Load ``--input`` values: ``NAME=x.npy``, ``x.npy`` (one input) or ``all.npz``.
+
+    Every name is checked here, against the Parameter's name and tensor names, so that
+    an error can say which argument or file brought it.
+    """
+    feeds: dict[str, np.ndarray] = {}
+    given_by: dict[str, str] = {}  # input name -> the --input that gave it
+
+    def put(name: str, array: np.ndarray, source: str, npz: str | None = None) -> None:
+        spec = model.input_spec(name)
+        if spec is None:
+            valid = ", ".join(s.name for s in model.inputs)
+            if npz is not None:
+                raise IrrunError(
+                    f"array '{name}' is not an input of {model.path.name} (inputs: {valid})",
+                    Location(npz),
+                )
+            raise IrrunError(f"--input {source}: no input named '{name}' (inputs: {valid})")
+        if spec.name in given_by:
+            raise UsageError(
+                f"input '{spec.name}' is given twice: by --input {given_by[spec.name]} "
+                f"and by --input {source}"
+            )
+        given_by[spec.name] = source
+        feeds[spec.name] = array
+
+    for spec in specs:
+        name, path = None, spec
+        if "=" in spec:
+            head, tail = spec.split("=", 1)
+            if model.input_spec(head) is not None or not Path(spec).exists():
+                name, path = head, tail
+        loaded = load_array_file(Path(path))
+        if isinstance(loaded, dict):
+            if name is not None:
+                if name not in loaded:
+                    raise IrrunError(
+                        f"no array '{name}' in it (it has {', '.join(loaded) or 'none'})",
+                        Location(path),
+                    )
+                put(name, loaded[name], spec)
+            else:
+                for key, array in loaded.items():
+                    put(key, array, spec, npz=path)
+            continue
+        if name is None:
+            if len(model.inputs) != 1:
+                raise UsageError(
+                    f"--input {spec}: the model has {len(model.inputs)} inputs "
+                    f"({', '.join(s.name for s in model.inputs)}); write NAME={path}"
+                )
+            name = model.inputs[0].name
+        put(name, loaded, spec)
+    return feeds
+
+
+def dump_json(data: dict[str, Any], f: IO[str]) -> None:
+    """A report as the commands write it: indented JSON and a newline."""
+    json.dump(data, f, indent=2)
+    f.write("\n")

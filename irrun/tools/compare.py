@@ -35,13 +35,26 @@ import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from ..core.model import Model, load
 from ..errors import IrrunError, LayerRef, Location, UsageError
-from .common import NPY_MAGIC, ZIP_MAGIC, check_magic, load_array_file
+from .common import (
+    NPY_MAGIC,
+    ZIP_MAGIC,
+    Parents,
+    check_magic,
+    check_output_path,
+    count,
+    dump_json,
+    load_array_file,
+    random_seed,
+    read_inputs,
+    say_written,
+    write_atomically,
+)
 
 DEFAULT_ATOL = 1e-5
 DEFAULT_RTOL = 1e-5
@@ -1056,12 +1069,11 @@ def _tolerances(given: list[tuple[str | None, Any]], default: Any) -> Any:
     return by_name
 
 
-def register(
-    sub: Any, common: argparse.ArgumentParser, inputs: argparse.ArgumentParser
-) -> None:
+def register(sub: Any, parents: Parents) -> None:
     """Add ``irrun compare`` to the command line."""
     p = sub.add_parser(
-        "compare", parents=[common, inputs], help="compare irrun's values with a reference",
+        "compare", parents=[parents.model, parents.inputs],
+        help="compare irrun's values with a reference",
         description="Run the model with irrun and compare its outputs (every layer's with "
         "--mark-all) with a reference: a file, or OpenVINO run on the same inputs. Prints a "
         "PASSED/FAILED line per tensor and a summary; exit 0 when all pass, 1 otherwise.",
@@ -1104,10 +1116,6 @@ def register(
 
 
 def _handler(args: argparse.Namespace) -> int:
-    # Imported here: cli imports this module to register the command.
-    from ..cli import random_seed, read_inputs
-    from .common import check_output_path, count, say_written, write_atomically
-
     if args.output:
         check_output_path(Path(args.output))
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
@@ -1129,10 +1137,10 @@ def _handler(args: argparse.Namespace) -> int:
     )  # fmt: skip
     data = report.as_dict()
     if args.output:
-        write_atomically(Path(args.output), lambda f: _dump(data, f))
+        write_atomically(Path(args.output), lambda f: dump_json(data, f))
         say_written(f"the report of {count(len(report.results), 'tensor')}", args.output)
     if args.json:
-        _dump(data, sys.stdout)
+        dump_json(data, sys.stdout)
     else:
         print("\n".join(report.lines()))
     return 0 if report.passed else 1
@@ -1149,11 +1157,6 @@ def _dump_inputs(ref: str) -> Path | None:
         return None  # opening the reference reports it
     path = directory / name if isinstance(name, str) else None
     return path if path is not None and path.is_file() else None
-
-
-def _dump(data: dict[str, Any], f: IO[str]) -> None:
-    json.dump(data, f, indent=2)
-    f.write("\n")
 
 
 __all__ = [

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from ..cli import _shapes as shapes_argument
 from ..core.binding import Node
 from ..core.graph import LayerGraph
 from ..core.model import Checked, _weights_path, check_ir
@@ -38,15 +37,16 @@ from ..ir.element_types import ElementType
 from ..ir.reader import Layer, Port
 from ..ir.registry import TensorInfo, opset_number
 from ..ir.weights import Weights
+from .common import Parents, shapes
 
 # Integer constants up to this many elements (axes, target shapes) are shown by value.
 SHOWN_VALUES = 8
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: Any, parents: Parents) -> None:
     """Add the ``inspect`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
-        "inspect", parents=[common],
+        "inspect", parents=[parents.model],
         help="show a model's inputs, outputs, layers, weights and rt_info",
         description="Show a model's IR version, opsets, inputs and outputs, layers (shapes and "
         "key attributes), weights and rt_info. A model with errors is shown as far as it "
@@ -54,7 +54,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "1 when the file cannot be read as IR.",
     )  # fmt: skip
     parser.add_argument(
-        "--shape", type=shapes_argument, metavar="SHAPES",
+        "--shape", type=shapes, metavar="SHAPES",
         help="give the inputs new shapes first and show the shapes that follow, in "
         "OpenVINO's syntax: x[8,3,224,224],y[1,4], or [1,3,224,224] for one input",
     )  # fmt: skip
