@@ -11,7 +11,7 @@ import openvino.opset8 as op8
 import pytest
 
 import irrun
-from irrun.core.executor import PoolChain
+from irrun.core.passes.pool_chains import PoolChain
 from irrun.ir.dims import format_shape
 
 
@@ -101,7 +101,7 @@ def test_run_computes_only_what_is_asked(tmp_path, monkeypatch):
     x = np.ones((1, 16, 128, 128), np.float32)
     out = model.run({"x": x}, outputs=["t2"])
     assert list(out) == ["t2"]
-    # A chain of same-size pools runs as one fused step (irrun.core.executor.PoolChain).
+    # A chain of same-size pools runs as one fused step (irrun.core.passes.pool_chains.PoolChain).
     ran = []
     for step, _ in model._plan._schedule((model._slot_of("t2"),)):
         inner = step.kernel.steps if isinstance(step.kernel, PoolChain) else [step]

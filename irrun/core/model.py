@@ -23,7 +23,7 @@ from ..ir.registry import TensorInfo
 from ..ir.schema import check_structure
 from ..ir.weights import Weights
 from .binding import UNSUPPORTED_CODES, Node, bind, supported_ops_text
-from .executor import Observer, Plan, Step
+from .executor import Observer, Plan
 from .graph import LayerGraph, build_graph
 from .memory import (
     IMPOSSIBLE_BYTES,
@@ -36,6 +36,7 @@ from .memory import (
 )
 from .propagation import Infos, propagate
 from .reshape import ShapeSpec, describe, input_shapes
+from .steps import Step
 
 
 @dataclass(frozen=True)
