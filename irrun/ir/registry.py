@@ -8,6 +8,7 @@ version of its type whose opset of introduction is not above N.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -67,10 +68,30 @@ class OpDef:
     # run computes, the executor calls ``kernel(attrs, *inputs, needed=mask)`` with
     # one bool per output (never all True) and ignores what it returns for the others.
     optional_outputs: bool = False
+    # The element types each input port takes (names; None or absent: any).  A shape
+    # rule never sees another: :func:`register` checks them first, for every op alike.
+    input_types: tuple[tuple[str, ...] | None, ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.type}-v{self.version}"
+
+
+def _typed(op: OpDef) -> ShapeRule:
+    """``op``'s shape rule behind a check of its inputs' element types."""
+    rule, accepted = op.infer, op.input_types
+
+    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+        for port, (info, types) in enumerate(zip(inputs, accepted, strict=False)):
+            et = info.element_type
+            if types is not None and et is not None and et.name not in types:
+                raise ShapeError(
+                    f"input {port} is {et.name}, which {op.label} does not take "
+                    f"(it takes {', '.join(types)})"
+                )
+        return rule(a, inputs)
+
+    return infer
 
 
 _REGISTRY: dict[str, list[OpDef]] = {}
@@ -78,6 +99,8 @@ _REGISTRY: dict[str, list[OpDef]] = {}
 
 def register(op: OpDef) -> OpDef:
     """Add ``op``; its (type, version) and (type, since_opset) must be new."""
+    if op.input_types:
+        op = dataclasses.replace(op, infer=_typed(op))
     versions = _REGISTRY.setdefault(op.type.lower(), [])
     for other in versions:
         if other.version == op.version or other.since_opset == op.since_opset:

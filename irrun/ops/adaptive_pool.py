@@ -5,7 +5,9 @@ Output ``o`` of an axis of size ``H`` pooled to ``O`` covers
 The average sums in f32 in row-major order and divides once.  The maximum
 starts from the window's first element (so a leading NaN is returned) and is
 replaced only by a strictly greater one; its index is flat within the (n, c)
-plane.
+plane.  An integer average to an all-ones output is the plugin's ReduceMean
+(see :func:`_integer_mean`).  Windows longer than there are windows go
+through :mod:`.pool_windows`, one window at a time.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from . import pool_windows
 from .avg_pool import accumulator_dtype, to_input_type
-from .window import plane_chunks
+from .window import POOL_TYPES, computed, plane_chunks, restored
 
 
 def window_bounds(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
@@ -63,6 +66,14 @@ def _infer(with_indices: bool):
                 )
             if target.value is not None:
                 spatial: tuple[Dim, ...] = _output_sizes(target.value, len(x.shape))
+                boolean = x.element_type is not None and x.element_type.name == "boolean"
+                if boolean and not with_indices and all(s == 1 for s in spatial):
+                    # The plugin makes it a ReduceMean (see _integer_mean), which
+                    # refuses booleans: the model does not compile.
+                    raise ShapeError(
+                        "a boolean average to an all-ones output_shape is a ReduceMean in "
+                        "OpenVINO's CPU plugin, which takes numbers only"
+                    )
             else:
                 spatial = (DYNAMIC,) * (len(x.shape) - 2)
             out = (*x.shape[:2], *spatial)
@@ -76,6 +87,11 @@ def _infer(with_indices: bool):
 
 # Bytes of input per chunk of planes (see max_pool.CHUNK_BYTES).
 CHUNK_BYTES = 1 << 22
+
+
+def window_by_window(taps: int, windows: int) -> bool:
+    """Whether the windows go through :mod:`.pool_windows` (more taps than windows)."""
+    return taps > max(windows, 1)
 
 
 class _Plan:
@@ -98,10 +114,19 @@ class _Plan:
         self.plane = int(np.prod(sizes, dtype=np.int64))
         self.outs = outs
         self.out_count = int(np.prod(outs, dtype=np.int64))
+        self.chunks = plane_chunks(self.planes, self.plane * 8, CHUNK_BYTES)
+        bounds = [window_bounds(size, out) for size, out in zip(sizes, outs, strict=True)]
+        # A tap per position of the largest window is a NumPy call each: with more taps
+        # than windows (a window of a million elements), window by window instead.
+        taps = int(np.prod([int((end - start).max()) for start, end in bounds], dtype=object))
+        self.general = None
+        if window_by_window(taps, self.out_count):
+            self.general = pool_windows.Windows(
+                sizes, [(start, end - start, 1) for start, end in bounds])
+            return
         steps = np.cumprod([1, *sizes[:0:-1]])[::-1]
         per_axis, counts = [], np.ones((), np.int64)
-        for axis, (size, out) in enumerate(zip(sizes, outs, strict=True)):
-            start, end = window_bounds(size, out)
+        for axis, ((start, end), out) in enumerate(zip(bounds, outs, strict=True)):
             shape_a = [1] * len(sizes)
             shape_a[axis] = out
             counts = counts * (end - start).reshape(shape_a)
@@ -120,7 +145,6 @@ class _Plan:
                 index = np.where(np.broadcast_to(inside, outs).reshape(-1), index, self.plane)
             self.taps.append(np.ascontiguousarray(index, np.intp))
         self.counts = counts.reshape(-1, 1)
-        self.chunks = plane_chunks(self.planes, self.plane * 8, CHUNK_BYTES)
 
 
 @functools.lru_cache(maxsize=256)
@@ -143,23 +167,18 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
     >>> adaptive_avg_pool(np.arange(1, 9, dtype=np.float32).reshape(1, 1, 8), (3,)).tolist()
     [[[2.0, 4.5, 7.0]]]
     """
+    if x.dtype.kind in "iu" and all(o == 1 for o in out_sizes) and x.size:
+        return _integer_mean(x)
     plan = _plan(x.shape, tuple(out_sizes), True)
     acc_dtype = accumulator_dtype(x.dtype)
+    if plan.general is not None:
+        return _adaptive_avg_windows(plan, x, acc_dtype)
     xp = x.reshape(plan.planes, plan.plane)
     out = np.empty((plan.planes, plan.out_count), acc_dtype)
     counts = plan.counts.astype(acc_dtype)
     # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
     with np.errstate(invalid="ignore", over="ignore"):
         for ch in plan.chunks:
-            if plan.out_count == 1:
-                # One window holds the whole plane (global pooling): its positions are
-                # the rows, and reducing a C-ordered array over its first axis adds
-                # them one row at a time, in the plugin's order, in one call.
-                acc = np.add.reduce(_rows(xp[ch], plan.plane, acc_dtype, False), axis=0)
-                acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
-                acc /= counts[0]
-                np.copyto(out[ch], acc[:, None])
-                continue
             rows = _rows(xp[ch], plan.plane, acc_dtype, zero_row=True)
             acc = np.take(rows, plan.taps[0], axis=0)
             acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
@@ -170,6 +189,52 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
             acc /= counts
             np.copyto(out[ch], acc.T)
     return to_input_type(out, x.dtype).reshape(x.shape[:2] + tuple(out_sizes))
+
+
+def _integer_mean(x: np.ndarray) -> np.ndarray:
+    """The integer average of whole planes, as OpenVINO's CPU plugin computes it.
+
+    With a constant all-ones ``output_shape`` the plugin's AdaptivePoolToReduce pass
+    makes the pool a ReduceMean, whose integer kernel differs from the pooling one
+    (which rounds an f32 mean half to even): it adds the plane in f32, stores that
+    sum in the data type (saturating 8-bit types; i32 gets x86's conversion, whose
+    out-of-range result is the minimum), divides it by the count in f32, and
+    truncates toward zero.  So u8 [200, 200] averages to 255 / 2 = 127 and i32
+    [-1, -2] to -1.  Swept against the plugin (AVX2) for every integer type (16-bit
+    and unsigned 32/64-bit run as i32, see :func:`..window.computed`) and every
+    output size from 1 to the input's, in 1-D, 2-D and 3-D; only all-ones sizes go
+    this way.  Not matched: i8 planes of 2-D and 3-D inputs whose partial sums leave
+    i8's range, where the plugin's JIT kernel adds in an order (and with
+    intermediate stores) that depends on its vector code; OpenVINO's reference has
+    no i8 ReduceMean to settle it.  A non-constant ``output_shape`` keeps the
+    pooling kernel in the plugin; irrun cannot tell and takes the constant, usual
+    in IR files.  irrun's i64 keeps its range (the plugin runs it as i32).
+    """
+    planes = x.shape[0] * x.shape[1]
+    sums = pool_windows.row_sums(x.reshape(planes, -1).T, np.dtype(np.float32))
+    info = np.iinfo(x.dtype)
+    if x.dtype.itemsize == 1:
+        stored = np.clip(sums, info.min, info.max)
+    else:  # out of range (f32's 2**31 included): the type's minimum
+        wide = sums.astype(np.float64)  # compared exactly, not in f32
+        stored = np.where((wide >= info.min) & (wide <= info.max), sums, info.min)
+    count = np.float32(x.size // planes)
+    mean = np.trunc(stored.astype(np.float32) / count)
+    mean = np.where(mean.astype(np.float64) <= info.max, mean, info.min)  # 2**31 / 1 too
+    return mean.astype(x.dtype).reshape(x.shape[:2] + (1,) * (x.ndim - 2))
+
+
+def _adaptive_avg_windows(plan: _Plan, x: np.ndarray, acc_dtype: np.dtype) -> np.ndarray:
+    """:func:`adaptive_avg_pool` window by window (see :mod:`.pool_windows`)."""
+    win = plan.general
+    xp = x.reshape(plan.planes, *x.shape[2:])
+    sums = np.empty((plan.planes, *win.shape), acc_dtype)
+    counts = functools.reduce(np.multiply.outer, win.counts).astype(acc_dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for ch in plan.chunks:
+            sums[ch] = win.sums(xp[ch].astype(acc_dtype, copy=False), acc_dtype)
+        sums /= counts
+    return to_input_type(win.expand(sums), x.dtype).reshape(x.shape[:2] + plan.outs)
 
 
 def adaptive_max_pool(
@@ -185,6 +250,16 @@ def adaptive_max_pool(
     ([[[3.0, 2.0]]], [[[1, 3]]])
     """
     plan = _plan(x.shape, tuple(out_sizes), False)
+    shape = x.shape[:2] + tuple(out_sizes)
+    if plan.general is not None:
+        win = plan.general
+        xp = x.reshape(plan.planes, *x.shape[2:])
+        values = np.empty((plan.planes, *win.shape), x.dtype)
+        where = np.empty((plan.planes, *win.shape), np.int64)
+        for ch in plan.chunks:
+            values[ch], where[ch] = win.maxima(xp[ch])
+        index = win.expand(where).reshape(shape) if with_indices else None
+        return win.expand(values).reshape(shape), index
     xp = x.reshape(plan.planes, plan.plane)
     values = np.empty((plan.planes, plan.out_count), x.dtype)
     index = np.empty((plan.planes, plan.out_count), np.int64) if with_indices else None
@@ -215,19 +290,22 @@ def adaptive_max_pool(
         np.copyto(values[ch], best.T)
         if with_indices:
             np.copyto(index[ch], sel.T)
-    shape = x.shape[:2] + tuple(out_sizes)
     return values.reshape(shape), (None if index is None else index.reshape(shape))
 
 
 def _avg_kernel(a: SimpleNamespace, x: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (adaptive_avg_pool(x, _output_sizes(target, x.ndim)),)
+    with np.errstate(all="ignore"):  # NaN, infinities and overflow are results here
+        return (restored(adaptive_avg_pool(computed(x), _output_sizes(target, x.ndim)), x.dtype),)
 
 
 def _max_kernel(
     a: SimpleNamespace, x: np.ndarray, target: np.ndarray, needed=(True, True)
 ) -> tuple:
-    values, index = adaptive_max_pool(x, _output_sizes(target, x.ndim), with_indices=needed[1])
-    return values, (None if index is None else index.astype(a.index_element_type.dtype))
+    with np.errstate(all="ignore"):  # NaN compares as a value here, never a warning
+        values, index = adaptive_max_pool(computed(x), _output_sizes(target, x.ndim),
+                                          with_indices=needed[1])  # fmt: skip
+    index = None if index is None else index.astype(a.index_element_type.dtype)
+    return restored(values, x.dtype), index
 
 
 def _check_max(a: SimpleNamespace) -> None:
@@ -244,6 +322,8 @@ register(
         infer=_infer(with_indices=False),
         kernel=_avg_kernel,
         inputs=(2, 2),
+        # output_shape: OpenVINO reads the values of any type.
+        input_types=(POOL_TYPES, None),
     )
 )
 register(
@@ -257,5 +337,6 @@ register(
         inputs=(2, 2),
         check=_check_max,
         optional_outputs=True,
+        input_types=(POOL_TYPES, None),
     )
 )

@@ -19,14 +19,18 @@ import numpy as np
 
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, TensorInfo, register
+from . import pool_windows
 from .window import (
     AUTO_PADS,
+    POOL_TYPES,
     ROUNDING_TYPES,
     Windows,
     check_pool_attributes,
+    computed,
     plane_chunks,
     pool_dilations,
     pooled_shape,
+    restored,
     with_defaults,
 )
 
@@ -111,6 +115,23 @@ class _Plan:
         # The 8-bit kernel multiplies by the f32 reciprocal of the count; that rounds
         # some exact halves (2475/30) up before half-to-even.
         self.by_reciprocal = dtype.kind in "iu" and dtype.itemsize == 1
+        # Kernels, dilations or pads past the input's size: clipped windows instead.
+        self.general = None
+        if not w.tame:
+            clipped = w.clipped()
+            self.general = pool_windows.Windows(
+                w.sizes, [(f, c, d) for (f, c), d in zip(clipped, w.dilations, strict=True)])
+            if self.pads_in_average:  # a Python int, maybe past f32's range (then inf)
+                counts = np.array(float(np.prod(w.kernel, dtype=object)))
+            else:
+                counts = np.ones((), np.int64)
+                for i, c in enumerate(self.general.counts):
+                    counts = np.multiply.outer(counts, c) if i else c
+            with np.errstate(over="ignore", divide="ignore"):
+                counts = np.asarray(counts, self.acc)[None]
+                self.general_divisor = np.ones((), self.acc) / counts if self.by_reciprocal \
+                    else counts
+            return
         self.steps = w.steps
         axes = w.axes
         full = [ax.full() for ax in axes]
@@ -287,11 +308,8 @@ class _Plan:
         """Average planes ``xc`` (already in the accumulator type) into ``out``."""
         p = xc.shape[0]
         if self.whole:
-            # Rows are the positions of the plane in order, so reducing over the
-            # first axis of a C-ordered array adds them one row at a time.
-            rows = np.ascontiguousarray(xc.reshape(p, self.plane).T)
-            acc = np.add.reduce(rows, axis=0)
-            acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
+            # Rows are the positions of the plane in order: summed one row at a time.
+            acc = pool_windows.row_sums(xc.reshape(p, self.plane).T, self.acc)
             self.divide(acc, self.whole_divisor, acc)
             np.copyto(out.reshape(p), acc)
             return
@@ -354,6 +372,14 @@ def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     plan = _plan(x.shape, key, x.dtype)
     x = np.ascontiguousarray(x)
     xp = x.reshape(plan.planes, *plan.w.sizes)
+    if plan.general is not None:
+        win = plan.general
+        sums = np.empty((plan.planes, *win.shape), plan.acc)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            for ch in plan.chunks:
+                sums[ch] = win.sums(xp[ch].astype(plan.acc, copy=False), plan.acc)
+            plan.divide(sums, plan.general_divisor, sums)
+        return to_input_type(win.expand(sums), x.dtype).reshape(x.shape[:2] + plan.w.out)
     out = np.empty((plan.planes, *plan.w.out), plan.acc)
     # inf - inf, overflow to inf and 0/0 are the IEEE results OpenVINO gives too.
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -363,7 +389,8 @@ def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
 
 
 def _kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (avg_pool(x, a),)
+    with np.errstate(all="ignore"):  # NaN, infinities and overflow are results here
+        return (restored(avg_pool(computed(x), a), x.dtype),)
 
 
 for _version, _since, _attrs in ((1, 1, V1_ATTRS), (14, 14, V1_ATTRS), (16, 16, V16_ATTRS)):
@@ -377,5 +404,6 @@ for _version, _since, _attrs in ((1, 1, V1_ATTRS), (14, 14, V1_ATTRS), (16, 16, 
             kernel=_kernel,
             check=_check(_version),
             shape_attrs=SHAPE_ATTRS,
+            input_types=(POOL_TYPES,),
         )
     )

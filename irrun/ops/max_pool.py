@@ -20,15 +20,19 @@ import numpy as np
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from . import pool_windows
 from .window import (
     AUTO_PADS,
+    POOL_TYPES,
     ROUNDING_TYPES,
     Axis,
     Windows,
     check_pool_attributes,
+    computed,
     plane_chunks,
     pool_dilations,
     pooled_shape,
+    restored,
     with_defaults,
 )
 
@@ -330,7 +334,7 @@ def _first_max(v, rel, taps, first, distance, carried) -> None:
             ne = np.not_equal(taps[t - 1], v)
             later = ne if later is None else np.logical_and(later, ne, out=later)
             rel += later.view(np.uint8)  # True is 1: adding the bytes needs no cast
-        if distance != 1:
+        if distance != 1 and len(taps) > 1:
             rel *= kind(distance)
         if first:
             rel += kind(first)
@@ -415,6 +419,14 @@ class _Plan:
         self.dtype, self.low = dtype, lowest(dtype)
         self.planes = shape[0] * shape[1]
         self.plane = int(np.prod(shape[2:], dtype=np.int64))
+        self._starts: dict[int, np.ndarray] = {}
+        # Kernels, dilations or pads past the input's size: clipped windows instead.
+        self.general = None
+        if not w.tame:
+            self.general = pool_windows.Windows(
+                w.sizes, [(f, c, d) for (f, c), d in zip(w.clipped(), w.dilations, strict=True)])
+            self.chunks = plane_chunks(self.planes, self.plane * dtype.itemsize, CHUNK_BYTES)
+            return
         # Index within a plane (may be negative for a window starting in the padding).
         self.within_dtype = np.dtype(np.int64 if self.plane >= 2**31 else np.int32)
         # Offsets of a tap from its window's first tap, as carried by _AxisArgmax.
@@ -434,7 +446,6 @@ class _Plan:
         self.value_chunks = plane_chunks(self.planes, plane_bytes, target)
         self._values: dict[int, list] = {}
         self._indices: dict[int, list] = {}
-        self._starts: dict[int, np.ndarray] = {}
 
     def _axis_runs(self, p: int, order: list[int]):
         """(axis, rows before it, elements after it, shape after it) for each pass."""
@@ -521,6 +532,8 @@ def max_pool(
     key = (tuple(a.kernel), tuple(a.strides), pool_dilations(a), tuple(a.pads_begin) or zeros,
            tuple(a.pads_end) or zeros, a.auto_pad, a.rounding_type)  # fmt: skip
     plan = _plan(x.shape, key, x.dtype)
+    if plan.general is not None:
+        return _max_pool_windows(plan, x, with_indices, with_values, index_dtype, axis)
     w, low = plan.w, plan.low
     x = np.ascontiguousarray(x)
     xp = x.reshape(plan.planes, *w.sizes)
@@ -579,14 +592,37 @@ def max_pool(
     return (values.reshape(shape) if with_values else None), index.reshape(shape)
 
 
+def _max_pool_windows(plan: _Plan, x, with_indices, with_values, index_dtype, axis) -> tuple:
+    """:func:`max_pool` through :mod:`.pool_windows`, for windows past the input's size."""
+    win, w = plan.general, plan.w
+    xp = np.ascontiguousarray(x).reshape(plan.planes, *w.sizes)
+    values = np.empty((plan.planes, *win.shape), x.dtype)
+    where = np.empty((plan.planes, *win.shape), np.int64)
+    for ch in plan.chunks:
+        values[ch], where[ch] = win.maxima(xp[ch], plan.low)
+    shape = x.shape[:2] + w.out
+    values = win.expand(values).reshape(shape) if with_values else None
+    if not with_indices:
+        return values, None
+    modulo = int(np.prod(x.shape[axis:], dtype=np.int64))
+    index = win.expand(where)
+    index += plan.plane_starts(plan.planes * plan.plane)  # the plane's start, below modulo
+    index %= modulo
+    return values, index.astype(index_dtype).reshape(shape)
+
+
 def _kernel(version: int):
     def kernel(a: SimpleNamespace, x: np.ndarray, needed=(True, True)) -> tuple:
-        if version == 1:
-            values, _ = max_pool(x, a, with_indices=False)
-            return (values,)
-        axis = _normalized_axis(a.axis, x.ndim)
-        return max_pool(x, a, with_indices=needed[1], with_values=needed[0],
-                        index_dtype=a.index_element_type.dtype, axis=axis)  # fmt: skip
+        work = computed(x)
+        # NaN and infinities are values like any other here, never a warning.
+        with np.errstate(all="ignore"):
+            if version == 1:
+                values, _ = max_pool(work, a, with_indices=False)
+                return (restored(values, x.dtype, truncate=True),)
+            axis = _normalized_axis(a.axis, x.ndim)
+            values, index = max_pool(work, a, with_indices=needed[1], with_values=needed[0],
+                                     index_dtype=a.index_element_type.dtype, axis=axis)  # fmt: skip
+        return restored(values, x.dtype, truncate=True), index
 
     return kernel
 
@@ -603,5 +639,6 @@ for _version, _since, _attrs in ((1, 1, COMMON_ATTRS), (8, 8, V8_ATTRS), (14, 14
             check=_check(_version),
             shape_attrs=SHAPE_ATTRS,
             optional_outputs=_version >= 8,
+            input_types=(POOL_TYPES,),
         )
     )

@@ -33,6 +33,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from .max_pool import fmax_fold, has_negative_zero, lowest
 
+# Larger kernels run layer by layer: the padding bands (and the plan's window counts)
+# grow with the kernel, not with the input, and a chain is for 3x3-like windows.
+MAX_KERNEL = 64
 # Bytes of a chunk's buffer: NumPy's cost per call outweighs what smaller, cached chunks save.
 CHUNK_BYTES = 1 << 22
 # Elements of the divisor an average broadcasts (a whole number of planes, at least).
@@ -316,8 +319,8 @@ def chain_layer(op_type: str, a) -> tuple[Geometry, Layer] | None:
     """The geometry and kind of a pool layer that can join a chain, or None.
 
     2-D MaxPool (its indices unused) or AvgPool, explicit pads, stride 1, no
-    dilation, and pads_begin + pads_end = kernel - 1 on each axis (as many outputs
-    as inputs).
+    dilation, a kernel of at most ``MAX_KERNEL``, and pads_begin + pads_end =
+    kernel - 1 on each axis (as many outputs as inputs).
     """
     if op_type not in ("MaxPool", "AvgPool") or len(a.kernel) != 2:
         return None
@@ -327,7 +330,7 @@ def chain_layer(op_type: str, a) -> tuple[Geometry, Layer] | None:
     if (a.auto_pad not in ("explicit", "notset") or tuple(a.strides) != (1, 1)
             or dilations != (1, 1) or len(pb) != 2 or len(pe) != 2):  # fmt: skip
         return None
-    if any(k < 1 or b < 0 or e < 0 or b + e != k - 1
+    if any(k < 1 or k > MAX_KERNEL or b < 0 or e < 0 or b + e != k - 1
            for k, b, e in zip(a.kernel, pb, pe, strict=True)):  # fmt: skip
         return None
     g = Geometry(tuple(a.kernel), pb, pe)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir.dims import Shape
 from ..ir.registry import ShapeError
-from .window import output_size, pool_dilations, resolve_pads, with_defaults
+from .window import clip_windows, output_size, pool_dilations, resolve_pads, with_defaults
 
 POOL_ATTRS = ("kernel", "strides", "pads_begin", "pads_end", "auto_pad", "rounding_type")
 # Axes with more windows than this are not examined (only absurd shapes have them).
@@ -59,21 +59,19 @@ NaN or -0.0 there (its reference implementation 0)
             return []  # the shape rule reports it
         if out > MAX_WINDOWS:
             continue
-        starts = np.arange(out, dtype=np.int64) * s - pb
-        # The first tap at or after index 0, and whether it is a tap and inside the input.
-        first = np.maximum(0, -(starts // d))
-        empty = (first >= k) | (starts + first * d >= size)
+        empty = clip_windows(size, k, s, d, pb, out)[1] == 0
         if empty.any():
-            found.append((axis, size, np.flatnonzero(empty), starts, (k, s, d, pb, pe)))
+            found.append((axis, size, np.flatnonzero(empty), (k, s, d, pb, pe)))
     return [_message(a, any_pad, *f) for f in found]
 
 
 def _message(a: SimpleNamespace, any_pad: bool, axis: int, size: int, empty: np.ndarray,
-             starts: np.ndarray, geometry: tuple[int, ...]) -> str:  # fmt: skip
+             geometry: tuple[int, ...]) -> str:  # fmt: skip
     k, s, d, pb, pe = geometry
     n = len(empty)
     shown = ", ".join(str(i) for i in empty[:_SHOWN]) + (", ..." if n > _SHOWN else "")
-    begins = ", ".join(str(starts[i]) for i in empty[:_SHOWN]) + (", ..." if n > _SHOWN else "")
+    begins = ", ".join(str(int(i) * s - pb) for i in empty[:_SHOWN]) + (
+        ", ..." if n > _SHOWN else "")
     several = n != 1
     where = (f"output{'s' * several} {shown} start{'' if several else 's'} at {begins}; "
              f"input size {size}, kernel {k}, stride {s}, dilation {d}, pads {pb}/{pe}, "

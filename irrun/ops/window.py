@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+import ml_dtypes
 import numpy as np
 
 from ..ir.dims import DYNAMIC, Dim, Shape, map_bounds
@@ -24,6 +25,52 @@ from ..ir.registry import ShapeError
 
 ROUNDING_TYPES = ("floor", "ceil", "ceil_torch")
 AUTO_PADS = ("explicit", "same_upper", "same_lower", "valid")
+# OpenVINO's dims are int64: a pooled size past this cannot be a tensor's.
+MAX_DIM = 2**63 - 1
+# Geometry above this (strides, pads) leaves int64 no room for products with a position.
+_TAME_VALUE = 2**31
+
+
+# The element types of the data every pool op takes.  OpenVINO's op classes check
+# none (any type infers), so these are the types its CPU plugin compiles a pool for
+# and irrun computes as the plugin does; f8, u4/i4 and the rest are refused.
+POOL_TYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8",
+              "boolean")  # fmt: skip
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+# The plugin pools these in another type: booleans as u8, bf16 in f32, and 16-bit
+# and unsigned 32/64-bit integers as i32 (wrapping: u32 2**31 is -2**31 there).
+_COMPUTED_IN = {np.dtype(np.bool_): np.dtype(np.uint8), _BF16: np.dtype(np.float32),
+                **{np.dtype(t): np.dtype(np.int32)
+                   for t in (np.int16, np.uint16, np.uint32, np.uint64)}}  # fmt: skip
+
+
+def computed(x: np.ndarray) -> np.ndarray:
+    """``x`` in the type the CPU plugin pools it in (see ``_COMPUTED_IN``).
+
+    >>> computed(np.array([True, False])).dtype, computed(np.uint32([2**31])).tolist()
+    (dtype('uint8'), [-2147483648])
+    """
+    work = _COMPUTED_IN.get(x.dtype)
+    if work is None:
+        return x
+    if x.dtype == np.bool_:
+        return x.view(np.uint8)
+    return x.astype(work)
+
+
+def restored(y: np.ndarray, dtype: np.dtype, truncate: bool = False) -> np.ndarray:
+    """A pool's result ``y`` (of :func:`computed`'s type) back in ``dtype``.
+
+    Integers wrap, as the plugin narrows them.  f32 becomes bf16 rounded to nearest
+    even, or with ``truncate`` by dropping the low half: that is how the plugin's
+    max pool turns f32's lowest value into bf16's (-3.39e38, not -inf).
+    """
+    if y is None or y.dtype == dtype:
+        return y
+    if dtype == _BF16 and truncate:
+        return (y.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).view(_BF16)
+    return y.astype(dtype)
 
 
 def dilated(kernel: int, dilation: int) -> int:
@@ -68,14 +115,42 @@ def output_size(
             f"input ({size + pad_begin + pad_end})"
         )
     if rounding == "floor":
-        return span // stride + 1
-    steps = -(-span // stride)
-    if rounding == "ceil":
-        return steps + 1
-    # OpenVINO compares in unsigned arithmetic: with nothing before the end padding
-    # (size + pad_begin == 0) the right side wraps around and the last window stays.
-    last_start_fits = size + pad_begin == 0 or steps * stride <= size + pad_begin - 1
-    return steps + 1 if last_start_fits else steps
+        count = span // stride + 1
+    else:
+        steps = -(-span // stride)
+        # OpenVINO compares in unsigned arithmetic: with nothing before the end padding
+        # (size + pad_begin == 0) the right side wraps around and the last window stays.
+        last_start_fits = size + pad_begin == 0 or steps * stride <= size + pad_begin - 1
+        count = steps + 1 if rounding == "ceil" or last_start_fits else steps
+    if count > MAX_DIM:
+        raise ShapeError(f"{count} windows do not fit in a dim (at most {MAX_DIM})")
+    return count
+
+
+def clip_windows(
+    size: int, kernel: int, stride: int, dilation: int, pad_begin: int, out: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where each window's taps inside the input start, and how many there are.
+
+    Window ``o``'s taps inside ``[0, size)`` are ``first[o] + t*dilation`` for
+    ``t < count[o]`` (count 0: the window holds no element).  Closed forms, so the
+    work is one pass over the outputs whatever the kernel, pads or dilation; exact
+    for values of any size (Python integers where int64 could overflow).
+
+    >>> [v.tolist() for v in clip_windows(5, 2**40, 2, 1, 2**39, 3)]
+    [[0, 0, 0], [5, 5, 5]]
+    >>> [v.tolist() for v in clip_windows(5, 3, 3, 2, 2, 3)]
+    [[0, 1, 4], [2, 2, 1]]
+    """
+    bound = out * stride + pad_begin + kernel * dilation + size + dilation
+    o = np.arange(out, dtype=np.int64 if bound < 2**62 else object)
+    start = o * stride - pad_begin
+    # The first tap at or after 0 and the last before ``size`` (floor divisions).
+    low = np.maximum((dilation - 1 - start) // dilation, 0)
+    high = np.minimum((size - 1 - start) // dilation, kernel - 1)
+    count = np.maximum(high - low + 1, 0)
+    first = np.where(count > 0, start + low * dilation, 0)
+    return first.astype(np.int64), count.astype(np.int64)
 
 
 def check_pool_attributes(a: SimpleNamespace, allow_ceil_torch: bool) -> None:
@@ -183,7 +258,7 @@ class Axis:
     tap for all its outputs with one strided slice instead of a padded copy.
 
     >>> ax = Axis(size=5, kernel=3, stride=2, dilation=1, pad_begin=1, out=3)
-    >>> [ax.reach(j) for j in range(3)], ax.full(), ax.taps_of(0)
+    >>> [ax.reach(j) for j in range(3)], ax.full(), tuple(ax.taps_of(0))
     ([(1, 3), (0, 3), (0, 2)], (1, 2), (1, 2))
     """
 
@@ -205,14 +280,18 @@ class Axis:
         return lo, hi
 
     def full(self) -> tuple[int, int]:
-        """The outputs ``[lo, hi)`` whose every tap falls inside (``lo >= hi``: none)."""
-        reaches = [self.reach(j) for j in range(self.kernel)]
-        return max(r[0] for r in reaches), min(r[1] for r in reaches)
+        """The outputs ``[lo, hi)`` whose every tap falls inside (``lo >= hi``: none).
 
-    def taps_of(self, o: int) -> tuple[int, ...]:
-        """The taps of output ``o`` that fall inside the input, in order."""
-        first = o * self.stride
-        return tuple(j for j in range(self.kernel) if 0 <= first + self.offset(j) < self.size)
+        The first tap reaches the fewest outputs at the start, the last at the end.
+        """
+        return self.reach(0)[0], self.reach(self.kernel - 1)[1]
+
+    def taps_of(self, o: int) -> range:
+        """The taps of output ``o`` that fall inside the input, in order (closed form)."""
+        start, d = o * self.stride - self.pad_begin, self.dilation
+        low = max((d - 1 - start) // d, 0)
+        high = min((self.size - 1 - start) // d, self.kernel - 1)
+        return range(low, max(high + 1, low))
 
     def borders(self) -> list[int]:
         """The outputs that some tap misses (all of them when no window is full)."""
@@ -276,6 +355,25 @@ class Windows:
         )  # fmt: skip
 
     @property
+    def tame(self) -> bool:
+        """Whether per-tap loops stay within the input's size and positions within int64.
+
+        A kernel or dilation larger than its axis, or strides and pads past
+        ``_TAME_VALUE``, is left to :mod:`.ops.pool_windows`, whose work is bounded
+        by the input and output whatever the attributes say.
+        """
+        return all(
+            k <= n and d <= max(n, 1) and max(s, pb, pe) <= _TAME_VALUE
+            for n, k, d, s, pb, pe in zip(self.sizes, self.kernel, self.dilations, self.strides,
+                                          self.pads_begin, self.pads_end, strict=True)
+        )  # fmt: skip
+
+    def clipped(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:func:`clip_windows` of every axis."""
+        return [clip_windows(ax.size, ax.kernel, ax.stride, ax.dilation, ax.pad_begin, ax.out)
+                for ax in self.axes]  # fmt: skip
+
+    @property
     def axes(self) -> tuple[Axis, ...]:
         return tuple(
             Axis(*fields)
@@ -321,9 +419,8 @@ class Windows:
 
     def valid_taps(self, axis: int) -> np.ndarray:
         """How many taps of each window on ``axis`` fall inside the input."""
-        starts = self.starts(axis)[:, None]
-        pos = starts + np.arange(self.kernel[axis])[None, :] * self.dilations[axis]
-        return ((pos >= 0) & (pos < self.sizes[axis])).sum(axis=1)
+        ax = self.axes[axis]
+        return clip_windows(ax.size, ax.kernel, ax.stride, ax.dilation, ax.pad_begin, ax.out)[1]
 
     def start_index(self) -> np.ndarray:
         """Flat input index of each window's first tap, over the spatial output grid."""
