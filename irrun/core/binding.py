@@ -103,7 +103,8 @@ class _Binder:
 
         n_in = len(layer.inputs)
         low, high = op.inputs
-        if not layer.unreadable_ports and not low <= n_in <= high:
+        inputs_fit = layer.unreadable_ports or low <= n_in <= high
+        if not inputs_fit:
             want = low if low == high else f"{low} to {high}"
             self.report("error", "input-count", f"has {n_in} input ports, expected {want}",
                         layer.line, ref, expected=want, actual=n_in)  # fmt: skip
@@ -122,6 +123,10 @@ class _Binder:
                                              layer=ref))  # fmt: skip
             elif failure.code:
                 self.report("error", failure.code, failure.message, data_line, ref)
+            return Node(layer, op, None, ref)
+        if not inputs_fit:
+            # Its attributes are checked, but no shape rule sees a wrong number of inputs:
+            # one missing or extra port is one finding, not a second one from the rule.
             return Node(layer, op, None, ref)
         attrs = SimpleNamespace(**values)
         if op.type == "Const" and not self.read_const(ref, attrs, data_line):

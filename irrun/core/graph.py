@@ -70,6 +70,10 @@ def build_graph(doc: IRDocument, unneeded: bool = True) -> LayerGraph:
     MaxPool-8's indices) has hundreds of them.  ``LayerGraph.unneeded`` then gives them.
     """
     builder = _Builder(doc)
+    if not doc.layers:
+        # OpenVINO reads it as a model with no inputs and no outputs; irrun would run it
+        # and write an empty .npz.  A file with nothing in it is a mistake.
+        builder.report("no-layers", "the model has no layers: there is nothing to run", 0)
     builder.add_layers()
     builder.add_edges()
     builder.check_inputs_fed()

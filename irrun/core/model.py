@@ -242,6 +242,9 @@ def check_ir(
     nodes, bound = bind(lg, weights)
     new_shapes = input_shapes(lg, nodes, shapes) if shapes is not None else None
     infos, propagated = propagate(lg, nodes, new_shapes)
+    if new_shapes is not None:  # load checks the file's own shapes, before any reshape
+        propagated += [d for d in propagate(lg, nodes)[1]
+                       if d.level == "error" and d.code not in INFORMATIONAL_CODES]
     later = lg.problems + bound + propagated
     findings += later
     blocking += [d for d in later if d.level == "error" and d.code not in INFORMATIONAL_CODES]

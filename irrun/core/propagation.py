@@ -172,9 +172,27 @@ def _infer(
             f"{exc}); this is a bug in irrun (--debug shows where)",
             extra={"exception": exc},
         ), [], []  # fmt: skip
+    too_big = _too_big(outputs)
+    if too_big is not None:
+        return Diagnostic("error", "shape-error", too_big), [], []
     outputs = _fold(node, inputs, outputs)
     empty = pool_checks.empty_windows(node.attrs, inputs[0].shape) if inputs else []
     return None, outputs, empty
+
+
+# The largest dimension there is: OpenVINO's are 64-bit signed integers, and so are NumPy's.
+LARGEST_DIM = (1 << 63) - 1
+
+
+def _too_big(outputs: list[TensorInfo]) -> str | None:
+    """Why an inferred shape cannot be (a dim past :data:`LARGEST_DIM`), or None."""
+    for i, info in enumerate(outputs):
+        for d in info.shape or ():
+            bound = d if isinstance(d, int) else d.hi if d.hi is not None else d.lo
+            if bound > LARGEST_DIM:
+                return (f"output {i} would be {format_shape(info.shape)}, past the largest "
+                        f"dimension there is (2^63-1)")  # fmt: skip
+    return None
 
 
 def _port_agrees(port, info: TensorInfo, precision_matters: bool, check_dims: bool) -> bool:

@@ -81,10 +81,14 @@ class Attr:
         if self.kind == "ints":
             return parse_int_list(text)
         if self.kind == "int":
-            return int(text.strip())
+            # int() also reads "1_0" and other scripts' digits ("٣"); OpenVINO does not.
+            if not _INT.fullmatch(text.strip()):
+                raise ValueError(f"'{text}' is not an integer")
+            return _in_range(int(text), text.strip())
         if self.kind == "float":
-            # float() also reads "1_0"; OpenVINO's stream parsing does not.
-            if "_" in text:
+            # float() also reads "1_0" and other scripts' digits; OpenVINO's stream parsing
+            # does not.
+            if "_" in text or not text.isascii():
                 raise ValueError(f"'{text}' is not a number")
             return float(text)
         if self.kind == "bool":
@@ -122,11 +126,19 @@ def parse_int_list(text: str) -> tuple[int, ...]:
         field = f.strip()
         if not _INT.fullmatch(field):
             raise ValueError(f"'{field}' is not an integer" if field else "an empty field")
-        out.append(int(f))
+        out.append(_in_range(int(f), field))
     return tuple(out)
 
 
 _INT = re.compile(r"-?[0-9]+")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _in_range(value: int, text: str) -> int:
+    """``value``, if it fits the 64-bit integers OpenVINO reads every attribute into."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"'{text}' is out of range (not a 64-bit integer)")
+    return value
 
 
 def parse_bool(text: str) -> bool:

@@ -7,6 +7,7 @@ stands for a shape of unknown rank.  Shape rules work on these tuples.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -58,15 +59,28 @@ def parse_dim(text: str) -> Dim:
         return DYNAMIC
     if ".." in t:
         lo_s, hi_s = t.split("..", 1)
-        lo = int(lo_s) if lo_s.strip() else 0
-        hi = int(hi_s) if hi_s.strip() else None
+        lo = _int(lo_s) if lo_s.strip() else 0
+        hi = _int(hi_s) if hi_s.strip() else None
         if lo < 0 or (hi is not None and hi < lo):
             raise ValueError(f"'{text}' is not a valid dimension range")
         return lo if lo == hi else Interval(lo, hi)
-    value = int(t)
+    value = _int(t)
     if value < -1:
         raise ValueError(f"dimension {value} must be >= -1")
     return value
+
+
+def _int(text: str) -> int:
+    """An integer in ASCII digits: int() also reads "1_0" and other scripts' digits."""
+    if not _INT.fullmatch(text.strip()):
+        raise ValueError(f"invalid literal for int() with base 10: {text!r}")
+    value = int(text)
+    if value > (1 << 63) - 1:
+        raise ValueError(f"dimension {text.strip()} is out of range (not a 64-bit integer)")
+    return value
+
+
+_INT = re.compile(r"[-+]?[0-9]+")
 
 
 def parse_partial_shape(text: str) -> Shape | None:

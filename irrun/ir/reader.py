@@ -439,7 +439,7 @@ class _Reader:
             self.problem(f"root element is <{root.tag}>, expected <net>", line)
             return None
         version_text = root.get("version")
-        if version_text is None or not version_text.strip().isdigit():
+        if version_text is None or not (version_text.strip().isdigit() and version_text.isascii()):
             self.problem('<net> has no IR version (expected version="10" or "11")', line)
             return None
         version = int(version_text)

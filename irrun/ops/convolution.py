@@ -14,7 +14,8 @@ summation order differs from the CPU plugin's, so values agree within rounding.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
 import numpy as np
@@ -149,7 +150,7 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
         )
     win = Windows.of(x.shape[2:], _geometry(a, w.shape[3:]))
     work = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x.dtype
-    xp = win.padded(x.astype(work, copy=False), 0)
+    read = _tap_reader(x.astype(work, copy=False), win)
     w = w.astype(work, copy=False)
     batch = x.shape[0]
     taps = list(win.taps())
@@ -160,14 +161,47 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
         acc = np.zeros((batch, groups, *win.out), work)
         bcast = (1, groups) + (1,) * n
         for t, tap in enumerate(taps):
-            acc += win.tap_view(xp, tap) * flat[:, t].reshape(bcast)
+            acc += read(tap) * flat[:, t].reshape(bcast)
         return acc.astype(x.dtype, copy=False)
     positions = int(np.prod(win.out, dtype=np.int64))
     # Columns [N, G, Ci * taps, P] in the filter's (channel, tap) order.
-    cols = np.stack([win.tap_view(xp, tap) for tap in taps], axis=2)
+    cols = np.stack([read(tap) for tap in taps], axis=2)
     cols = cols.reshape(batch, groups, ci * len(taps), positions)
     out = np.matmul(w.reshape(groups, co, ci * len(taps)), cols)
     return out.reshape(batch, groups * co, *win.out).astype(x.dtype, copy=False)
+
+
+def _tap_reader(x: np.ndarray, win: Windows) -> Callable[[tuple[int, ...]], np.ndarray]:
+    """A function from a tap to what it reads for every window, ``[N, C, *out]``.
+
+    Usually a strided view of the input padded with zeros.  Pads, strides or dilations
+    far beyond the input would make that padded copy huge (2^31 pads of a 3x3 input are
+    gigabytes of zeros), so then each tap is gathered instead, by index arrays of
+    ``out x kernel`` per axis that point past the input's end, at one appended zero,
+    for a tap in the padding: the work follows the input, the output and the filter,
+    whatever the attributes.  Both give the same values.
+    """
+    reach = [(o - 1) * st + (k - 1) * d + 1 for o, st, k, d in
+             zip(win.out, win.strides, win.kernel, win.dilations, strict=True)]  # fmt: skip
+    padded = math.prod(max(r, pb + n) for r, pb, n in zip(reach, win.pads_begin, win.sizes,
+                                                          strict=True))  # fmt: skip
+    if padded <= 2 * math.prod(win.sizes) + math.prod(win.out) * math.prod(win.kernel) + 4096:
+        xp = win.padded(x, 0)
+        return lambda tap: win.tap_view(xp, tap)
+    n = len(win.sizes)
+    extended = np.pad(x, [(0, 0)] * (x.ndim - n) + [(0, 1)] * n)  # one zero past each axis
+    index = []
+    for size, k, st, d, pb, o in zip(win.sizes, win.kernel, win.strides, win.dilations,
+                                     win.pads_begin, win.out, strict=True):  # fmt: skip
+        # Python integers where int64 could overflow (pads near 2^63).
+        big = max(o * st, pb, k * d) >= 2**62
+        pos = (np.arange(o, dtype=object if big else np.int64)[:, None] * st - pb
+               + np.arange(k, dtype=object if big else np.int64)[None, :] * d)  # fmt: skip
+        inside = (pos >= 0) & (pos < size)
+        index.append(np.where(inside, pos, size).astype(np.intp))  # [out, kernel]
+    lead = (slice(None),) * (x.ndim - n)
+    return lambda tap: extended[lead + np.ix_(*(ix[:, j] for ix, j in zip(index, tap,
+                                                                         strict=True)))]
 
 
 def _same_types(x: np.ndarray, w: np.ndarray) -> None:

@@ -174,16 +174,24 @@ def convolve_transposed(x: np.ndarray, w: np.ndarray, a: SimpleNamespace,
     wt = w.astype(work, copy=False).reshape(groups, ci, co * taps).transpose(0, 2, 1)
     parts = np.matmul(wt, xg).reshape(batch, groups, co, taps, *sizes)
     dilations = a.dilations or (1,) * n
-    span = [a.strides[i] * (sizes[i] - 1) + 1 for i in range(n)]
-    full = [max(span[i] + dilations[i] * (kernel[i] - 1), b + o) for i, (b, o) in
-            enumerate(where)]  # fmt: skip
-    acc = np.zeros((batch, groups, co, *full), work)
+    # Only the window of the full output is made: each tap adds the input positions that
+    # land in it, found in closed form, so strides, dilations and pads of any size cost
+    # nothing beyond the input, the filter and the output.  In tap order, as before.
+    acc = np.zeros((batch, groups, co, *(o for _, o in where)), work)
     for t, tap in enumerate(itertools.product(*(range(k) for k in kernel))):
-        at = tuple(slice(tap[i] * dilations[i], tap[i] * dilations[i] + span[i], a.strides[i])
-                   for i in range(n))  # fmt: skip
-        acc[(Ellipsis, *at)] += parts[:, :, :, t]
-    out = acc[(Ellipsis, *(slice(b, b + o) for b, o in where))]
-    return out.reshape(batch, groups * co, *out.shape[3:]).astype(x.dtype)
+        into, take = [], []
+        for i, (begin, length) in enumerate(where):
+            first = tap[i] * dilations[i] - begin  # where input position 0 lands
+            step = a.strides[i]
+            lo = max(0, -(first // step))  # the first input position at or past 0
+            hi = min(sizes[i], -(-(length - first) // step))  # the last one before length
+            if lo >= hi:
+                break
+            into.append(slice(first + lo * step, first + (hi - 1) * step + 1, step))
+            take.append(slice(lo, hi))
+        else:
+            acc[(Ellipsis, *into)] += parts[(slice(None),) * 3 + (t, *take)]
+    return acc.reshape(batch, groups * co, *acc.shape[3:]).astype(x.dtype)
 
 
 def _kernel(grouped: bool):

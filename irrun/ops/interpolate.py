@@ -124,7 +124,7 @@ def _infer(version: int):
         x, sizes, scales, axes_info = _split_inputs(a, inputs)
         for info, what in ((sizes, "sizes"), (scales, "scales"), (axes_info, "axes")):
             if info is not None:
-                check_vector(info, what, allow_scalar=False)
+                check_vector(info, what, allow_scalar=False, integers=what != "scales")
         if x.shape is None:
             return [TensorInfo(None, x.element_type)]
         rank = len(x.shape)

@@ -44,8 +44,14 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     return axis % rank
 
 
-def check_vector(info: TensorInfo, what: str, allow_scalar: bool = True) -> None:
-    """Shape-like inputs are 1-D (or scalars where OpenVINO accepts them)."""
+def check_vector(info: TensorInfo, what: str, allow_scalar: bool = True,
+                 integers: bool = True) -> None:  # fmt: skip
+    """Shape-like inputs are 1-D (or scalars where OpenVINO accepts them), of integers
+    (but for ``integers=False``: Interpolate's scales)."""
+    et = info.element_type
+    if integers and et is not None and (et.dtype.kind not in "iu" or et.name == "boolean"):
+        # A float tensor there would be read as whatever its values truncate to at run time.
+        raise ShapeError(f"{what} must be integers, got {et.name}")
     if info.shape is None:
         return
     ranks = (0, 1) if allow_scalar else (1,)
@@ -472,6 +478,9 @@ def _gather(version: int):
         idx64 = idx.astype(np.int64)
         # Negative indices count from the end (Gather-8; earlier versions run the same
         # kernel on the CPU plugin); indices still out of range give zeros.
+        if n == 0:  # every index is out of range, and an empty axis has nothing to pick
+            return (np.zeros((*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :]),
+                             data.dtype),)  # fmt: skip
         idx64 = np.where(idx64 < 0, idx64 + n, idx64)
         valid = (idx64 >= 0) & (idx64 < n)
         safe = np.where(valid, idx64, 0)

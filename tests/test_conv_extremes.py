@@ -1,0 +1,117 @@
+"""Convolutions whose pads, strides or dilations dwarf their input (issue 15).
+
+A padded copy of the input would grow with the pads: such convolutions gather each tap by
+index instead, and transposed convolutions make only the window of their full output. The
+values are the CPU plugin's where it computes them, and the same by either path.
+"""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import irrun
+from irrun.ops import convolution
+from irrun.ops.convolution import convolve
+from irrun.ops.convolution_backprop import convolve_transposed
+
+ov = pytest.importorskip("openvino")
+from openvino import opset1  # noqa: E402
+
+CPU = ov.Core()
+CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+
+
+def _both(node_of, x: np.ndarray, tmp_path) -> tuple[np.ndarray, np.ndarray]:
+    p = opset1.parameter(list(x.shape), ov.Type.f32, name="x")
+    model = ov.Model([node_of(p)], [p])
+    want = CPU.compile_model(model, "CPU", CONFIG)([x])[0]
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    got = irrun.load(path).run({"x": x})
+    return next(iter(got.values())), np.asarray(want)
+
+
+CASES = [  # strides, pads_begin, pads_end, dilations: padded copies of 40,000 to 10^6 zeros
+    ((50, 50), (100, 100), (100, 100), (1, 1)),
+    ((97, 3), (150, 2), (151, 0), (1, 2)),
+    ((1, 1), (400, 0), (400, 1), (400, 1)),
+    ((300, 300), (299, 301), (600, 0), (250, 250)),
+]
+
+
+@pytest.mark.parametrize(("strides", "pads_begin", "pads_end", "dilations"), CASES)
+@pytest.mark.parametrize("grouped", [False, True])
+def test_far_pads_match_the_plugin(strides, pads_begin, pads_end, dilations, grouped, tmp_path):
+    rng = np.random.default_rng(sum(strides) + sum(pads_begin) + grouped)
+    x = rng.standard_normal((1, 4, 5, 7)).astype(np.float32)
+    if grouped:  # depthwise: four groups of one channel
+        w = opset1.constant(rng.standard_normal((4, 1, 1, 3, 2)).astype(np.float32))
+        node = lambda p: opset1.group_convolution(p, w, strides, pads_begin, pads_end, dilations)  # noqa: E731
+    else:
+        w = opset1.constant(rng.standard_normal((3, 4, 3, 2)).astype(np.float32))
+        node = lambda p: opset1.convolution(p, w, strides, pads_begin, pads_end, dilations)  # noqa: E731
+    got, want = _both(node, x, tmp_path)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_pads_of_2_to_the_31_take_the_input_s_memory(tmp_path):
+    # With pads and strides of 2^31 the middle window of each axis starts at the input's
+    # first element, the others lie wholly in the padding: by hand, the output is zero but
+    # at [1, 1], whose 2x2 window covers x[0:2, 0:2] = [[1, 2], [4, 5]].
+    big = 2**31
+    x = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
+    w = np.array([[[[2.0, 3.0], [5.0, 7.0]]]], np.float32)
+    a = SimpleNamespace(strides=(big, big), dilations=(1, 1), pads_begin=(big, big),
+                        pads_end=(big, big), auto_pad="explicit")  # fmt: skip
+    got = convolve(x, w[None], a)
+    want = np.zeros((1, 1, 3, 3), np.float32)
+    want[0, 0, 1, 1] = 1 * 2 + 2 * 3 + 4 * 5 + 5 * 7
+    assert got.tolist() == want.tolist()
+
+
+def test_both_paths_give_the_same_values(monkeypatch):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 6, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((2, 3, 3, 2, 3)).astype(np.float32)  # two groups
+    for strides, pads, dilations in itertools.product([(1, 1), (2, 3)], [(0, 0), (2, 1)],
+                                                      [(1, 1), (2, 1)]):  # fmt: skip
+        a = SimpleNamespace(strides=strides, dilations=dilations, pads_begin=pads,
+                            pads_end=pads[::-1], auto_pad="explicit")  # fmt: skip
+        padded = convolve(x, w, a)
+        with monkeypatch.context() as m:
+            m.setattr(convolution.math, "prod", lambda values: 2**40)  # always gather
+            gathered = convolve(x, w, a)
+        assert np.array_equal(padded, gathered), a
+
+
+def test_a_transposed_convolution_makes_only_its_window():
+    # Strides of 2^31 spread the input's 3 positions 2^31 apart; an output_shape of 2
+    # keeps the first two positions of the full output: x[0] times the filter's taps.
+    big = 2**31
+    x = np.array([1.0, 2.0, 3.0], np.float32).reshape(1, 1, 3)
+    w = np.array([10.0, 100.0], np.float32).reshape(1, 1, 1, 2)
+    a = SimpleNamespace(strides=(big,), dilations=(1,), pads_begin=(0,), pads_end=(0,),
+                        auto_pad="explicit", output_padding=())  # fmt: skip
+    assert convolve_transposed(x, w, a, requested=[2]).tolist() == [[[10.0, 100.0]]]
+    # A window that begins past the first input's reach holds the second input's taps.
+    a.pads_begin = (big,)
+    assert convolve_transposed(x, w, a, requested=[3]).tolist() == [[[20.0, 200.0, 0.0]]]
+
+
+@pytest.mark.parametrize(("strides", "pads", "dilation", "out_pad"), [
+    (5, (7, 3), 4, 2), (1, (0, 0), 9, 0), (40, (30, 60), 1, 39), (3, (0, 0), 1, 0),
+])  # fmt: skip
+def test_transposed_matches_the_plugin(strides, pads, dilation, out_pad, tmp_path):
+    rng = np.random.default_rng(strides + dilation)
+    x = rng.standard_normal((1, 2, 4, 3)).astype(np.float32)
+    w = opset1.constant(rng.standard_normal((2, 3, 3, 2)).astype(np.float32))
+    got, want = _both(lambda p: opset1.convolution_backprop_data(
+        p, w, [strides, strides], [pads[0]] * 2, [pads[1]] * 2, [dilation] * 2,
+        output_padding=[out_pad] * 2), x, tmp_path)  # fmt: skip
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
