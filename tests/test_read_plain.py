@@ -60,7 +60,7 @@ def test_load_builds_no_tree_for_a_file_written_by_openvino(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("parsed into a tree")
 
-    monkeypatch.setattr("irrun.core.model.parse_xml", refuse)
+    monkeypatch.setattr("irrun.core.check.parse_xml", refuse)
     m = irrun.load(MODELS / "demo.xml")
     assert [t.name for t in m.inputs] == ["image"]
 

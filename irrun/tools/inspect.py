@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..core.binding import Node
+from ..core.check import Checked, _weights_path, check_ir
 from ..core.graph import LayerGraph
-from ..core.model import Checked, _weights_path, check_ir
 from ..core.reshape import describe
 from ..errors import one_line
 from ..ir.dims import Interval, Shape

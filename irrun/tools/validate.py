@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.model import check_ir, internal_error
+from ..core.check import check_ir, internal_error
 from ..core.reshape import describe
 from ..errors import Diagnostic, UsageError
 from .common import (
