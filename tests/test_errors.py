@@ -21,7 +21,7 @@ from lxml import etree
 import irrun
 from irrun.cli import main
 from irrun.ir import registry
-from irrun.ir.reader import _parser
+from irrun.ir.xml_file import _parser
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DEMO_XML = (MODELS / "pooling_chain.xml").read_text()

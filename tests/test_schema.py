@@ -19,8 +19,8 @@ import pytest
 from lxml import etree
 
 from irrun.errors import LayerRef
-from irrun.ir.reader import parse_xml
 from irrun.ir.schema import check_structure
+from irrun.ir.xml_file import parse_xml
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DEMO_XML = (MODELS / "pooling_chain.xml").read_text()

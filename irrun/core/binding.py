@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import Diagnostic, LayerRef, Level, Location
 from ..ir import element_types, registry
 from ..ir.attributes import read_attributes
-from ..ir.reader import Layer
+from ..ir.records import Layer
 from ..ir.registry import LookupFailure, OpDef, opset_number, resolve
 from ..ir.weights import Weights
 from .graph import LayerGraph

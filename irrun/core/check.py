@@ -16,10 +16,11 @@ from pathlib import Path
 
 from .. import ops  # noqa: F401  (ops registers every kernel)
 from ..errors import Diagnostic, IrrunError, Location, UsageError
-from ..ir.reader import parse_xml, read_document, read_plain, read_xml_bytes
+from ..ir.reader import read_document, read_plain
 from ..ir.registry import TensorInfo
 from ..ir.schema import check_structure
 from ..ir.weights import Weights
+from ..ir.xml_file import parse_xml, read_xml_bytes
 from .binding import UNSUPPORTED_CODES, Node, bind, supported_ops_text
 from .budget import budget_findings
 from .graph import LayerGraph, build_graph

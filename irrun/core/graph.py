@@ -17,7 +17,7 @@ from typing import NamedTuple
 import networkx as nx
 
 from ..errors import Diagnostic
-from ..ir.reader import Edge, IRDocument, Layer, Port
+from ..ir.records import Edge, IRDocument, Layer, Port
 
 # OpenVINO collects a model's layers by walking back from these.
 SINK_TYPES = ("result", "assign")

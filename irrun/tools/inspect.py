@@ -34,7 +34,7 @@ from ..core.reshape import describe
 from ..errors import one_line
 from ..ir.dims import Interval, Shape
 from ..ir.element_types import ElementType
-from ..ir.reader import Layer, Port
+from ..ir.records import Layer, Port
 from ..ir.registry import TensorInfo, opset_number
 from ..ir.weights import Weights
 from .common import Parents, shapes
