@@ -43,7 +43,6 @@ def main(argv: list[str] | None = None) -> int:
     todo = [mutants.make_mutant(args.seed, i, pool, args.family) for i in indices]
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     failures: list[tuple[dict, list[tuple[str, str]]]] = []
-    elsewhere: collections.Counter = collections.Counter()  # failures by owner, if known
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="irrun-fuzz-") as work:
         for result in mutants.run_all(todo, Path(work), args.jobs):
@@ -58,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
                 c[cls] += 1
             if found:
                 failures.append((result, found))
-                elsewhere.update({mutants.known_elsewhere(m, *f) for f in found} - {None})
             if args.index is not None:
                 for step in ("validate", "run"):
                     if step in result:
@@ -85,8 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     n = len(todo)
     print(f"\n{n} mutants (seed {args.seed}) in {seconds:.0f} s with {args.jobs} jobs; "
           f"{len(failures)} failed")  # fmt: skip
-    for owner, n in elsewhere.most_common():
-        print(f"  of which rooted outside the reading and checking layers: {n} in {owner}")
     # The worst first: crashes and hangs, then tracebacks, ..., by the order of CLASSES.
     rank = {cls: i for i, cls in enumerate(mutants.CLASSES)}
     failures.sort(key=lambda f: (min(rank[c] for c, _ in f[1]), -f[0]["seconds"]))
@@ -96,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{m.describe()}  [replay: python tests/fuzz_campaign.py --seed {m.seed} "
               f"--index {m.index}{family}]")  # fmt: skip
         for cls, detail in found:
-            owner = mutants.known_elsewhere(m, cls, detail)
-            print(f"  {cls}: {detail}" + (f"  [{owner}]" if owner else ""))
+            print(f"  {cls}: {detail}")
     return 1 if failures else 0
 
 

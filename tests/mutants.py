@@ -441,7 +441,8 @@ def _child(mutant: Mutant, workdir: Path) -> None:
     result = {"validate": _cli(["validate", str(xml), *args])}
     # Run even what validate refused: run must refuse it too.
     if result["validate"]["rc"] in (0, 1):
-        result["run"] = _cli(["run", str(xml), "-o", str(workdir / "out.npz"), *args])
+        # -q: a run that succeeds says nothing, so anything it prints is a finding.
+        result["run"] = _cli(["run", str(xml), "-o", str(workdir / "out.npz"), "-q", *args])
         if result["validate"]["rc"] == 1 and result["run"]["rc"] == 0:
             import irrun
 
@@ -518,37 +519,22 @@ def run_all(mutants: Iterable[Mutant], workroot: Path, jobs: int = 2) -> Iterato
 
 LINE = re.compile(r"^\S.*?: (error|warning): ")
 # Runs that may fail after validate passed: (what the error says, why validate can't know).
-ALLOWED_RUN_FAILURES: list[tuple[str, Callable[[Mutant, str], bool]]] = [
+ALLOWED_RUN_FAILURES: list[tuple[str, Callable[[Mutant, str, str], bool]]] = [
     # A dynamic dim gets a made-up size for the random inputs (its least); validate checks
     # the model for every size, and cannot know the one run will make up.  The message
     # says so and how to give shapes.
     ("made-up input sizes",
-     lambda m, err: "random inputs with their unknown dims at their least" in err),
+     lambda m, err, checked: "random inputs with their unknown dims at their least" in err),
     # A Const turned Parameter gets random values; where those are a shape or axes, the
     # model is valid for some values and not for the random ones.
-    ("made-up input values", lambda m, err: m.change.endswith("-> 'Parameter'")),
+    ("made-up input values", lambda m, err, checked: m.change.endswith("-> 'Parameter'")),
+    # Tensors larger than the memory left: validate warns of them (over-budget), and run
+    # refuses them before it starts (README, --max-memory).
+    ("over the memory budget",
+     lambda m, err, checked: "a run would be refused" in checked and " of tensors at this "
+     "layer, more than the " in err),
 ]  # fmt: skip
 
-# Failures whose root is in code this fuzz's author does not own: (owner, test on the
-# mutant and the failure's class and detail).  The CI test lets them pass (it names
-# them); the campaign counts them as the failures they are.
-POOL_TYPES = ("MaxPool", "AvgPool", "AdaptiveMaxPool", "AdaptiveAvgPool")
-KNOWN_ELSEWHERE: list[tuple[str, Callable[[Mutant, str, str], bool]]] = [
-    ("memory budget (model.py, executor.py): tensors past memory or NumPy's limits",
-     lambda m, cls, detail: any(w in detail for w in (
-         "MemoryError", "array is too big", "Maximum allowed dimension exceeded"))),
-    ("executor: NumPy's floating-point RuntimeWarnings on stderr (np.errstate around kernels)",
-     lambda m, cls, detail: cls == "stray-output" and "RuntimeWarning" in detail),
-    ("pooling geometry (window.py, ops/*pool*.py): huge kernels, strides, pads, dilations",
-     lambda m, cls, detail: m.family in ("huge", "combo")
-     and any(f" {t}:" in m.change for t in POOL_TYPES)
-     and cls in ("internal-error", "accepts-rejects", "hang", "not-one-line")),
-]  # fmt: skip
-
-
-def known_elsewhere(mutant: Mutant, cls: str, detail: str) -> str | None:
-    """The owner of a failure whose root is outside the reading and checking layers."""
-    return next((owner for owner, test in KNOWN_ELSEWHERE if test(mutant, cls, detail)), None)
 
 # Errors validate reports that stop no load, by design (README, "What irrun validate
 # checks"; tests/test_cli.py, tests/test_load_fast.py): declared dims and precisions
@@ -608,7 +594,8 @@ def problems(result: dict) -> list[tuple[str, str]]:
                     or run["out"]:  # fmt: skip
                 found.append(("not-one-line", f"run: {run['out'][-200:]!r} {run['err'][-300:]!r}"))
             m = result["mutant"]
-            if not any(allowed(m, run["err"]) for _, allowed in ALLOWED_RUN_FAILURES):
+            checked = result.get("validate", {}).get("out", "")
+            if not any(allowed(m, run["err"], checked) for _, allowed in ALLOWED_RUN_FAILURES):
                 found.append(("accepts-rejects", f"run: {_last_line(run['err'])}"))
             if any(n.startswith(("out.npz", ".out.npz")) for n in result["left"]):
                 found.append(("partial-output", f"left {result['left']}"))

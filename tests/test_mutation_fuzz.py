@@ -36,17 +36,10 @@ def test_mutants_keep_the_promise(tmp_path):
     todo = [mutants.make_mutant(SEED, i, pool) for i in range(PER_FAMILY * len(mutants.FAMILIES))]
     assert {m.family for m in todo} == set(mutants.FAMILIES)
     failed, outcomes = [], {"validate-rejects": 0, "run-ok": 0}
-    elsewhere: dict[str, list[str]] = {}
     start = time.perf_counter()
     for result in mutants.run_all(todo, tmp_path, jobs=min(2, os.cpu_count() or 1)):
-        m = result["mutant"]
-        found = []
-        for cls, detail in mutants.problems(result):
-            owner = mutants.known_elsewhere(m, cls, detail)
-            if owner is not None:
-                elsewhere.setdefault(owner, []).append(f"{m.describe()}: {cls}")
-            elif cls not in mutants.INFO_CLASSES:
-                found.append((cls, detail))
+        found = [(cls, detail) for cls, detail in mutants.problems(result)
+                 if cls not in mutants.INFO_CLASSES]  # fmt: skip
         outcomes["validate-rejects"] += result.get("validate", {}).get("rc") == 1
         outcomes["run-ok"] += result.get("run", {}).get("rc") == 0
         if found:
@@ -59,8 +52,6 @@ def test_mutants_keep_the_promise(tmp_path):
     # The sample reaches both outcomes: most mutants are refused, some still run.
     assert outcomes["validate-rejects"] > len(todo) // 2 and outcomes["run-ok"] > 20, outcomes
     print(f"{len(todo)} mutants in {seconds:.1f} s")
-    for owner, cases in elsewhere.items():  # known, and fixed elsewhere: shown with -s
-        print(f"known, owned by {owner}: {len(cases)}\n  " + "\n  ".join(cases))
 
 
 def test_the_start_models_validate_and_run(tmp_path):
@@ -200,7 +191,7 @@ def test_gather_from_an_empty_axis_gives_zeros(tmp_path, capsys):
         '<edge from-layer="2" from-port="0" to-layer="9" to-port="0"'))  # fmt: skip
     assert _validate(capsys, path, "--shape", "[2,8,16,16]")[-1].endswith("valid (1 warning)")
     out = tmp_path / "out.npz"
-    assert main(["run", str(path), "--shape", "[2,8,16,16]", "-o", str(out)]) == 0
+    assert main(["run", str(path), "--shape", "[2,8,16,16]", "-o", str(out), "-q"]) == 0
     assert capsys.readouterr().err == ""
     assert [v.shape for v in np.load(out).values()] == [(2, 0, 0), (2, 0, 0)]
 
@@ -223,9 +214,12 @@ def test_an_output_past_the_largest_dim_is_a_shape_error(tmp_path, capsys):
     path = _copy(tmp_path, RESNET, lambda t: t.replace(
         'strides="2, 2" dilations="1, 1" pads_begin="3, 3" pads_end="3, 3"',
         'strides="1, 1" dilations="1, 1" pads_begin="3, 3" pads_end="3, 9223372036854775807"'))  # fmt: skip
+    # The window geometry, which convolutions share with the pools, says it first.
     assert _validate(capsys, path, "--shape", "[1,3,64,64]")[0] == (
-        f"{path}:26: error: layer 2 'Multiply_2871' (Convolution-v1): output 0 would be "
-        "[1,16,64,9223372036854775868], past the largest dimension there is (2^63-1)"
+        f"{path}:26: error: layer 2 'Multiply_2871' (Convolution-v1): 9223372036854775868 "
+        "windows do not fit in a dim (at most 9223372036854775807) (input [1,3,64,64], "
+        "[16,3,7,7]; strides=[1,1], dilations=[1,1], pads_begin=[3,3], "
+        "pads_end=[3,9223372036854775807], auto_pad=explicit)"
     )
 
 
