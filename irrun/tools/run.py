@@ -18,21 +18,10 @@ import numpy as np
 from ..core.model import LayerRun, Model, load
 from ..errors import IrrunError, UsageError
 from ..ir.dims import format_shape
-from . import batch, dump
+from . import batch, common, dump
 from . import profile as profiling
 from .batch import batch_command, check_arguments
-from .common import (
-    Parents,
-    check_output_path,
-    count,
-    dump_json,
-    random_seed,
-    read_inputs,
-    save_npz,
-    say_written,
-    shapes,
-    write_atomically,
-)
+from .common import Parents
 from .dump import LayerDump
 from .profile import Profile
 
@@ -48,7 +37,7 @@ def register(sub: Any, parents: Parents) -> None:
         help="save the outputs here, keyed by output name (default: print a summary table)",
     )  # fmt: skip
     run.add_argument(
-        "--shape", type=shapes, metavar="SHAPES",
+        "--shape", type=common.shapes, metavar="SHAPES",
         help="run with new input shapes, in OpenVINO's syntax: x[8,3,224,224],y[1,4], or "
         "[8,3,224,224] for a model with one input (? or -1 for any size, 1..10 for a range)",
     )  # fmt: skip
@@ -64,12 +53,12 @@ def _handle(args: argparse.Namespace) -> int:
         return batch_command(args)
     # Outputs are checked before the model runs, so a long run does not end in a failed write.
     if args.output:
-        check_output_path(Path(args.output))
+        common.check_output_path(Path(args.output))
     if args.profile_json:
-        check_output_path(Path(args.profile_json))
+        common.check_output_path(Path(args.profile_json))
     if args.iterations > 1 and not (args.profile or args.profile_json):
         raise UsageError("--iterations needs --profile or --profile-json")
-    seed = random_seed(args)
+    seed = common.random_seed(args)
     types = [t.strip() for item in args.dump_type or () for t in item.split(",") if t.strip()]
     if (types or args.dump_name) and not args.dump_dir:
         raise UsageError("--dump-type and --dump-name select what --dump-dir writes: give it")
@@ -86,7 +75,7 @@ def _handle(args: argparse.Namespace) -> int:
     if args.shape:
         model.reshape(args.shape)
         say(f"reshaped to {args.shape}")
-    feeds = read_inputs(model, args.input) if args.input else model.random_inputs(seed)
+    feeds = common.read_inputs(model, args.input) if args.input else model.random_inputs(seed)
     given = ", ".join(args.input) if args.input else f"random (seed {seed})"
     say(f"inputs: {given}: " + ", ".join(
         f"{name} {list(np.shape(v))} {np.asarray(v).dtype}" for name, v in feeds.items()
@@ -118,8 +107,8 @@ def _handle(args: argparse.Namespace) -> int:
     if dumper is not None and not args.quiet:
         print(f"irrun: {dumper.summary()}", file=sys.stderr)
     if args.output:
-        save_npz(Path(args.output), outputs)
-        say_written(count(len(outputs), "output"), args.output, args.quiet)
+        common.save_npz(Path(args.output), outputs)
+        common.say_written(common.count(len(outputs), "output"), args.output, args.quiet)
     else:
         print(summary_table(outputs))
     if profile is not None:
@@ -128,9 +117,9 @@ def _handle(args: argparse.Namespace) -> int:
             print(profile.table())
         if args.profile_json:
             trace = profile.chrome_trace(args.model)
-            write_atomically(Path(args.profile_json), lambda f: dump_json(trace, f))
-            layers = count(len(profile.layers), "layer")
-            say_written(f"the trace of {layers}", args.profile_json, args.quiet)
+            common.write_atomically(Path(args.profile_json), lambda f: common.dump_json(trace, f))
+            layers = common.count(len(profile.layers), "layer")
+            common.say_written(f"the trace of {layers}", args.profile_json, args.quiet)
     return 0
 
 

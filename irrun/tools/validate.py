@@ -15,16 +15,8 @@ from typing import Any
 from ..core.check import check_ir, internal_error
 from ..core.reshape import describe
 from ..errors import Diagnostic, UsageError
-from .common import (
-    Parents,
-    check_output_path,
-    count,
-    dump_json,
-    memory_size,
-    say_written,
-    shapes,
-    write_atomically,
-)
+from . import common
+from .common import Parents
 
 
 def register(sub: Any, parents: Parents) -> None:
@@ -35,14 +27,14 @@ def register(sub: Any, parents: Parents) -> None:
         "there is no error, 1 when there is one (or a warning, with --strict).",
     )  # fmt: skip
     check.add_argument(
-        "--shape", type=shapes, metavar="SHAPES",
+        "--shape", type=common.shapes, metavar="SHAPES",
         help="give the inputs new shapes and report what breaks, in OpenVINO's syntax: "
         "x[8,3,224,224],y[1,4], or [1,3,224,224] for a model with one input "
         "(a dim may be ?, -1 or a range 1..10)",
     )  # fmt: skip
     check.add_argument("--strict", action="store_true", help="fail (exit 1) on warnings too")
     check.add_argument(
-        "--max-memory", type=memory_size, default="available", metavar="SIZE",
+        "--max-memory", type=common.memory_size, default="available", metavar="SIZE",
         help="warn of tensors and runs that need more than SIZE (512M, 4G, 1T, or none; "
         "default: the memory available now)",
     )  # fmt: skip
@@ -57,7 +49,7 @@ def register(sub: Any, parents: Parents) -> None:
 
 def _handle(args: argparse.Namespace) -> int:
     if args.output:
-        check_output_path(Path(args.output))
+        common.check_output_path(Path(args.output))
     shapes_text = None
     try:
         checked = check_ir(args.model, args.weights, args.shape, max_memory=args.max_memory)
@@ -80,20 +72,21 @@ def _handle(args: argparse.Namespace) -> int:
     failed = bool(errors or (args.strict and warnings))
     report = validation_report(args.model, found, shapes_text, args.strict)
     if args.output:
-        write_atomically(Path(args.output), lambda f: dump_json(report, f))
-        findings = f"{count(errors, 'error')}, {count(warnings, 'warning')}"
-        say_written(f"the report ({findings})", args.output)
+        common.write_atomically(Path(args.output), lambda f: common.dump_json(report, f))
+        findings = f"{common.count(errors, 'error')}, {common.count(warnings, 'warning')}"
+        common.say_written(f"the report ({findings})", args.output)
     if args.json:
-        dump_json(report, sys.stdout)
+        common.dump_json(report, sys.stdout)
         return int(failed)
     for d in found:
         print(d)
     subject = f"{args.model} with {shapes_text}" if shapes_text else args.model
     if failed:
         strict = "" if errors else " (--strict: warnings fail)"
-        print(f"{subject}: {count(errors, 'error')}, {count(warnings, 'warning')}{strict}")
+        print(f"{subject}: {common.count(errors, 'error')}, "
+              f"{common.count(warnings, 'warning')}{strict}")
     elif warnings:
-        print(f"{subject}: valid ({count(warnings, 'warning')})")
+        print(f"{subject}: valid ({common.count(warnings, 'warning')})")
     else:
         print(f"{subject}: valid")
     return int(failed)
