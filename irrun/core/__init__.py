@@ -1,3 +1,4 @@
-"""From records to outputs: the layer graph, binding, shape propagation, reshape,
-memory, the plan and the passes over it, the executor, and the Model facade.
+"""From records to outputs: the layer graph, binding, shape propagation, reshape, the
+checks validate reports (check) and the memory budget, the plan's steps and the passes
+over them, the executor, and the Model facade (model).
 """
