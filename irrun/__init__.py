@@ -16,10 +16,10 @@ the command line reports with exit code 2:
 --shape: cannot read 'image[1,3'
 """
 
+from .core.model import LayerRun, Model, TensorSpec, load, validate
 from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
-from .model import LayerRun, Model, TensorSpec, load, validate
+from .version import __version__
 
-__version__ = "0.1.0"
 __all__ = [
     "Diagnostic",
     "IrrunError",

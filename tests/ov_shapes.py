@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openvino as ov
 
-from irrun.dims import Interval
+from irrun.ir.dims import Interval
 
 
 def from_ov_dim(d: ov.Dimension):

@@ -15,8 +15,8 @@ import pytest
 from test_cli import TWO_INPUTS_IR, load_npz, run_cli
 
 import irrun
-from irrun import batch
 from irrun.cli import main
+from irrun.tools import batch
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -204,7 +204,7 @@ def test_a_failed_write_leaves_no_file(demo_dir, tmp_path, capsys, monkeypatch):
         file.write(b"PK\x03\x04 half an archive")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(irrun.files, "write_npz", full_disk)
+    monkeypatch.setattr(irrun.tools.common, "write_npz", full_disk)
     out = tmp_path / "out"
     rc, _, err = run_cli(capsys, DEMO, "--input-dir", str(demo_dir), "--output-dir", str(out))
     assert rc == 1

@@ -17,8 +17,8 @@ import pytest
 
 import irrun
 from irrun.cli import main
-from irrun.compare import compare, compare_arrays
 from irrun.errors import UsageError
+from irrun.tools.compare import compare, compare_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

@@ -15,7 +15,7 @@ import pytest
 
 import irrun
 from irrun.cli import main
-from irrun.compare import compare
+from irrun.tools.compare import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

@@ -17,7 +17,8 @@ import pytest
 
 import irrun
 from irrun.cli import main
-from irrun.compare import _outputs_by_result, compare
+from irrun.tools.compare import compare
+from irrun.tools.compare_references import _outputs_by_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"

@@ -19,9 +19,9 @@ import pytest
 from lxml import etree
 
 import irrun
-from irrun import registry
 from irrun.cli import main
-from irrun.reader import _parser
+from irrun.ir import registry
+from irrun.ir.xml_file import _parser
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DEMO_XML = (MODELS / "pooling_chain.xml").read_text()
@@ -563,7 +563,7 @@ def test_failure_while_writing_leaves_nothing_behind(inputs_dir, capsys, monkeyp
         file.write(b"PK\x03\x04 half an archive")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(irrun.files, "write_npz", half_write)
+    monkeypatch.setattr(irrun.tools.common, "write_npz", half_write)
     assert_one_error(
         capsys, ["pooling_chain.xml", "-o", "out.npz"], "out.npz: cannot write: No space left on device"
     )

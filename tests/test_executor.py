@@ -11,8 +11,8 @@ import openvino.opset8 as op8
 import pytest
 
 import irrun
-from irrun.dims import format_shape
-from irrun.executor import PoolChain
+from irrun.core.passes.pool_chains import PoolChain
+from irrun.ir.dims import format_shape
 
 
 def _chain(tmp_path, n_layers: int, shape=(1, 16, 128, 128)):
@@ -101,7 +101,7 @@ def test_run_computes_only_what_is_asked(tmp_path, monkeypatch):
     x = np.ones((1, 16, 128, 128), np.float32)
     out = model.run({"x": x}, outputs=["t2"])
     assert list(out) == ["t2"]
-    # A chain of same-size pools runs as one fused step (irrun.executor.PoolChain).
+    # A chain of same-size pools runs as one fused step (irrun.core.passes.pool_chains.PoolChain).
     ran = []
     for step, _ in model._plan._schedule((model._slot_of("t2"),)):
         inner = step.kernel.steps if isinstance(step.kernel, PoolChain) else [step]

@@ -19,7 +19,7 @@ import openvino as ov
 import pytest
 
 import irrun
-import irrun.cli
+import irrun.tools.run
 from irrun.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,7 +255,7 @@ def test_dump_usage_errors(tmp_path, capsys):
 
 
 def test_failed_run_leaves_an_incomplete_manifest(tmp_path, capsys, monkeypatch):
-    real_load = irrun.cli.load
+    real_load = irrun.tools.run.load
 
     def load_failing_avgpool(*args):
         model = real_load(*args)
@@ -265,7 +265,7 @@ def test_failed_run_leaves_an_incomplete_manifest(tmp_path, capsys, monkeypatch)
                 plan.steps[i] = replace(step, kernel=_fails)
         return model
 
-    monkeypatch.setattr(irrun.cli, "load", load_failing_avgpool)
+    monkeypatch.setattr(irrun.tools.run, "load", load_failing_avgpool)
     out = tmp_path / "d"
     assert main([str(MODELS / "demo.xml"), "--dump-dir", str(out)]) == 1
     assert "pool2" in capsys.readouterr().err

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import irrun
-from irrun.model import check_ir
+from irrun.core.model import check_ir
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -88,7 +88,7 @@ def test_repeated_layers_keep_their_own_findings(tmp_path):
 def test_load_pauses_the_garbage_collector_and_restores_it(monkeypatch):
     import gc
 
-    from irrun import model
+    from irrun.core import model
 
     seen = []
     real = model.check_ir

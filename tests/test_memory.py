@@ -19,8 +19,8 @@ import pytest
 
 import irrun
 from irrun.cli import main
-from irrun.memory import format_bytes, parse_size, plan_peak
-from irrun.model import random_array
+from irrun.core.memory import format_bytes, parse_size, plan_peak
+from irrun.core.model import random_array
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -201,7 +201,7 @@ def test_an_address_space_limit_is_the_budget(tmp_path):
     # the demo at 2000x2000 needs 2 x 244 MiB at its first ReLU.
     script = (
         "import resource, sys\n"
-        "from irrun.memory import _address_space_used\n"
+        "from irrun.core.memory import _address_space_used\n"
         "room = _address_space_used() + 300 * 2**20\n"
         "resource.setrlimit(resource.RLIMIT_AS, (room, room))\n"
         "from irrun.cli import main\n"

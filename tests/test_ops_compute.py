@@ -40,9 +40,9 @@ import pytest
 from ov_shapes import from_ov_shape
 
 import irrun
-from irrun.dims import Interval
+from irrun.ir.dims import Interval
+from irrun.ir.registry import ShapeError, resolve
 from irrun.ops.elementwise import broadcast_shapes, erf, gelu_erf
-from irrun.registry import ShapeError, resolve
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset2, opset3, opset4, opset5, opset6, opset7, opset9, opset11  # noqa: E402

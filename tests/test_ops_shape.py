@@ -22,7 +22,7 @@ import pytest
 from ov_shapes import from_ov_shape
 
 import irrun
-from irrun.dims import Interval
+from irrun.ir.dims import Interval
 
 ov = pytest.importorskip("openvino")
 from openvino import (  # noqa: E402

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irrun
-from irrun.executor import PoolChain
+from irrun.core.passes.pool_chains import PoolChain
 from irrun.ops import pool_chain
 from irrun.ops.avg_pool import avg_pool
 from irrun.ops.max_pool import max_pool

@@ -18,7 +18,7 @@ import pytest
 
 import irrun
 from irrun.ops import adaptive_pool, avg_pool, max_pool, pool_windows
-from irrun.window import Windows, clip_windows
+from irrun.ops.window import Windows, clip_windows
 
 PRECISIONS = {"f32": "FP32", "f16": "FP16", "bf16": "BF16", "f64": "FP64", "boolean": "BOOL",
               "u8": "U8", "i8": "I8", "i32": "I32", "i64": "I64", "u16": "U16", "i16": "I16",

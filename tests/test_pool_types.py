@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import irrun
-import irrun.registry
-from irrun.window import POOL_TYPES
+import irrun.ir.registry
+from irrun.ops.window import POOL_TYPES
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset8, opset14, opset16  # noqa: E402
@@ -254,7 +254,7 @@ def test_integer_adaptive_average_at_every_output_size(core, et, spatial):
     ones = opset1.constant(np.ones(len(spatial), np.int64))
     reduced = ov.Model([opset8.adaptive_avg_pool(param, ones).output(0)], [param])
     constant = core.compile_model(reduced, "CPU", CPU_CONFIG)
-    kernel = irrun.registry.resolve("AdaptiveAvgPool", "opset8").kernel
+    kernel = irrun.ir.registry.resolve("AdaptiveAvgPool", "opset8").kernel
     for out in itertools.product(*(range(1, s + 1) for s in spatial)):
         if all(o == 1 for o in out):
             want = constant(x)[constant.outputs[0]]

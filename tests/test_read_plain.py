@@ -1,6 +1,6 @@
 """Loading reads a file laid out as OpenVINO writes it without building its tree.
 
-:func:`irrun.reader.read_plain` cuts the layers out of the file's bytes at their start
+:func:`irrun.ir.reader.read_plain` cuts the layers out of the file's bytes at their start
 tags; it must read exactly what the tree reader reads, or decline (return None) and
 leave the file to it.  Here every file is read both ways: the models, hand-made
 oddities around the cuts, and random insertions of text that looks like a cut.
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import irrun
-from irrun import reader
 from irrun.errors import IrrunError
+from irrun.ir import reader
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DEMO = (MODELS / "demo.xml").read_bytes()
@@ -60,7 +60,7 @@ def test_load_builds_no_tree_for_a_file_written_by_openvino(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("parsed into a tree")
 
-    monkeypatch.setattr("irrun.model.parse_xml", refuse)
+    monkeypatch.setattr("irrun.core.check.parse_xml", refuse)
     m = irrun.load(MODELS / "demo.xml")
     assert [t.name for t in m.inputs] == ["image"]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import irrun
-from irrun import reader
 from irrun.frozen import fast_init
-from irrun.reader import Edge, read_document
+from irrun.ir import reader
+from irrun.ir.reader import Edge, read_document
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -340,7 +340,7 @@ def test_edges_read_from_lines_read_as_element_by_element(tmp_path, case):
     assert doc.edges == plain_doc.edges
     assert [(str(p), p.location) for p in problems] == [
         (str(p), p.location) for p in plain_problems]  # fmt: skip
-    graph, plain_graph = irrun.graph.build_graph(doc), irrun.graph.build_graph(plain_doc)
+    graph, plain_graph = irrun.core.graph.build_graph(doc), irrun.core.graph.build_graph(plain_doc)
     assert [str(d) for d in graph.problems] == [str(d) for d in plain_graph.problems]
 
 

@@ -13,9 +13,9 @@ import openvino as ov
 import pytest
 
 import irrun
-from irrun import element_types
-from irrun.attributes import AttrError, parse_attributes, parse_bool, parse_int_list
-from irrun.registry import LookupFailure, describe_versions, resolve
+from irrun.ir import element_types
+from irrun.ir.attributes import AttrError, parse_attributes, parse_bool, parse_int_list
+from irrun.ir.registry import LookupFailure, describe_versions, resolve
 
 CORE = ov.Core()
 POOLS = ("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool")

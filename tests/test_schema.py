@@ -1,4 +1,4 @@
-"""irrun's XML Schema of IR v10/v11 (schemas/ir.xsd) and ``irrun.schema.check_structure``.
+"""irrun's XML Schema of IR v10/v11 (schemas/ir.xsd) and ``irrun.ir.schema.check_structure``.
 
 Valid IR is what OpenVINO writes: the bundled models, models written by ``ov.save_model``
 for more kinds of layers (sub-graphs, rt_info, compressed weights, preprocessing) and
@@ -19,8 +19,8 @@ import pytest
 from lxml import etree
 
 from irrun.errors import LayerRef
-from irrun.reader import parse_xml
-from irrun.schema import check_structure
+from irrun.ir.schema import check_structure
+from irrun.ir.xml_file import parse_xml
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DEMO_XML = (MODELS / "pooling_chain.xml").read_text()
@@ -80,7 +80,7 @@ def test_takes_a_tree_or_its_root():
 
 
 def test_schema_says_whose_it_is():
-    from irrun import schema
+    from irrun.ir import schema
 
     text = schema._schema_bytes().decode("utf-8")
     header = " ".join(etree.fromstring(text.encode()).findtext(".//{*}documentation").split())
@@ -430,7 +430,7 @@ def test_errors_inside_a_body_name_the_inner_layer(ov, tmp_path: Path):
 def test_schema_is_found_from_a_source_checkout(monkeypatch):
     # python -m pytest in the repository imports irrun from the checkout, where the
     # schema is not inside the package (it is installed as irrun.schemas).
-    from irrun import schema
+    from irrun.ir import schema
 
     def no_package(name):
         raise ModuleNotFoundError(name)

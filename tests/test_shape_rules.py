@@ -8,7 +8,7 @@ must refuse the same configuration.
 
 Three paths into irrun are exercised: a model saved by ``ov.save_model`` and
 read back with :func:`irrun.load`, the registered op's ``check``/``infer``,
-and :func:`irrun.window.pooled_shape` itself.
+and :func:`irrun.ops.window.pooled_shape` itself.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from openvino import opset1, opset8, opset14, opset16
 from ov_shapes import from_ov_shape, to_ov_shape
 
 import irrun
-from irrun import window
-from irrun.attributes import parse_attributes
-from irrun.dims import DYNAMIC, Interval
-from irrun.element_types import ELEMENT_TYPES
-from irrun.registry import OpDef, ShapeError, TensorInfo, resolve
+from irrun.ir.attributes import parse_attributes
+from irrun.ir.dims import DYNAMIC, Interval
+from irrun.ir.element_types import ELEMENT_TYPES
+from irrun.ir.registry import OpDef, ShapeError, TensorInfo, resolve
+from irrun.ops import window
 
 F32 = ELEMENT_TYPES["f32"]
 I64 = ELEMENT_TYPES["i64"]

@@ -560,14 +560,14 @@ def _pool_attrs(**changes):
          "valid-ceil-at-the-end", "valid-ceil-past-the-end", "ordinary"],
 )  # fmt: skip
 def test_empty_windows(changes, size, expected):
-    from irrun.pool_checks import empty_windows
+    from irrun.ops.pool_checks import empty_windows
 
     assert empty_windows(_pool_attrs(**changes), (1, 1, size)) == expected
 
 
 def test_empty_windows_skip_unknown_sizes():
-    from irrun.dims import DYNAMIC
-    from irrun.pool_checks import empty_windows
+    from irrun.ir.dims import DYNAMIC
+    from irrun.ops.pool_checks import empty_windows
 
     attrs = _pool_attrs(pads_begin=(2,), pads_end=(2,))
     assert empty_windows(attrs, (1, 1, DYNAMIC)) == []

@@ -302,7 +302,7 @@ def broken_max_pool_rule(monkeypatch):
     """MaxPool-8's shape rule raising as a buggy rule would."""
     import dataclasses
 
-    from irrun import registry
+    from irrun.ir import registry
 
     def infer(attrs, inputs):
         raise ZeroDivisionError("division by zero")
@@ -332,12 +332,12 @@ def test_a_failing_shape_rule_is_reported_at_its_layer(work, capsys, broken_max_
 
 
 def test_a_bug_anywhere_in_the_checker_is_one_finding(work, capsys, monkeypatch):
-    import irrun.model
+    import irrun.core.check
 
     def broken(doc, unneeded=True):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(irrun.model, "build_graph", broken)
+    monkeypatch.setattr(irrun.core.check, "build_graph", broken)
     (finding,) = irrun.validate("pooling_chain.xml")
     assert (finding.level, finding.code, finding.line) == ("error", "internal-error", 0)
     rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml")

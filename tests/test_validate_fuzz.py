@@ -24,7 +24,7 @@ import pytest
 
 import irrun
 from irrun.cli import main
-from irrun.reader import DEFAULT_MAX_XML_MB
+from irrun.ir.xml_file import DEFAULT_MAX_XML_MB
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 DEMO_XML = (MODELS / "pooling_chain.xml").read_text()

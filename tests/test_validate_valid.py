@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import irrun
-from irrun import registry
+from irrun.ir import registry
 
 ov = pytest.importorskip("openvino")
 import openvino.opset1 as o1  # noqa: E402

@@ -19,13 +19,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import element_types
-from ..attributes import Attr
-from ..dims import DYNAMIC, Dim
-from ..registry import OpDef, ShapeError, TensorInfo, register
-from ..window import POOL_TYPES, computed, plane_chunks, restored
+from ..ir import element_types
+from ..ir.attributes import Attr
+from ..ir.dims import DYNAMIC, Dim
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import pool_windows
 from .avg_pool import accumulator_dtype, to_input_type
+from .window import POOL_TYPES, computed, plane_chunks, restored
 
 
 def window_bounds(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:

@@ -17,9 +17,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..registry import OpDef, TensorInfo, register
-from ..window import (
+from ..ir.attributes import Attr
+from ..ir.registry import OpDef, TensorInfo, register
+from . import pool_windows
+from .window import (
     AUTO_PADS,
     POOL_TYPES,
     ROUNDING_TYPES,
@@ -32,7 +33,6 @@ from ..window import (
     restored,
     with_defaults,
 )
-from . import pool_windows
 
 V1_ATTRS = (
     Attr("strides", "ints"),

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..registry import OpDef, TensorInfo, register
+from ..ir.attributes import Attr
+from ..ir.registry import OpDef, TensorInfo, register
 
 
 def _parameter_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:

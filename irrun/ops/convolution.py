@@ -1,6 +1,6 @@
 """Convolution-1 and GroupConvolution-1 over 1, 2 or 3 spatial dims.
 
-Geometry is the pooling windows' (:mod:`irrun.window`): the kernel is the
+Geometry is the pooling windows' (:mod:`irrun.ops.window`): the kernel is the
 filter's spatial shape, the output size uses floor rounding and ``auto_pad``
 resolves pads the same way.  Padding is zeros.
 
@@ -20,11 +20,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..dims import DYNAMIC, Dim, format_shape
-from ..registry import OpDef, ShapeError, TensorInfo, register
-from ..window import AUTO_PADS, Windows, pooled_shape, with_defaults
+from ..ir.attributes import Attr
+from ..ir.dims import DYNAMIC, Dim, format_shape
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .elementwise import merge_dims, same_element_type
+from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
 
 ATTRS = (
     Attr("strides", "ints"),

@@ -28,9 +28,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..dims import DYNAMIC, Dim, format_shape, map_bounds
-from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.attributes import Attr
+from ..ir.dims import DYNAMIC, Dim, format_shape, map_bounds
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import convolution as conv
 from .elementwise import merge_dims, same_element_type
 from .movement import check_vector, flat_ints, int_values

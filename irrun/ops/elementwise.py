@@ -48,9 +48,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..dims import Dim, Interval, Shape, format_shape
-from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.attributes import Attr
+from ..ir.dims import Dim, Interval, Shape, format_shape
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .basic import convert
 
 # "explicit" is OpenVINO's other spelling of "none".

@@ -16,9 +16,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..element_types import ELEMENT_TYPES
-from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.attributes import Attr
+from ..ir.element_types import ELEMENT_TYPES
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .elementwise import BROADCAST_ATTR, binary_kernel, broadcast_shapes, same_element_type
 
 BOOLEAN = ELEMENT_TYPES["boolean"]

@@ -14,9 +14,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..dims import Shape, format_shape
-from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.attributes import Attr
+from ..ir.dims import Shape, format_shape
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .elementwise import broadcast_shapes, merge_dims, same_element_type
 
 

@@ -17,10 +17,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import element_types
-from ..attributes import Attr
-from ..registry import OpDef, ShapeError, TensorInfo, register
-from ..window import (
+from ..ir import element_types
+from ..ir.attributes import Attr
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from . import pool_windows
+from .window import (
     AUTO_PADS,
     POOL_TYPES,
     ROUNDING_TYPES,
@@ -34,7 +35,6 @@ from ..window import (
     restored,
     with_defaults,
 )
-from . import pool_windows
 
 COMMON_ATTRS = (
     Attr("strides", "ints"),

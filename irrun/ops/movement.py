@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..dims import DYNAMIC, Dim, Interval, Shape, map_bounds
-from ..element_types import ELEMENT_TYPES
-from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.attributes import Attr
+from ..ir.dims import DYNAMIC, Dim, Interval, Shape, map_bounds
+from ..ir.element_types import ELEMENT_TYPES
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 
 MANY = 1 << 30  # no upper bound on the number of inputs
 

@@ -19,9 +19,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..dims import format_shape
-from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.attributes import Attr
+from ..ir.dims import format_shape
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .elementwise import merge_dims
 from .movement import check_vector, flat_ints, int_values, normalize_axis
 

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..attributes import Attr
-from ..dims import DYNAMIC
-from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.attributes import Attr
+from ..ir.dims import DYNAMIC
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .movement import check_vector, flat_ints, int_values, normalize_axis, vector_length
 
 

@@ -17,10 +17,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import element_types
-from ..attributes import Attr
-from ..dims import Dim, Interval
-from ..registry import OpDef, ShapeError, TensorInfo, register
+from ..ir import element_types
+from ..ir.attributes import Attr
+from ..ir.dims import Dim, Interval
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .movement import check_vector, flat_ints, int_values, normalize_axis
 
 MODES = ("max", "min")

@@ -33,11 +33,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from .cli import int_at_least, random_seed
-from .dims import format_shape
-from .errors import IrrunError, Location, UsageError
-from .files import load_array_file, save_npz
-from .model import Model, load
+from ..core.model import Model, load
+from ..errors import IrrunError, Location, UsageError
+from ..ir.dims import format_shape
+from .common import int_at_least, load_array_file, random_seed, save_npz
 
 INPUT_SUFFIXES = (".npy", ".npz")
 

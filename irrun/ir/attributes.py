@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import Level
 from . import element_types
 from .dims import parse_partial_shape
-from .errors import Level
 
 
 class _Required:

@@ -20,11 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli import _shapes as shapes_argument
-from .cli import check_output_path, write_atomically
-from .errors import IrrunError, Location, UsageError, one_line
-from .files import say_written
-from .inspector import attributes_text, inspect_model, shape_text
+from ..errors import IrrunError, Location, UsageError, one_line
+from .common import Parents, check_output_path, say_written, shapes, write_atomically
+from .inspect import attributes_text, inspect_model, shape_text
 
 # The format each output file name ending gives, when --format does not say.
 FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "pdf"}
@@ -33,10 +31,10 @@ FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "p
 _FILL = {"Parameter": "#d9ead3", "Result": "#fce5cd", "Const": "#eeeeee"}
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: Any, parents: Parents) -> None:
     """Add the ``graph`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
-        "graph", parents=[common], help="draw the model's graph (DOT, SVG, PNG, PDF)",
+        "graph", parents=[parents.model], help="draw the model's graph (DOT, SVG, PNG, PDF)",
         description="Draw the model's graph: a node per layer (name, op, key attributes), an "
         "edge per tensor (element type and shape). DOT is written directly; SVG, PNG and PDF "
         "need Graphviz's dot program (apt-get install graphviz).",
@@ -51,7 +49,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="the output's format, whatever its extension",
     )  # fmt: skip
     parser.add_argument(
-        "--shape", type=shapes_argument, metavar="SHAPES",
+        "--shape", type=shapes, metavar="SHAPES",
         help="give the inputs new shapes first and draw the shapes that follow, in "
         "OpenVINO's syntax: x[8,3,224,224],y[1,4], or [1,3,224,224] for one input",
     )  # fmt: skip
@@ -150,7 +148,7 @@ def quote_text(lines: list[str]) -> str:
 
 
 def to_dot(report: dict[str, Any]) -> str:
-    """The DOT text of the graph in an :func:`~irrun.inspector.inspect_model` document.
+    """The DOT text of the graph in an :func:`~irrun.tools.inspect.inspect_model` document.
 
     >>> text = to_dot(inspect_model("models/pooling_chain.xml"))
     >>> print(text.splitlines()[6])

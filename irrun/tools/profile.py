@@ -9,13 +9,33 @@ as the difference between the sum over layers and the wall time.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import __version__
-from .model import LayerRun
+from ..core.model import LayerRun
+from ..version import __version__
+from .common import positive
+
+
+def add_arguments(run: argparse.ArgumentParser) -> None:
+    """The profiling options of ``irrun run``."""
+    prof = run.add_argument_group("profiling")
+    prof.add_argument(
+        "--profile", action="store_true",
+        help="print each layer's time, most expensive first, and the totals",
+    )  # fmt: skip
+    prof.add_argument(
+        "--profile-json", metavar="TRACE.json",
+        help="write the layer timings as a Chrome trace (open it in ui.perfetto.dev)",
+    )  # fmt: skip
+    prof.add_argument(
+        "--iterations", type=positive, default=1, metavar="N",
+        help="with --profile/--profile-json: run N times and report each layer's median "
+        "(default 1)",
+    )  # fmt: skip
 
 
 @dataclass

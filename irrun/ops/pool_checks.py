@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .dims import Shape
-from .registry import ShapeError
+from ..ir.dims import Shape
+from ..ir.registry import ShapeError
 from .window import clip_windows, output_size, pool_dilations, resolve_pads, with_defaults
 
 POOL_ATTRS = ("kernel", "strides", "pads_begin", "pads_end", "auto_pad", "rounding_type")

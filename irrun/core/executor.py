@@ -3,43 +3,35 @@
 The plan turns every tensor into a numbered slot and every layer into a step
 holding its kernel and parsed attributes, so running is a tight loop.  Each
 intermediate is dropped as soon as its last consumer has run, and a layer whose
-op can skip outputs is told which of its outputs the run actually uses.
+op can skip outputs is told which of its outputs the run actually uses.  The
+rewrites of a schedule (fusing steps, and the like) are passes over it
+(:mod:`.passes`), applied where the schedule is made: the loop knows no op.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from types import SimpleNamespace
+from dataclasses import replace
 
 import numpy as np
 
+from ..errors import IrrunError, Location
+from ..ir.registry import ShapeError
 from .binding import Node
-from .errors import IrrunError, Location
-from .frozen import fast_init
 from .graph import LayerGraph
-from .ops.pool_chain import ChainPlan, Geometry, Layer, chain_layer
-from .registry import ShapeError
-
-
-@fast_init  # one per layer
-@dataclass(frozen=True)
-class Step:
-    node: Node
-    kernel: Callable[..., tuple[np.ndarray | None, ...]]
-    attrs: SimpleNamespace
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-    # Which outputs a scheduled run uses, when the op can skip the others (None: all).
-    needed: tuple[bool, ...] | None = None
+from .passes import PASSES
+from .steps import Pass, Schedule, Step
 
 
 class Plan:
     """Slots and steps for a graph whose layers are all bound."""
 
-    def __init__(self, lg: LayerGraph, nodes: Mapping[str, Node]) -> None:
+    def __init__(
+        self, lg: LayerGraph, nodes: Mapping[str, Node], passes: Sequence[Pass] = PASSES
+    ) -> None:
         self.lg = lg
+        self.passes = tuple(passes)  # applied in order to every schedule but an observed one
         self.slots: dict[tuple[str, int], int] = {}
         self.steps: list[Step] = []
         self.parameters: dict[str, int] = {}  # Parameter layer id -> slot
@@ -61,9 +53,7 @@ class Plan:
             self.steps.append(Step(node, node.op.kernel, node.attrs, ins, outs))
         self._schedules: dict[tuple[tuple[int, ...], bool], tuple] = {}
 
-    def _schedule(
-        self, wanted: tuple[int, ...], every_step: bool = False
-    ) -> tuple[tuple[Step, tuple[int, ...]], ...]:
+    def _schedule(self, wanted: tuple[int, ...], every_step: bool = False) -> Schedule:
         """:meth:`_make_schedule`'s result, kept for the next run that wants the same.
 
         A dict, not ``lru_cache`` over the bound method: that would hold the plan from
@@ -77,9 +67,7 @@ class Plan:
             found = self._schedules[key] = self._make_schedule(wanted, every_step)
         return found
 
-    def _make_schedule(
-        self, wanted: tuple[int, ...], every_step: bool = False
-    ) -> tuple[tuple[Step, tuple[int, ...]], ...]:
+    def _make_schedule(self, wanted: tuple[int, ...], every_step: bool = False) -> Schedule:
         """The steps ``wanted`` needs, each with the slots it is the last reader of.
 
         A step whose op can skip outputs and has some that nothing reads is scheduled
@@ -113,7 +101,8 @@ class Plan:
                 step = replace(step, needed=used)
             schedule.append((step, tuple(frees[pos])))
         if not every_step:
-            schedule = _chain_pools(schedule, keep)
+            for rewrite in self.passes:
+                schedule = rewrite(schedule, keep)
         return tuple(schedule)
 
     def run(
@@ -186,92 +175,3 @@ class Plan:
 Observer = Callable[
     [Step, Sequence[np.ndarray | None], tuple[np.ndarray | None, ...], float], None
 ]
-
-
-class PoolChain:
-    """Consecutive same-size 2-D pools run as one step (see :mod:`irrun.ops.pool_chain`).
-
-    Each pool's output feeds only the next one, so only the last output is made.
-    Inputs the chain does not handle (not float32 or not 4-D) go through the
-    layers' own kernels one by one.
-    """
-
-    def __init__(self, steps: list[Step], geometry: Geometry, layers: tuple[Layer, ...]) -> None:
-        self.steps, self.geometry, self.layers = steps, geometry, layers
-        self._plans: dict[tuple[int, ...], ChainPlan] = {}
-
-    def __call__(self, _attrs: object, x: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        if x.dtype != np.float32 or x.ndim != 4 or 0 in x.shape:
-            return self._one_by_one(x)
-        plan = self._plans.get(x.shape)
-        if plan is None:
-            plan = self._plans[x.shape] = ChainPlan(x.shape, self.geometry, self.layers)
-        return (plan.run(x),) + (None,) * (len(self.steps[-1].outputs) - 1)
-
-    def _one_by_one(self, x: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        results: tuple[np.ndarray | None, ...] = (x,)
-        for step in self.steps:
-            try:
-                if step.needed is None:
-                    results = step.kernel(step.attrs, results[0])
-                else:
-                    results = step.kernel(step.attrs, results[0], needed=step.needed)
-            except (ShapeError, ValueError, MemoryError) as exc:
-                exc.irrun_step = step  # type: ignore[attr-defined]  # the layer to blame
-                raise
-        return results
-
-
-def _chain_pools(
-    schedule: list[tuple[Step, tuple[int, ...]]], keep: set[int]
-) -> list[tuple[Step, tuple[int, ...]]]:
-    """Fuse runs of consecutive pools that :class:`PoolChain` can run into one step each.
-
-    A pool joins the one before it when its only input is that pool's first output,
-    nothing else reads that output or any other of the earlier pool's outputs, and
-    the run does not keep them; all pools of a chain share one window geometry.
-    """
-    readers: dict[int, int] = {}
-    for step, _ in schedule:
-        for slot in step.inputs:
-            readers[slot] = readers.get(slot, 0) + 1
-    kinds = [_pool_kind(step) for step, _ in schedule]
-    fused: list[tuple[Step, tuple[int, ...]]] = []
-    i = 0
-    while i < len(schedule):
-        j = i + 1
-        while (kinds[i] is not None and j < len(schedule) and kinds[j] is not None
-               and kinds[j][0] == kinds[i][0]
-               and _feeds_only(schedule[j - 1][0], schedule[j][0], readers, keep)):  # fmt: skip
-            j += 1
-        if j - i < 2:
-            fused.append(schedule[i])
-            i += 1
-            continue
-        steps = [step for step, _ in schedule[i:j]]
-        layers = tuple(kinds[k][1] for k in range(i, j))  # type: ignore[index]
-        chain = PoolChain(steps, kinds[i][0], layers)  # type: ignore[index]
-        last = steps[-1]
-        step = Step(last.node, chain, SimpleNamespace(), steps[0].inputs, last.outputs)
-        frees = tuple(slot for _, f in schedule[i:j] for slot in f)
-        fused.append((step, frees))
-        i = j
-    return fused
-
-
-def _pool_kind(step: Step) -> tuple[Geometry, Layer] | None:
-    if len(step.inputs) != 1:
-        return None
-    # Of a pool's outputs only the values may be used (a chain makes no indices).
-    if len(step.outputs) > 1 and (step.needed is None or any(step.needed[1:])):
-        return None
-    if step.needed is not None and not step.needed[0]:
-        return None
-    return chain_layer(step.node.op.type, step.attrs)
-
-
-def _feeds_only(a: Step, b: Step, readers: dict[int, int], keep: set[int]) -> bool:
-    """Whether ``b`` reads ``a``'s first output and nothing else reads any of ``a``'s."""
-    first, *others = a.outputs
-    return (b.inputs == (first,) and readers.get(first, 0) == 1 and first not in keep
-            and not any(readers.get(s, 0) or s in keep for s in others))  # fmt: skip

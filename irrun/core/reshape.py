@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from ..errors import UsageError
+from ..ir.dims import Shape, format_shape, parse_dim, parse_partial_shape
+from ..ir.registry import TensorInfo
 from .binding import Node
-from .dims import Shape, format_shape, parse_dim, parse_partial_shape
-from .errors import UsageError
 from .graph import LayerGraph
-from .registry import TensorInfo
 
 # Spec: the whole argument is "name[dims]" items separated by commas.
 _ITEM = re.compile(r"\s*([^\[\],]*?)\s*\[([^\[\]]*)\]\s*(?:,|$)")

@@ -14,13 +14,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import pool_checks
+from ..errors import Diagnostic
+from ..ir.dims import Shape, dims_agree, format_shape, is_static
+from ..ir.registry import ShapeError, TensorInfo
+from ..ops import pool_checks
 from .binding import Node
-from .dims import Shape, dims_agree, format_shape, is_static
-from .errors import Diagnostic
 from .graph import LayerGraph
 from .memory import IMPOSSIBLE_BYTES, format_bytes, tensor_bytes
-from .registry import ShapeError, TensorInfo
 
 # Constants up to this many elements are folded through ops during propagation.
 FOLD_LIMIT = 4096

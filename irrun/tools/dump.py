@@ -13,6 +13,7 @@ in ``inputs.npz``, the second are the weights.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -21,13 +22,32 @@ from typing import IO, Any
 
 import numpy as np
 
-from .errors import IrrunError, Location
-from .files import save_npz, write_atomically
-from .model import LayerRun
+from ..core.model import LayerRun
+from ..errors import IrrunError, Location
+from .common import save_npz, write_atomically
 
 MANIFEST = "manifest.json"
 INPUTS = "inputs.npz"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def add_arguments(run: argparse.ArgumentParser) -> None:
+    """The per-layer output options of ``irrun run``."""
+    dump = run.add_argument_group("per-layer outputs")
+    dump.add_argument(
+        "--dump-dir", metavar="DIR",
+        help="write every layer's outputs to DIR as .npy files as they are computed, with "
+        "manifest.json (tensor name -> file) and inputs.npz (the inputs used)",
+    )  # fmt: skip
+    dump.add_argument(
+        "--dump-type", action="append", metavar="TYPE",
+        help="only layers of these op types (MaxPool,AvgPool; repeatable). Parameters and "
+        "Consts are dumped only when named here",
+    )  # fmt: skip
+    dump.add_argument(
+        "--dump-name", metavar="REGEX",
+        help="only layers whose name or a tensor name matches this regular expression",
+    )  # fmt: skip
 
 
 def file_name(index: int, tensor: str) -> str:

@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 import networkx as nx
 
-from .errors import Diagnostic
-from .reader import Edge, IRDocument, Layer, Port
+from ..errors import Diagnostic
+from ..ir.records import Edge, IRDocument, Layer, Port
 
 # OpenVINO collects a model's layers by walking back from these.
 SINK_TYPES = ("result", "assign")

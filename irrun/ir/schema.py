@@ -25,8 +25,8 @@ from pathlib import Path
 
 from lxml import etree
 
+from ..errors import Diagnostic, LayerRef, Location
 from . import registry
-from .errors import Diagnostic, LayerRef, Location
 
 CODE = "schema"
 SCHEMA_PACKAGE = "irrun.schemas"
@@ -105,7 +105,7 @@ def _schema_bytes() -> bytes:
     except ModuleNotFoundError:
         # irrun imported from a source checkout (python -m pytest in the repository, with
         # irrun installed normally): the schema sits beside the package, not inside it.
-        return (Path(__file__).resolve().parent.parent / "schemas" / SCHEMA_FILE).read_bytes()
+        return (Path(__file__).resolve().parents[2] / "schemas" / SCHEMA_FILE).read_bytes()
 
 
 def check_structure(
@@ -113,7 +113,7 @@ def check_structure(
 ) -> list[Diagnostic]:
     """Validate a parsed IR document against irrun's schema; one diagnostic per finding.
 
-    ``root_or_tree`` is the document as :func:`irrun.reader.parse_xml` returns it (its
+    ``root_or_tree`` is the document as :func:`irrun.ir.xml_file.parse_xml` returns it (its
     root element) or an element tree; ``path`` names the file in the diagnostics.  An
     empty list means the structure is valid.
 
@@ -197,7 +197,7 @@ def _layer_of(el: etree._Element | None) -> LayerRef | None:
     if type_name and opset:
         with contextlib.suppress(registry.LookupFailure):
             version = registry.resolve(type_name, opset).version
-    # Named as irrun.reader.Layer.ref names it, so that every finding about it reads alike.
+    # Named as irrun.ir.records.Layer.ref names it, so that every finding about it reads alike.
     return LayerRef(layer.get("id", "?"), layer.get("name", "?"), type_name or "?", version,
                     opset or None if version is None else None)  # fmt: skip
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
-from . import element_types, registry
-from .attributes import read_attributes
-from .errors import Diagnostic, LayerRef, Level, Location
+from ..errors import Diagnostic, LayerRef, Level, Location
+from ..ir import element_types, registry
+from ..ir.attributes import read_attributes
+from ..ir.records import Layer
+from ..ir.registry import LookupFailure, OpDef, opset_number, resolve
+from ..ir.weights import Weights
 from .graph import LayerGraph
-from .reader import Layer
-from .registry import LookupFailure, OpDef, opset_number, resolve
-from .weights import Weights
 
 # Codes of the findings that mean irrun has no op for a layer: a type it lacks, and an
 # opset it does not know or that has no op of the layer's type.

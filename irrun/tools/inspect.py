@@ -12,7 +12,7 @@ that is ``irrun validate``'s job.  Only a file that cannot be read as IR at all 
 XML, no ``<net>``, an IR version irrun does not read) is an error (exit 1).
 
 :func:`inspect_model` builds the JSON document; the text and ``irrun graph``'s
-picture (:mod:`irrun.dot`) are both made from it, so they never disagree.
+picture (:mod:`irrun.tools.graph`) are both made from it, so they never disagree.
 """
 
 from __future__ import annotations
@@ -27,26 +27,26 @@ from typing import Any
 
 import numpy as np
 
-from .binding import Node
-from .cli import _shapes as shapes_argument
-from .dims import Interval, Shape
-from .element_types import ElementType
-from .errors import one_line
-from .graph import LayerGraph
-from .model import Checked, _weights_path, check_ir
-from .reader import Layer, Port
-from .registry import TensorInfo, opset_number
-from .reshape import describe
-from .weights import Weights
+from ..core.binding import Node
+from ..core.check import Checked, _weights_path, check_ir
+from ..core.graph import LayerGraph
+from ..core.reshape import describe
+from ..errors import one_line
+from ..ir.dims import Interval, Shape
+from ..ir.element_types import ElementType
+from ..ir.records import Layer, Port
+from ..ir.registry import TensorInfo, opset_number
+from ..ir.weights import Weights
+from .common import Parents, shapes
 
 # Integer constants up to this many elements (axes, target shapes) are shown by value.
 SHOWN_VALUES = 8
 
 
-def register(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: Any, parents: Parents) -> None:
     """Add the ``inspect`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
-        "inspect", parents=[common],
+        "inspect", parents=[parents.model],
         help="show a model's inputs, outputs, layers, weights and rt_info",
         description="Show a model's IR version, opsets, inputs and outputs, layers (shapes and "
         "key attributes), weights and rt_info. A model with errors is shown as far as it "
@@ -54,7 +54,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "1 when the file cannot be read as IR.",
     )  # fmt: skip
     parser.add_argument(
-        "--shape", type=shapes_argument, metavar="SHAPES",
+        "--shape", type=shapes, metavar="SHAPES",
         help="give the inputs new shapes first and show the shapes that follow, in "
         "OpenVINO's syntax: x[8,3,224,224],y[1,4], or [1,3,224,224] for one input",
     )  # fmt: skip

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -14,27 +12,28 @@ from typing import Any
 
 import numpy as np
 
-from . import element_types, ops  # noqa: F401  (ops registers every kernel)
-from .binding import UNSUPPORTED_CODES, Node, bind, supported_ops_text
-from .dims import Shape, format_shape, is_static, parse_partial_shape, shape_fits
-from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
-from .executor import Observer, Plan, Step
-from .graph import LayerGraph, build_graph
+from .. import ops  # noqa: F401  (ops registers every kernel)
+from ..errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
+from ..ir import element_types
+from ..ir.dims import Shape, format_shape, is_static, parse_partial_shape, shape_fits
+from ..ir.registry import TensorInfo
+from ..ir.weights import Weights
+from .binding import Node
+from .budget import _UNCHECKED_BYTES, budget_findings, schedule_peak
+from .check import _by_line, _weights_path, check_ir, collection_paused, internal_error
+from .executor import Observer, Plan
+from .graph import LayerGraph
 from .memory import (
     IMPOSSIBLE_BYTES,
     Peak,
     available_memory,
     format_bytes,
     parse_size,
-    plan_peak,
     tensor_bytes,
 )
-from .propagation import Infos, propagate
-from .reader import parse_xml, read_document, read_plain, read_xml_bytes
-from .registry import TensorInfo
+from .propagation import propagate
 from .reshape import ShapeSpec, describe, input_shapes
-from .schema import check_structure
-from .weights import Weights
+from .steps import Step
 
 
 @dataclass(frozen=True)
@@ -69,187 +68,6 @@ class LayerRun:
     inputs: tuple[tuple[int, ...], ...]  # the shapes of its inputs
     seconds: float
     end: float
-
-
-# Errors that do not stop a model from loading: OpenVINO reads neither a port's dims nor
-# its precision (it infers both), so irrun runs such a model too.
-INFORMATIONAL_CODES = ("shape-mismatch", "type-mismatch")
-
-
-@contextmanager
-def collection_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector, unless it is off already.
-
-    Loading makes tens of thousands of records that all live on; collections while
-    they are made only walk them again and again, a tenth of the load's time.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def _weights_path(xml: Path, weights: str | Path | None) -> Path:
-    # Not with_suffix: it raises for a path with no name ("."), which parse_xml reports better.
-    return Path(weights) if weights is not None else xml.parent / f"{xml.stem}.bin"
-
-
-def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
-    """Each finding once, in the order given."""
-    # Keyed by what the printed finding is made of rather than by its text: formatting
-    # every finding (a big model has thousands of warnings) would cost more than the rest.
-    return list({(d.code, d.level, d.location, d.layer, d.layer and d.port, d.message): d
-                 for d in found}.values())  # fmt: skip
-
-
-def _by_line(found: list[Diagnostic]) -> list[Diagnostic]:
-    """In file order (stable: one line's findings keep their order), each finding once."""
-    return sorted(_unique(found), key=lambda d: d.line)
-
-
-@dataclass
-class Checked:
-    """What checking an IR file found, and the graph it built on the way.
-
-    ``findings`` are what ``validate`` reports, in file order; ``blocking`` the errors
-    among them that stop ``load`` (everything but the structure checks that are
-    stricter than OpenVINO and the comparisons with declared dims and precisions), in
-    the order of the stages that found them, so that the first is the likeliest cause
-    of the others.
-    """
-
-    path: Path
-    findings: list[Diagnostic]
-    blocking: list[Diagnostic]
-    graph: LayerGraph | None = None
-    nodes: dict[str, Node] | None = None
-    infos: Infos | None = None
-    shapes: dict[str, TensorInfo] | None = None  # new input shapes, by Parameter layer id
-    # The XML of a file whose structure check was put off (see check_ir's ``complete``).
-    deferred: bytes | None = None
-
-    def complete(self) -> None:
-        """Add the findings of the checks that were put off, once."""
-        later: list[Diagnostic] = []
-        if self.deferred is not None:
-            later += check_structure(parse_xml(self.path, self.deferred), self.path)
-            self.deferred = None
-        if self.graph is not None and self.graph.unneeded is not None:
-            later += self.graph.unneeded()
-            self.graph.unneeded = None
-        if later:
-            self.findings = _by_line(later + self.findings)
-
-    def refuse(self) -> None:
-        """Raise the error that stops ``load``, if there is one.
-
-        Ops irrun does not support come first, all of them named at once; then the first
-        other problem, with the count of the rest.  A bug in an op's shape rule re-raises
-        the original exception, so that ``--debug`` shows where it happened.
-        """
-        unsupported = [d for d in self.blocking if d.code in UNSUPPORTED_CODES]
-        if len(unsupported) > 1:
-            raise _unsupported_error(self.path, unsupported)
-        first = unsupported[0] if unsupported else (self.blocking[0] if self.blocking else None)
-        if first is None:
-            return
-        if "exception" in first.extra:
-            raise first.extra["exception"]
-        err = first.as_error()
-        others = len(self.blocking) - 1
-        if others:
-            err = IrrunError(f"{err.message} (and {others} more: run 'irrun validate')",
-                             err.location, err.layer, err.port, err.code)  # fmt: skip
-        raise err
-
-
-def _unsupported_error(path: Path, found: list[Diagnostic]) -> IrrunError:
-    """One line naming every layer whose op irrun lacks, grouped by op, and what it has."""
-    groups: dict[str, list[str]] = {}
-    for d in found:
-        assert d.layer is not None  # binding reports these at the layer
-        layer = f"{d.layer.id} '{d.layer.name}' (line {d.line})"
-        groups.setdefault(f"{d.layer.type} ({d.layer.opset})", []).append(layer)
-    parts = [f"{op}: layer{'s' * (len(ls) > 1)} {', '.join(ls)}" for op, ls in groups.items()]
-    return IrrunError(
-        f"{len(found)} layers have ops irrun does not support: {'; '.join(parts)} "
-        f"(irrun supports {supported_ops_text()})",
-        Location(str(path), found[0].line), code="unsupported-op",
-    )  # fmt: skip
-
-
-def check_ir(
-    xml: str | Path,
-    weights: str | Path | Weights | None = None,
-    shapes: ShapeSpec | None = None,
-    complete: bool = True,
-    max_memory: int | str | None = "available",
-) -> Checked:
-    """Check an IR file through every stage irrun has, collecting every finding.
-
-    Stages: the file and its XML, the structure against irrun's schema (the reader
-    reads what it can beside it), the graph's wiring, each layer's op and attributes
-    and constants, then shapes and types.  A stage that cannot start (no XML, no
-    <net>) ends the check.  ``shapes`` (see :mod:`irrun.reshape`) gives the inputs
-    new shapes; a bad one raises :class:`~irrun.errors.UsageError`.
-
-    With ``complete=False`` (what ``load`` does) the structure check is put off when
-    the reader read everything: its findings then stop no load, and
-    :meth:`Checked.complete` adds them when they are asked for.  So are the warnings
-    about layers and outputs that no Result needs.  With ``complete``, tensors and runs
-    larger than ``max_memory`` are warned of (see :attr:`Model.max_memory`).
-    """
-    path = Path(xml)
-    if not isinstance(weights, Weights):
-        weights = Weights(_weights_path(path, weights))
-    try:
-        data = read_xml_bytes(path)
-        # A load reads a file laid out as OpenVINO writes it without building its tree.
-        doc = None if complete else read_plain(path, data)
-        root = parse_xml(path, data) if doc is None else None
-    except UsageError:
-        raise
-    except IrrunError as exc:
-        unreadable = [Diagnostic.from_error(exc, "unreadable")]
-        return Checked(path, unreadable, list(unreadable))
-    read_problems: list[IrrunError] = []
-    if root is not None:
-        doc, read_problems = read_document(root, path, data)
-    deferred = None
-    if complete or read_problems:
-        structure = check_structure(root, path)
-    else:
-        structure, deferred = [], data
-    del root  # the records hold all that is needed; the tree is the largest thing in memory
-    # The reader fails on elements the schema rejects as well: keep the schema's finding,
-    # which says more, and let it stop the load as the reader's would have.
-    schema_lines = {d.line for d in structure}
-    reader_lines = {p.location.line for p in read_problems if p.location is not None}
-    read_findings = [Diagnostic.from_error(p) for p in read_problems]
-    unseen = [d for d in read_findings if d.line not in schema_lines]
-    blocking = unseen + [d for d in structure if d.line in reader_lines]
-    findings = structure + unseen
-    if doc is None:
-        return Checked(path, _by_line(findings), _unique(blocking))
-    # Warnings that stop nothing are put off with the structure check.
-    lg = build_graph(doc, unneeded=deferred is None)
-    nodes, bound = bind(lg, weights)
-    new_shapes = input_shapes(lg, nodes, shapes) if shapes is not None else None
-    infos, propagated = propagate(lg, nodes, new_shapes)
-    if new_shapes is not None:  # load checks the file's own shapes, before any reshape
-        propagated += [d for d in propagate(lg, nodes)[1]
-                       if d.level == "error" and d.code not in INFORMATIONAL_CODES]
-    later = lg.problems + bound + propagated
-    findings += later
-    blocking += [d for d in later if d.level == "error" and d.code not in INFORMATIONAL_CODES]
-    if complete:
-        findings += budget_findings(lg, nodes, infos, max_memory, not blocking)
-    return Checked(path, _by_line(findings), _unique(blocking), lg, nodes, infos, new_shapes,
-                   deferred)  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -730,96 +548,6 @@ class Model:
         return {name: random_array(rng, shape, dtype) for name, shape, dtype, _ in planned}
 
 
-# Runs that need less than this are not checked against the memory available: reading
-# the system's figures would cost more than such a run.
-_UNCHECKED_BYTES = 16 * 2**20
-
-
-def schedule_peak(
-    plan: Plan, infos: Infos, wanted: tuple[int, ...], observed: bool = False
-) -> tuple[Peak, str]:
-    """The peak of the run of ``plan`` computing ``wanted``, and its largest tensor there
-    as ``f32[1,3,8,8]``."""
-    sizes: list[int | None] = [None] * len(plan.slots)
-    keys: dict[int, tuple[str, int]] = {}
-    for key, slot in plan.slots.items():
-        sizes[slot] = _info_bytes(infos.get(key))
-        keys[slot] = key
-    schedule = plan._schedule(wanted, observed)
-    steps = [(step.outputs, frees, step.node.op.type != "Const") for step, frees in schedule]
-    peak = plan_peak(steps, sizes)
-    info = infos.get(keys[peak.slot]) if peak.slot >= 0 else None
-    return peak, _describe_tensor(info)
-
-
-def budget_findings(
-    lg: LayerGraph, nodes: dict[str, Node], infos: Infos, budget: int | str | None,
-    plannable: bool,
-) -> list[Diagnostic]:  # fmt: skip
-    """Warnings for tensors larger than ``budget`` (bytes, ``"available"`` or None), and
-    for a run of all outputs whose planned peak is (``plannable``: every layer bound)."""
-    if budget is None:
-        return []
-    sized = [(size, key) for key, info in infos.items()
-             if (size := _info_bytes(info)) is not None and size < IMPOSSIBLE_BYTES]  # fmt: skip
-    peak = None
-    if plannable and sized:
-        plan = Plan(lg, nodes)
-        results = tuple(sorted(plan.slots[lg.sources[(lid, nodes[lid].layer.inputs[0].id)]]
-                               for lid in lg.order if nodes[lid].op is not None
-                               and nodes[lid].op.type == "Result" and nodes[lid].layer.inputs))  # type: ignore[union-attr]  # fmt: skip
-        if results:
-            top, tensor = schedule_peak(plan, infos, results)
-            peak = (top, tensor, plan._schedule(results)[top.step][0].node if top.step >= 0
-                    else None)  # fmt: skip
-    largest = max(([peak[0].bytes] if peak else []) + [size for size, _ in sized], default=0)
-    if budget == "available":
-        if largest <= _UNCHECKED_BYTES:
-            return []
-        limit = available_memory()
-        if limit is None:
-            return []
-        room = f"the {format_bytes(limit)} of memory available now"
-    else:
-        limit = budget  # type: ignore[assignment]
-        room = f"the {format_bytes(limit)} allowed"
-    found = []
-    for size, (lid, port_id) in sized:
-        if size > limit:
-            node = nodes[lid]
-            port = node.layer.output_port(port_id)
-            found.append(Diagnostic(
-                "warning", "over-budget",
-                f"output {port_id} is {_describe_tensor(infos[(lid, port_id)])}, "
-                f"{format_bytes(size)}: more than {room}; a run would be refused",
-                lg.doc.location(port.line if port is not None and port.line else
-                                node.layer.line), node.ref, port_id,
-            ))  # fmt: skip
-    if peak is not None and peak[2] is not None and peak[0].bytes > limit and not found:
-        top, tensor, step_node = peak
-        found.append(Diagnostic(
-            "warning", "over-budget",
-            f"a run needs {format_bytes(top.bytes)} of tensors at this layer, more than "
-            f"{room} (its output {tensor} is {format_bytes(top.slot_bytes)}); it would be "
-            "refused", lg.doc.location(step_node.layer.line), step_node.ref,
-        ))  # fmt: skip
-    return found
-
-
-def _info_bytes(info: TensorInfo | None) -> int | None:
-    """A tensor's bytes as irrun holds it (packed types unpacked), None when not known."""
-    if info is None or info.element_type is None or not is_static(info.shape):
-        return None
-    return tensor_bytes(info.shape, info.element_type.dtype.itemsize)  # type: ignore[arg-type]
-
-
-def _describe_tensor(info: TensorInfo | None) -> str:
-    if info is None:
-        return "?"
-    et = info.element_type.name if info.element_type is not None else "?"
-    return f"{et}{format_shape(info.shape)}"
-
-
 def _reopened(given: str, absolute: str) -> Path:
     """The path as first given, if it still names the same file here, else the absolute one.
 
@@ -931,10 +659,3 @@ def validate(
         return [internal_error(xml, exc)]
 
 
-def internal_error(xml: str | Path, exc: Exception) -> Diagnostic:
-    """The finding that stands for a bug irrun hit while checking ``xml``."""
-    return Diagnostic(
-        "error", "internal-error",
-        f"irrun failed while checking the file ({type(exc).__name__}: {exc}); this is a bug "
-        "in irrun (run with --debug for details)", Location(str(xml)), extra={"exception": exc},
-    )  # fmt: skip

@@ -20,8 +20,8 @@ from types import SimpleNamespace
 import ml_dtypes
 import numpy as np
 
-from .dims import DYNAMIC, Dim, Shape, map_bounds
-from .registry import ShapeError
+from ..ir.dims import DYNAMIC, Dim, Shape, map_bounds
+from ..ir.registry import ShapeError
 
 ROUNDING_TYPES = ("floor", "ceil", "ceil_torch")
 AUTO_PADS = ("explicit", "same_upper", "same_lower", "valid")

@@ -1,0 +1,19 @@
+"""The passes over a plan's schedule: rewrites that compute the same, faster.
+
+The plan applies each pass of :data:`PASSES`, in order, to every schedule it makes
+for a run that does not observe each layer (see :class:`irrun.core.executor.Plan`).
+A pass is a function ``(schedule, kept slots) -> schedule`` over steps
+(:mod:`irrun.core.steps`); it may put one step in the place of several.  To add one,
+write it in a module of this package and list it here: neither the executor nor an
+op changes.
+"""
+
+from __future__ import annotations
+
+from ..steps import Pass
+from .pool_chains import fuse_pool_chains
+
+# Applied in this order.
+PASSES: tuple[Pass, ...] = (fuse_pool_chains,)
+
+__all__ = ["PASSES", "fuse_pool_chains"]

@@ -1,0 +1,3 @@
+"""The commands: one module each, registering its own sub-parser (irrun.cli
+assembles them), and what they share (common).
+"""
