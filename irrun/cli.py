@@ -46,7 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list.insert(0, "run")
     args = _parser().parse_args(args_list)
     try:
-        return int(args.handler(args))
+        rc = int(args.handler(args))
+        # What is still buffered (stdout to a pipe is block-buffered) is written here,
+        # where a reader that has gone is the BrokenPipeError below, not an error at exit.
+        sys.stdout.flush()
+        return rc
     except UsageError as exc:
         if args.debug:
             raise

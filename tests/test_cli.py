@@ -494,7 +494,10 @@ def test_verbose_says_what_is_done_on_stderr_and_quiet_keeps_the_outputs(tmp_pat
 def test_a_closed_pipe_ends_quietly(command):
     # irrun inspect MODEL | head: when the reader has gone, no error and no traceback.
     # "true" exits at once, so irrun always writes into a closed pipe.
-    env = {**os.environ, "PYTHONPATH": str(MODELS.parent)}
+    # Without PYTHONUNBUFFERED, as users run it: stdout to a pipe is then block-buffered,
+    # and what is left in the buffer meets the closed pipe only when irrun flushes it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = str(MODELS.parent)
     script = f"set -o pipefail; {sys.executable} -m irrun {command} {MODELS / 'demo.xml'} | true"
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
     assert (done.returncode, done.stderr) == (141, "")

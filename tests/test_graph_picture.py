@@ -190,7 +190,7 @@ def test_graphviz_reads_the_dot_as_irrun_wrote_it(tmp_path, capsys):
 @pytest.mark.parametrize("xml", MODELS, ids=MODEL_IDS)
 def test_svg_is_xml_with_every_layer_and_edge(xml, tmp_path, capsys):
     out = tmp_path / "graph.svg"
-    assert graph(capsys, xml, "-o", out) == (0, "", "")
+    assert graph(capsys, xml, "-o", out) == (0, "", f"irrun: wrote the graph (SVG) to {out}\n")
     svg = etree.parse(str(out)).getroot()
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
     texts = {t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")}
@@ -208,11 +208,13 @@ def test_svg_is_xml_with_every_layer_and_edge(xml, tmp_path, capsys):
 @pytest.mark.parametrize(("suffix", "magic"), [(".png", PNG_SIGNATURE), (".pdf", b"%PDF-")])
 def test_png_and_pdf(xml, suffix, magic, tmp_path, capsys):
     out = tmp_path / f"graph{suffix}"
-    assert graph(capsys, xml, "-o", out) == (0, "", "")
+    kind = suffix[1:].upper()
+    assert graph(capsys, xml, "-o", out) == (0, "", f"irrun: wrote the graph ({kind}) to {out}\n")
     assert out.read_bytes().startswith(magic)
     # --format wins over the name.
     other = tmp_path / "picture.bin"
-    assert graph(capsys, xml, "-o", other, "--format", suffix[1:]) == (0, "", "")
+    assert graph(capsys, xml, "-o", other, "--format", suffix[1:]) == (
+        0, "", f"irrun: wrote the graph ({kind}) to {other}\n")  # fmt: skip
     assert other.read_bytes().startswith(magic)
 
 
@@ -352,6 +354,7 @@ def test_python_m_irrun_graph(tmp_path):
         [sys.executable, "-m", "irrun", "graph", str(ROOT / "models/pooling_chain.xml"), "-o",
          str(tmp_path / "chain.svg")], capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == f"irrun: wrote the graph (SVG) to {tmp_path / 'chain.svg'}\n"
     svg = etree.parse(str(tmp_path / "chain.svg")).getroot()
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
