@@ -525,8 +525,10 @@ class Model:
             planned.append((spec.name, shape, dtype, tensor_bytes(shape, dtype.itemsize)))
             shapes[lid] = shape
         total = sum(size for *_, size in planned)
-        limit = self.max_memory if total > _UNCHECKED_BYTES or self._budget_arg not in (
-            "available", None) else None  # fmt: skip
+        budget = self._budget_arg
+        limit = budget if isinstance(budget, int) else None
+        if budget == "available" and total > _UNCHECKED_BYTES:
+            limit = available_memory()
         if total >= IMPOSSIBLE_BYTES or (limit is not None and total > limit):
             name, shape, dtype, size = max(planned, key=lambda p: p[3])
             lid = self._input_ids[name]
@@ -541,10 +543,8 @@ class Model:
                 "--shape, or another limit with --max-memory", Location(str(self.path),
                 node.layer.line), node.ref, code="over-budget",
             )  # fmt: skip
-        if total < IMPOSSIBLE_BYTES and all(shape_fits(self._input_shapes.get(lid, self._nodes[
-                lid].attrs.shape), shape) for lid, shape in shapes.items()):  # type: ignore[union-attr]  # fmt: skip
-            # Refused before the draw, which takes seconds for inputs of gigabytes.
-            self._check_memory(shapes, tuple(sorted(set(self._output_slots.values()))), False)
+        # The run they are for is refused before the draw, which takes seconds for gigabytes.
+        self._check_memory(shapes, tuple(sorted(set(self._output_slots.values()))), False)
         return {name: random_array(rng, shape, dtype) for name, shape, dtype, _ in planned}
 
 
