@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 import openvino.opset1 as op1
+import openvino.opset6 as op6
 import openvino.opset8 as op8
 import openvino.opset14 as op14
 
@@ -157,6 +158,25 @@ def demo():
     return "demo", model, {"image": x}, None
 
 
+def running_sum():
+    """A stateful model: variable ``total`` (ReadValue-6 / Assign-6) adds up its input ``x``
+    over the runs of a request; ``sum`` is the new total.  Run statelessly it gives ``x``."""
+    from openvino.op.util import Variable, VariableInfo
+
+    p = _param("x", (1, 4))
+    info = VariableInfo()
+    info.variable_id, info.data_type = "total", ov.Type.f32
+    info.data_shape = ov.PartialShape([1, 4])
+    total = Variable(info)
+    previous = op6.read_value(op1.constant(np.zeros((1, 4), F32)), total, name="previous")
+    new = op1.add(previous, p, name="new_total")
+    assign = op6.assign(new, total)
+    assign.set_friendly_name("keep_total")  # its factory drops the name
+    model = ov.Model([_named(new.output(0), "sum")], [assign], [p], "running_sum")
+    x = np.arange(4, dtype=F32).reshape(1, 4)
+    return "running_sum", model, {"x": x}, None
+
+
 def examples():
     m = [[-1, 2, 3], [4, 5, -6], [-7, 8, 9]]
     yield maxpool_example(
@@ -202,6 +222,7 @@ def examples():
     yield adaptive_example()
     yield pooling_chain()
     yield demo()
+    yield running_sum()
 
 
 def main() -> int:

@@ -419,6 +419,27 @@ def _loop():
             loop.get_concatenated_slices(results[2].output(0), 0, 1, 1, -1, 0)], [x]
 
 
+def _variable(version: int):
+    """A running sum kept in a variable: ReadValue -> Add -> Assign (and a Result)."""
+
+    def build():
+        x = _image()
+        if version == 3:
+            read = o3.read_value(o1.constant(np.zeros((1, 3, 8, 8), F32)), "total")
+            total = o1.add(read, x)
+            return [total], [x], [o3.assign(total, "total")]
+        from openvino.op.util import Variable, VariableInfo
+
+        info = VariableInfo()
+        info.variable_id, info.data_type = "total", ov.Type.f32
+        info.data_shape = ov.PartialShape([-1, 3, 8, 8])
+        var = Variable(info)
+        total = o1.add(o6.read_value(o1.constant(np.zeros((1, 3, 8, 8), F32)), var), x)
+        return [total], [x], [o6.assign(total, var)]
+
+    return build
+
+
 def _tensor_iterator():
     """A TensorIterator over x's channels, carrying their running sum around a back edge."""
     x = _image()
@@ -434,6 +455,10 @@ def _tensor_iterator():
 
 
 BUILDERS: dict[tuple[str, int], Callable] = {
+    ("ReadValue", 3): _variable(3),
+    ("Assign", 3): _variable(3),
+    ("ReadValue", 6): _variable(6),
+    ("Assign", 6): _variable(6),
     ("TensorIterator", 0): _tensor_iterator,
     ("If", 8): _if,
     ("Loop", 5): _loop,
@@ -650,10 +675,12 @@ def test_every_supported_op_has_an_openvino_model():
 
 
 def _save(key, tmp_path: Path, compress: bool = False) -> Path:
-    outputs, params = BUILDERS[key]()
+    outputs, params, *sinks = BUILDERS[key]()  # sinks: the Assigns of a stateful model
     results = [o1.result(out) for out in outputs]
     path = tmp_path / f"{key[0]}-{key[1]}.xml"
-    ov.save_model(ov.Model(results, params, f"{key[0]}_{key[1]}"), str(path),
+    model = ov.Model(results, sinks[0], params, f"{key[0]}_{key[1]}") if sinks else \
+        ov.Model(results, params, f"{key[0]}_{key[1]}")  # fmt: skip
+    ov.save_model(model, str(path),
                   compress_to_fp16=compress)  # fmt: skip
     return path
 

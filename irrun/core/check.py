@@ -27,6 +27,7 @@ from .graph import LayerGraph, build_graph
 from .propagation import Infos, propagate
 from .reshape import ShapeSpec, input_shapes
 from .subgraphs import attach_bodies
+from .variables import check_variables
 
 # Errors that do not stop a model from loading: OpenVINO reads neither a port's dims nor
 # its precision (it infers both), so irrun runs such a model too.
@@ -201,7 +202,7 @@ def check_ir(
     if new_shapes is not None:  # load checks the file's own shapes, before any reshape
         propagated += [d for d in propagate(lg, nodes)[1]
                        if d.level == "error" and d.code not in INFORMATIONAL_CODES]
-    later = lg.problems + bound + propagated
+    later = lg.problems + bound + propagated + check_variables(lg, nodes, infos)
     findings += later
     blocking += [d for d in later if d.level == "error" and d.code not in INFORMATIONAL_CODES]
     if complete:

@@ -23,6 +23,9 @@ from .graph import LayerGraph
 from .passes import PASSES
 from .steps import Pass, Schedule, Step
 
+# The layer-id part of the slot key of a variable's value: no layer id is empty.
+_VARIABLE = ""
+
 
 class Plan:
     """Slots and steps for a graph whose layers are all bound."""
@@ -36,6 +39,10 @@ class Plan:
         self.steps: list[Step] = []
         self.parameters: dict[str, int] = {}  # Parameter layer id -> slot
         self.producer: dict[int, int] = {}  # slot -> index of the step that writes it
+        # A variable's value is fed like a Parameter's (None while it is unset) to each of
+        # its ReadValues, as a last input; what its Assign outputs is its next value.
+        self.variables: dict[str, int] = {}  # variable id -> the slot its ReadValues read
+        self.assigns: dict[str, int] = {}  # variable id -> its Assign's output slot
         slots, sources = self.slots, lg.sources
         for lid in lg.order:
             node = nodes[lid]
@@ -48,6 +55,13 @@ class Plan:
                 continue
             # A Source is the (layer, port) key of its producer's slot.
             ins = tuple([slots[sources[(lid, p.id)]] for p in node.layer.inputs])
+            if node.op.type == "ReadValue":
+                var = node.attrs.variable_id
+                if var not in self.variables:
+                    self.variables[var] = slots[(_VARIABLE, var)] = len(slots)  # type: ignore[index]
+                ins += (self.variables[var],)
+            elif node.op.type == "Assign" and outs:
+                self.assigns[node.attrs.variable_id] = outs[0]
             for slot in outs:
                 self.producer[slot] = len(self.steps)
             self.steps.append(Step(node, node.op.kernel, node.attrs, ins, outs))
@@ -125,6 +139,8 @@ class Plan:
 
     def _run(self, feeds: Mapping[int, np.ndarray], wanted: Sequence[int]) -> dict[int, np.ndarray]:
         values: dict[int, np.ndarray | None] = dict(feeds)
+        for slot in self.variables.values():  # unset unless the caller keeps state
+            values.setdefault(slot, None)
         for step, frees in self._schedule(tuple(wanted)):
             args = [values[s] for s in step.inputs]
             try:
@@ -145,6 +161,8 @@ class Plan:
     ) -> dict[int, np.ndarray]:
         # Kept apart from run's loop, which stays free of timing and calls.
         values: dict[int, np.ndarray | None] = dict(feeds)
+        for slot in self.variables.values():
+            values.setdefault(slot, None)
         clock = time.perf_counter
         for step, frees in self._schedule(tuple(wanted), True):
             args = [values[s] for s in step.inputs]

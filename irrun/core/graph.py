@@ -324,6 +324,8 @@ class _Builder:
                         else "reaches no Result: OpenVINO drops it")  # fmt: skip
                 found.append(self.warning("dead-layer", what, layer.line, layer))
                 continue
+            if layer.type.lower() in SINK_TYPES:  # an Assign's output is its variable's
+                continue
             for port in layer.outputs:
                 key = (lid, port.id)
                 if key not in self.used_outputs and key not in self.read_by_broken_edge:

@@ -33,6 +33,7 @@ from .memory import (
 )
 from .propagation import propagate
 from .reshape import ShapeSpec, describe, input_shapes
+from .state import Request
 from .steps import Step
 
 
@@ -411,24 +412,66 @@ class Model:
         >>> m.run({"image": x}, outputs=["avg_pool"])["avg_pool"][0, 0, 0]
         array([34., 38., 42., 46.], dtype=float32)
         """
+        return self._execute(feeds, outputs, intermediate, on_layer)[0]
+
+    def _execute(
+        self,
+        feeds: Mapping[str, Any] | np.ndarray,
+        outputs: Sequence[str] | None = None,
+        intermediate: bool = False,
+        on_layer: Callable[[LayerRun], None] | None = None,
+        state: Mapping[str, np.ndarray | None] | None = None,
+    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """:meth:`run`, and with ``state`` (variable id -> value, None while unset) the
+        variables' next values as well (see :class:`irrun.core.state.Request`)."""
         by_layer = self._check_feeds(feeds)
         if outputs is None:
             wanted = dict(self._output_slots)
         else:
             wanted = {name: self._slot_of(name) for name in outputs}
-        feed_slots = {self._plan.parameters[lid]: arr for lid, arr in by_layer.items()}
+        feed_slots: dict[int, np.ndarray | None] = {
+            self._plan.parameters[lid]: arr for lid, arr in by_layer.items()
+        }
+        assigns = self._plan.assigns if state is not None else {}
+        if state is not None:
+            feed_slots.update((slot, state.get(var)) for var, slot in self._plan.variables.items())
         kept: dict[str, np.ndarray] = {}
         observe = None
         if intermediate or on_layer is not None:
             observe = self._observer(kept if intermediate else None, on_layer)
-        slots = tuple(sorted(set(wanted.values())))
+        slots = tuple(sorted(set(wanted.values()) | set(assigns.values())))
         self._check_memory({lid: a.shape for lid, a in by_layer.items()}, slots,
                            observe is not None)  # fmt: skip
-        values = self._plan.run(feed_slots, slots, observe)
+        values = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
         result = {name: _own(values[slot]) for name, slot in wanted.items()}
         if intermediate:
             result = {**kept, **result}
-        return result
+        return result, {var: values[slot] for var, slot in assigns.items()}
+
+    @property
+    def variables(self) -> list[TensorSpec]:
+        """The variables a stateful model keeps between runs of a request (see
+        :meth:`create_request`): their ids, shapes and element types, in file order.
+
+        >>> [(v.name, v.shape) for v in load("models/running_sum.xml").variables]
+        [('total', (1, 4))]
+        """
+        found: dict[str, TensorSpec] = {}
+        for lid in self._graph.order:
+            node = self._nodes[lid]
+            if node.op is not None and node.op.type == "ReadValue":
+                var = node.attrs.variable_id  # type: ignore[union-attr]
+                info = self._infos.get((lid, node.layer.outputs[0].id), TensorInfo(None, None))
+                found.setdefault(var, TensorSpec(var, info.shape, _et_name(info)))
+        return list(found.values())
+
+    def create_request(self) -> Request:
+        """A request that keeps the model's variables from one run to the next, as
+        OpenVINO's ``InferRequest`` does; see :class:`irrun.core.state.Request`.
+
+        :meth:`run` keeps no state: each of its runs reads every variable's initial value.
+        """
+        return Request(self)
 
     def _observer(
         self, kept: dict[str, np.ndarray] | None, on_layer: Callable[[LayerRun], None] | None

@@ -25,6 +25,7 @@ from . import (
     scatter,
     topk,
     unary_math,
+    variables,
 )
 
 __all__ = [
@@ -52,4 +53,5 @@ __all__ = [
     "scatter",
     "topk",
     "unary_math",
+    "variables",
 ]
