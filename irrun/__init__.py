@@ -16,20 +16,25 @@ the command line reports with exit code 2:
 --shape: cannot read 'image[1,3'
 """
 
+from .core.generation import Generation, generate
 from .core.model import LayerRun, Model, TensorSpec, load, validate
+from .core.state import Request
 from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from .version import __version__
 
 __all__ = [
     "Diagnostic",
+    "Generation",
     "IrrunError",
     "LayerRef",
     "LayerRun",
     "Location",
     "Model",
+    "Request",
     "TensorSpec",
     "UsageError",
     "__version__",
+    "generate",
     "load",
     "validate",
 ]

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from .errors import IrrunError, UsageError
-from .tools import compare, graph, inspect, ops, run, validate
+from .tools import compare, generate, graph, inspect, ops, run, validate
 from .tools.common import parents
 from .version import __version__
 
@@ -24,7 +24,7 @@ from .version import __version__
 # parser and handler.
 TOOLS = {
     "run": run, "validate": validate, "inspect": inspect, "compare": compare, "graph": graph,
-    "ops": ops,
+    "generate": generate, "ops": ops,
 }  # fmt: skip
 COMMANDS = tuple(TOOLS)
 

@@ -216,12 +216,12 @@ def run_batch(
 class Progress:
     """A progress bar on a terminal's stderr (tqdm), and lines printed around it."""
 
-    def __init__(self, total: int, stream: IO[str], enabled: bool) -> None:
+    def __init__(self, total: int, stream: IO[str], enabled: bool, unit: str = "file") -> None:
         self._bar: Any = None
         if enabled:
             from tqdm import tqdm  # only a terminal needs it
 
-            self._bar = tqdm(total=total, file=stream, unit="file", dynamic_ncols=True,
+            self._bar = tqdm(total=total, file=stream, unit=unit, dynamic_ncols=True,
                              leave=False)  # fmt: skip
 
     @property
@@ -244,10 +244,10 @@ class Progress:
             self._bar.close()
 
 
-def progress(total: int, stream: IO[str], quiet: bool = False) -> Progress:
+def progress(total: int, stream: IO[str], quiet: bool = False, unit: str = "file") -> Progress:
     """A bar only when ``stream`` is a terminal and not ``-q``: never in a log or a pipe."""
     isatty = getattr(stream, "isatty", None)
-    return Progress(total, stream, enabled=not quiet and callable(isatty) and bool(isatty()))
+    return Progress(total, stream, not quiet and callable(isatty) and bool(isatty()), unit)
 
 
 def _describe(result: FileResult) -> str:
