@@ -20,8 +20,9 @@ def _shown(command: str) -> str:
 
 
 def _timeless(text: str) -> str:
-    """Durations (``3.0 ms``, ``0.03 s``) as ``T``: they differ from run to run."""
-    return re.sub(r"\b\d+\.\d+ (ms|s)\b", r"T \1", text)
+    """Durations (``3.0 ms``, ``0.03 s``) and rates (``150.2 tokens/s``) as ``T``: they
+    differ from run to run."""
+    return re.sub(r"\b\d+\.\d+ (ms|s|tokens/s)\b", r"T \1", text)
 
 
 # A printed float: digits with a point or an exponent (integers, such as lines and shapes,

@@ -128,11 +128,10 @@ def _handle(args: argparse.Namespace) -> int:
     print(f"tokens              {_join(result.tokens)}  ({why})")
     if text is not None:
         print(f"text                {text!r}")
-    print(f"time to 1st token   {result.time_to_first_token * 1000:.1f} ms")
+    print(f"first token         {result.time_to_first_token * 1000:.1f} ms  (the prompt's run)")
     if rate is not None:
         after = len(result.tokens) - 1
-        print(f"tokens per second   {rate:.1f}  ({after} after the first, "
-              f"{1000 / rate:.1f} ms each)")  # fmt: skip
+        print(f"each token after    {1000 / rate:.1f} ms  ({rate:.1f} tokens/s over {after})")
     return 0
 
 

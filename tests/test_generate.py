@@ -1,0 +1,178 @@
+"""Greedy decoding of optimum-intel's stateful LLM exports, and ``irrun generate``.
+
+``tests/stateful`` holds tiny random-init Llama, GPT-2 and Qwen2 exports (plain, int8 and
+int4 weights) with the tokens and per-step logits OpenVINO's CPU plugin gives on a fixed
+prompt, run statefully in f32 (``tests/ov_stateful.py``; ``make_stateful.py`` remakes
+them).  irrun must give the same 16 greedy tokens, and each step's logits within:
+
+- 1e-5 of the step's largest logit for the f32 models: the same arithmetic as oneDNN's in
+  another summation order (measured: 1e-6);
+- 2e-3 for the int8/int4 models: NNCF writes the weights' decompression in f16 (u8/u4 to
+  f16, minus the zero point, times the f16 scale); OpenVINO's reference kernels and irrun
+  round that product to f16, the CPU plugin keeps it in f32, so every weight may differ by
+  half an f16 ulp (2.4e-4 relative); over two layers the logits move by up to 1.2e-3.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import irrun
+from irrun.cli import main
+
+HERE = Path(__file__).resolve().parent / "stateful"
+MANIFEST = json.loads((HERE / "manifest.json").read_text())
+NAMES = sorted(MANIFEST)
+MODELS = Path(__file__).resolve().parent.parent / "models"
+
+
+def _tolerance(name: str) -> float:
+    return 1e-5 if MANIFEST[name]["source"]["weight_quantization"] is None else 2e-3
+
+
+def _expected(name: str) -> dict[str, np.ndarray]:
+    with np.load(HERE / name / "expected.npz") as f:
+        return dict(f)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_greedy_tokens_and_logits_match_openvino(name):
+    want = _expected(name)
+    prompt = want["prompt_ids"].tolist()
+    got = irrun.generate(HERE / name, prompt, max_new_tokens=16, ignore_eos=True,
+                         keep_logits=True)  # fmt: skip
+    assert got.tokens == want["tokens"].tolist()
+    assert got.stopped == "length" and got.prompt == prompt
+    logits = np.stack(got.logits)
+    scale = np.abs(want["logits"]).max(axis=1)
+    error = np.abs(logits - want["logits"]).max(axis=1) / scale
+    assert error.max() <= _tolerance(name), error
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2_int4"])
+def test_greedy_decoding_matches_the_openvino_installed_now(name):
+    from ov_stateful import openvino_greedy
+
+    want = _expected(name)
+    tokens, logits = openvino_greedy(HERE / name / "openvino_model.xml",
+                                     want["prompt_ids"].tolist(), 8)  # fmt: skip
+    got = irrun.generate(HERE / name, want["prompt_ids"].tolist(), 8, ignore_eos=True,
+                         keep_logits=True)  # fmt: skip
+    assert got.tokens == list(tokens)
+    error = np.abs(np.stack(got.logits) - logits).max() / np.abs(logits).max()
+    assert error <= _tolerance(name)
+
+
+def test_generation_stops_at_the_end_of_sequence_id():
+    want = _expected("llama")
+    prompt = want["prompt_ids"].tolist()
+    third = int(want["tokens"][2])
+    got = irrun.generate(HERE / "llama", prompt, 16, eos_token_id=third)
+    first = want["tokens"].tolist().index(third)
+    assert got.tokens == want["tokens"][: first + 1].tolist() and got.stopped == "eos"
+
+
+def test_each_step_through_a_request_is_what_generate_does():
+    """The decode loop written out with a request: the prompt, then one token a step."""
+    want = _expected("gpt2")
+    m = irrun.load(HERE / "gpt2" / "openvino_model.xml")
+    req = m.create_request()
+    ids = want["prompt_ids"].tolist()
+    names = {s.name for s in m.inputs}
+    fresh, seen = list(ids), 0
+    tokens = []
+    for _ in range(4):
+        feeds = {"input_ids": np.array([fresh], np.int64),
+                 "attention_mask": np.ones((1, seen + len(fresh)), np.int64),
+                 "beam_idx": np.zeros(1, np.int32)}  # fmt: skip
+        if "position_ids" in names:
+            feeds["position_ids"] = np.arange(seen, seen + len(fresh))[None]
+        logits = req.run(feeds)["logits"]
+        seen += len(fresh)
+        fresh = [int(np.argmax(logits[0, -1]))]
+        tokens.append(fresh[0])
+    assert tokens == want["tokens"][:4].tolist()
+    cache = req.query_state()
+    assert len(cache) == MANIFEST["gpt2"]["variables"]["count"]
+    assert all(v.shape[2] == len(ids) + 3 for v in cache.values())  # prompt + 3 fed tokens
+
+
+# ------------------------------------------------------------------------------ the command
+
+
+def test_generate_prints_tokens_and_timings(capsys):
+    want = _expected("llama")
+    ids = ",".join(map(str, want["prompt_ids"].tolist()))
+    assert main(["generate", str(HERE / "llama"), "--input-ids", ids, "--max-new-tokens", "4",
+                 "--ignore-eos"]) == 0  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"prompt              6 tokens: {ids}"
+    tokens = ",".join(map(str, want["tokens"][:4].tolist()))
+    assert lines[1] == f"tokens              {tokens}  (4 new tokens, the most asked for)"
+    assert lines[2].startswith("first token ") and lines[2].endswith(" ms  (the prompt's run)")
+    assert lines[3].startswith("each token after ") and "tokens/s over 3)" in lines[3]
+
+
+def test_generate_json(capsys):
+    want = _expected("qwen2")
+    ids = ",".join(map(str, want["prompt_ids"].tolist()))
+    assert main(["generate", str(HERE / "qwen2" / "openvino_model.xml"), "--input-ids", ids,
+                 "--max-new-tokens", "5", "--json", "--ignore-eos"]) == 0  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert report["tokens"] == want["tokens"][:5].tolist()
+    assert report["prompt_ids"] == want["prompt_ids"].tolist()
+    assert report["stopped"] == "length" and report["text"] is None
+    assert len(report["step_ms"]) == 5 and report["tokens_per_second"] > 0
+
+
+def test_generate_from_a_text_prompt(capsys):
+    pytest.importorskip("tokenizers", reason="--prompt uses the optional tokenizers library")
+    prompt = MANIFEST["llama"]["prompt"]
+    assert main(["generate", str(HERE / "llama"), "--prompt", prompt["text"],
+                 "--max-new-tokens", "3", "--ignore-eos", "--json"]) == 0  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert report["prompt_ids"] == prompt["ids"]
+    assert report["tokens"] == _expected("llama")["tokens"][:3].tolist()
+    assert isinstance(report["text"], str)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["generate", "{tmp}", "--input-ids", "1"], "{tmp}: error: no openvino_model.xml in this folder"),
+        (["generate", "{tmp}/none", "--input-ids", "1"], "{tmp}/none: error: no such file or folder"),
+        (["generate", "{llama}", "--input-ids", "1,512"], "error: token id 512 is outside the vocabulary (0..511)"),
+        (["generate", "{llama}", "--input-ids", "-3"], "error: token id -3 is outside the vocabulary (0..511)"),
+        (["generate", "models/running_sum.xml", "--input-ids", "1"], "error: generate cannot feed this model: it has input 'x' (a causal LM's inputs are input_ids, attention_mask, position_ids, beam_idx, and past_key_values.* for a cache given as inputs)"),
+        (["generate", "{gpt2}", "--prompt", "hello"], "tokenizer.json: error: --prompt needs the folder's tokenizer.json, which is not there (give --input-ids instead)"),
+    ],
+)  # fmt: skip
+def test_generate_errors_are_one_line(args, message, tmp_path, capsys):
+    subst = {"tmp": str(tmp_path), "llama": str(HERE / "llama"), "gpt2": str(HERE / "gpt2")}
+    argv = [a.format(**subst) for a in args]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert message.format(**subst) in err
+
+
+@pytest.mark.parametrize("args", [["--input-ids", "1,x"], ["--input-ids", "1", "--prompt", "a"],
+                                  [], ["--input-ids", "1", "--max-new-tokens", "0"]])  # fmt: skip
+def test_generate_misuse_is_exit_2(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["generate", str(HERE / "llama"), *args])
+    assert exc.value.code == 2
+
+
+def test_a_broken_config_is_named(tmp_path, capsys):
+    folder = tmp_path / "m"
+    shutil.copytree(HERE / "llama", folder)
+    (folder / "generation_config.json").write_text("{not json")
+    assert main(["generate", str(folder), "--input-ids", "1"]) == 1
+    err = capsys.readouterr().err
+    assert f"{folder / 'generation_config.json'}: error: cannot read it as JSON" in err
