@@ -158,6 +158,15 @@ def _export(name: str, out: Path) -> dict:
     cfg = getattr(transformers, cfg_name)(**config)
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    note = None
+    if family == "qwen2":
+        # transformers initialises biases to zero, and OpenVINO folds an Add of zeros away:
+        # without this the q/k/v projection biases (qwen2's difference from llama) vanish.
+        with torch.no_grad():
+            for module_name, module in model.named_modules():
+                if module_name.endswith(("q_proj", "k_proj", "v_proj")):
+                    module.bias.normal_(0.0, 0.2)
+        note = "q/k/v projection biases drawn from N(0, 0.2) after init (zero biases fold away)"
     kwargs = {}
     if quant is not None:
         kwargs["quantization_config"] = OVWeightQuantizationConfig(**quant)
@@ -180,6 +189,7 @@ def _export(name: str, out: Path) -> dict:
         "class": type(model).__name__,
         "config": {"class": cfg_name, **config},
         "seed": seed,
+        **({"note": note} if note else {}),
         "weight_quantization": (None if quant is None else {"OVWeightQuantizationConfig": quant}),
         "libraries": {
             "transformers": transformers.__version__,
