@@ -12,6 +12,9 @@ The models in ``tests/stateful`` are optimum-intel exports: the KV cache lives i
 - each step's token is the argmax of the last position's logits (the lowest id on a tie, as
   ``np.argmax``); ``steps`` calls give ``steps`` tokens and ``steps`` rows of logits.
 
+``openvino_beams`` does the same for a batch whose KV-cache rows ``beam_idx`` reorders
+between calls, as beam search does (``beams.npz``).
+
 Only the inputs the IR declares are fed, each in its declared element type.  Needs only
 openvino and numpy (the generator runs it in the model-generating venv, the tests in the
 test venv).
@@ -39,13 +42,15 @@ F32_CONFIG = {
 }
 
 
-def _feeds(names: dict[str, np.dtype], ids: np.ndarray, past: int) -> dict[str, np.ndarray]:
-    n = ids.shape[1]
+def _feeds(
+    names: dict[str, np.dtype], ids: np.ndarray, past: int, beam_idx=None
+) -> dict[str, np.ndarray]:
+    batch, n = ids.shape
     values = {
         "input_ids": ids,
-        "attention_mask": np.ones((1, past + n)),
-        "position_ids": np.arange(past, past + n)[None],
-        "beam_idx": np.zeros(1),
+        "attention_mask": np.ones((batch, past + n)),
+        "position_ids": np.broadcast_to(np.arange(past, past + n), (batch, n)),
+        "beam_idx": np.arange(batch) if beam_idx is None else np.asarray(beam_idx),
     }
     missing = set(names) - set(values)
     assert not missing, f"the IR demands inputs the decode loop does not know: {sorted(missing)}"
@@ -74,6 +79,36 @@ def openvino_greedy(
         past += ids.shape[1]
         ids = np.array([[tokens[-1]]], np.int64)
     return np.array(tokens, np.int64), np.stack(logits)
+
+
+def openvino_beams(
+    xml_path, prompt_ids, beam_idx, config: dict | None = None, core: ov.Core | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Batched decoding that reorders the KV cache as beam search does.
+
+    ``prompt_ids`` is ``[batch, n]``, ``beam_idx`` is ``[steps, batch]``: call ``s`` feeds
+    ``beam_idx[s]``, so row ``r`` continues the cache of row ``beam_idx[s][r]``, and (from the
+    second call on) that row's greedy token of the previous call.  Returns the tokens
+    ``[steps, batch]`` (argmax per row) and the last position's logits ``[steps, batch, vocab]``.
+    """
+    core = core or ov.Core()
+    compiled = core.compile_model(str(xml_path), "CPU", F32_CONFIG if config is None else config)
+    names = {port.get_any_name(): port.get_element_type().to_dtype() for port in compiled.inputs}
+    request = compiled.create_infer_request()
+    request.reset_state()
+    ids = np.asarray(prompt_ids, np.int64)
+    beam_idx = np.asarray(beam_idx)
+    past = 0
+    tokens, logits = [], []
+    for step, beams in enumerate(beam_idx):
+        if step:
+            ids = tokens[-1][beams][:, None]
+        result = request.infer(_feeds(names, ids, past, beams))
+        last = np.array(result[compiled.output("logits")][:, -1], np.float32, copy=True)
+        logits.append(last)
+        tokens.append(np.argmax(last, axis=1).astype(np.int64))
+        past += ids.shape[1]
+    return np.stack(tokens), np.stack(logits)
 
 
 def manifest() -> dict:

@@ -6,7 +6,8 @@ KV cache lives in ReadValue/Assign variables.  ``make_stateful.py`` there regene
 needs torch, transformers, optimum-intel and nncf; these tests need only the files, openvino
 and numpy).  Per model ``expected.npz`` holds the prompt, OpenVINO's 16 greedy tokens and the
 last position's logits of each call (CPU plugin, ``ov_stateful.F32_CONFIG``), and the same from
-OpenVINO's reference kernels op by op.
+OpenVINO's reference kernels op by op; the uncompressed models also have ``beams.npz``, a
+batch-2 decode whose ``beam_idx`` swaps and copies KV-cache rows.
 
 Tolerances, scale-relative (max |difference| over max |expected| across all 16 steps):
 
@@ -26,10 +27,18 @@ from xml.etree import ElementTree
 
 import numpy as np
 import pytest
-from ov_stateful import F32_CONFIG, HERE, load_expected, manifest, openvino_greedy
+from ov_stateful import (
+    F32_CONFIG,
+    HERE,
+    load_expected,
+    manifest,
+    openvino_beams,
+    openvino_greedy,
+)
 
 MANIFEST = manifest()
 NAMES = sorted(MANIFEST)
+BEAMS = sorted(n for n in NAMES if "beams" in MANIFEST[n])
 
 
 def _scaled(got: np.ndarray, want: np.ndarray) -> float:
@@ -100,6 +109,15 @@ def test_manifest_describes_the_ir(name):
     )
     assert read == assigned == entry["variables"]["ids"]
     assert entry["variables"]["count"] == len(read) == 2 * 2  # key and value per layer
+    weights = {
+        lay.find("data").get("element_type")
+        for lay in layers
+        if lay.get("type") == "Const" and int(lay.find("data").get("size")) >= 64
+    }
+    assert weights == set(entry["weight_constants_by_element_type"])
+    # int4: u4 blocks of 16 with f16 scales; the embedding and lm_head stay u8 (NNCF's backup)
+    kinds = {"int8": {"u8", "f16"}, "int4": {"u4", "u8", "f16"}}
+    assert weights == kinds.get(name.rpartition("_")[2], {"f32"})
 
 
 def test_the_llama_tokenizer_matches_the_model():
@@ -137,3 +155,47 @@ def test_two_threads_decode_the_same():
     )
     np.testing.assert_array_equal(tokens, expected["tokens"])
     assert _scaled(logits, expected["logits"]) <= 1e-5
+
+
+def _beams(name: str) -> dict[str, np.ndarray]:
+    with np.load(HERE / name / "beams.npz") as f:
+        return dict(f)
+
+
+def test_every_uncompressed_model_has_a_beam_scenario():
+    assert [n for n in NAMES if MANIFEST[n]["source"]["weight_quantization"] is None] == BEAMS
+
+
+@pytest.mark.parametrize("name", BEAMS)
+def test_beam_reordering_follows_the_single_decode(name):
+    """Row 0 holds the prompt, row 1 its reverse; ``beam_idx`` [1, 0] at calls 3 and 9 swaps
+    the cache rows (and the fed tokens), [0, 0] at call 13 copies row 0 into row 1.  So the
+    batch-1 decode of the prompt continues in row 0 for calls 0-2, in row 1 for calls 3-8,
+    in row 0 from call 9 on, and in both rows from call 13 on: independent evidence that the
+    committed beams are right (a different batch size and call sequence)."""
+    beams, single = _beams(name), load_expected(name)
+    vocab = single["logits"].shape[1]
+    assert beams["prompt_ids"].tolist() == [
+        single["prompt_ids"].tolist(),
+        single["prompt_ids"][::-1].tolist(),
+    ]
+    assert beams["beam_idx"].dtype == np.int32 and beams["beam_idx"].shape == (16, 2)
+    assert beams["tokens"].shape == (16, 2) and beams["tokens"].dtype == np.int64
+    assert beams["logits"].shape == (16, 2, vocab) and beams["logits"].dtype == np.float32
+    assert (beams["logits"].argmax(axis=2) == beams["tokens"]).all()
+    row = np.array([0] * 3 + [1] * 6 + [0] * 7)
+    path = beams["logits"][np.arange(16), row]
+    np.testing.assert_array_equal(beams["tokens"][np.arange(16), row], single["tokens"])
+    assert _scaled(path, single["logits"]) <= 1e-5  # batch 2 vs 1: another sum blocking
+    np.testing.assert_array_equal(beams["logits"][13:, 0], beams["logits"][13:, 1])
+    assert (beams["tokens"][3:9, 0] != single["tokens"][3:9]).any()  # row 0 went elsewhere
+
+
+@pytest.mark.parametrize("name", BEAMS)
+def test_openvino_reorders_as_committed(name):
+    beams = _beams(name)
+    tokens, logits = openvino_beams(
+        HERE / name / "openvino_model.xml", beams["prompt_ids"], beams["beam_idx"]
+    )
+    np.testing.assert_array_equal(tokens, beams["tokens"])
+    assert _scaled(logits, beams["logits"]) <= MANIFEST[name]["tolerance"]["plugin_rerun"]

@@ -23,6 +23,10 @@ saved with ``save_pretrained``.  Per NAME the script writes ``NAME/``:
 - ``expected.npz``: ``prompt_ids``, ``tokens`` (16 greedy ids), ``logits`` ([16, vocab] f32,
   the last position's logits of each call), from ``tests/ov_stateful.openvino_greedy``: the CPU
   plugin with ``F32_CONFIG`` (f32 inference, 1 thread, f32 KV cache, no dynamic quantization);
+- ``beams.npz`` (models without weight compression): batch 2 (the prompt and its reverse)
+  with ``beam_idx`` reordering the KV cache at a few calls, from
+  ``tests/ov_stateful.openvino_beams``: ``prompt_ids`` [2, n], ``beam_idx`` [16, 2] (i32),
+  ``tokens`` [16, 2], ``logits`` [16, 2, vocab];
 - an entry of ``manifest.json``.
 
 Dropped from optimum's output: nothing else is written by it for these models (no tokenizer
@@ -49,7 +53,7 @@ from openvino._offline_transformations import stateful_to_stateless_transformati
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from ov_stateful import F32_CONFIG, _feeds, openvino_greedy  # noqa: E402
+from ov_stateful import F32_CONFIG, _feeds, openvino_beams, openvino_greedy  # noqa: E402
 
 STEPS = 16
 PROMPT = "The quick brown fox jumps over"
@@ -387,6 +391,31 @@ def make(name: str) -> dict:
         reference_logits=ref_logits.astype(np.float32),
     )
     files.append("expected.npz")
+    beams = {}
+    if quant is None:
+        # two rows (the prompt and its reverse); the cache rows swap at calls 3 and 9, and
+        # row 0's history replaces row 1's at call 13: beam_idx's Gather is not the identity
+        schedule = np.tile(np.arange(2, dtype=np.int32), (STEPS, 1))
+        schedule[[3, 9]] = [1, 0]
+        schedule[13] = [0, 0]
+        two = np.array([prompt_ids, prompt_ids[::-1]], np.int64)
+        beam_tokens, beam_logits = openvino_beams(xml, two, schedule)
+        np.savez(
+            out / "beams.npz",
+            prompt_ids=two,
+            beam_idx=schedule,
+            tokens=beam_tokens,
+            logits=beam_logits.astype(np.float32),
+        )
+        files.append("beams.npz")
+        beams = {
+            "beams": {
+                "method": "tests/ov_stateful.openvino_beams, same config; file beams.npz",
+                "prompt_ids": two.tolist(),
+                "beam_idx": schedule.tolist(),
+                "tokens": beam_tokens.tolist(),
+            }
+        }
     # How much the configuration matters: the same loop with other plugin settings.
     variants = {
         "2_threads": {**F32_CONFIG, "INFERENCE_NUM_THREADS": 2},
@@ -431,6 +460,7 @@ def make(name: str) -> dict:
             "smallest_top1_top2_gap": _margin(logits),
             "other_configs": compared,
         },
+        **beams,
         "reference": {
             "method": (
                 "stateful_to_stateless_transformation (the variables become past_key_values.* "
