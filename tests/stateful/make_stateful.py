@@ -29,8 +29,9 @@ saved with ``save_pretrained``.  Per NAME the script writes ``NAME/``:
   ``tokens`` [16, 2], ``logits`` [16, 2, vocab];
 - an entry of ``manifest.json``.
 
-Dropped from optimum's output: nothing else is written by it for these models (no tokenizer
-is given to it, so no openvino_tokenizer/detokenizer IR); the torch checkpoint
+Dropped from optimum's output: ``openvino_config.json`` of the compressed models (the
+quantization settings, recorded in the manifest instead); optimum writes nothing else here (no
+tokenizer is given to it, so no openvino_tokenizer/detokenizer IR), and the torch checkpoint
 (``model.safetensors``) stays in a temporary directory.
 """
 
@@ -344,6 +345,14 @@ def reference_greedy(xml, prompt_ids, steps):
     return np.array(tokens), np.stack(logits), sorted(plugin_ops)
 
 
+def _as_compiled(xml: Path, config: dict) -> dict[str, str]:
+    """The settings read back from the compiled model (with F32_CONFIG: the plugin took every
+    key; KEY/VALUE_CACHE_PRECISION follow KV_CACHE_PRECISION)."""
+    compiled = ov.Core().compile_model(str(xml), "CPU", config)
+    keys = [*F32_CONFIG, "KEY_CACHE_PRECISION", "VALUE_CACHE_PRECISION"]
+    return {key: str(compiled.get_property(key)) for key in keys}
+
+
 def _scaled(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a.astype(np.float64) - b)) / np.max(np.abs(b)))
 
@@ -455,6 +464,8 @@ def make(name: str) -> dict:
             "method": "cpu plugin, one infer request, reset_state(), greedy (tests/ov_stateful.py)",
             "openvino": ov.get_version(),
             "config": F32_CONFIG,
+            "config_as_compiled": _as_compiled(xml, F32_CONFIG),
+            "default_config_as_compiled_here": _as_compiled(xml, {}),
             "logits_shape": list(logits.shape),
             "logits_max_abs": float(np.max(np.abs(logits))),
             "smallest_top1_top2_gap": _margin(logits),
