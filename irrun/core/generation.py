@@ -188,7 +188,11 @@ def generate(
     ``eos_token_id`` to its end-of-sequence ids (``ignore_eos`` decodes on past them).
     ``on_token`` is called with each new id as it comes.
 
-    >>> g = generate("tests/stateful/llama", [1, 2, 3], max_new_tokens=4)  # doctest: +SKIP
+    >>> g = generate("tests/stateful/llama", [293, 360, 361, 354, 500, 344], max_new_tokens=4)
+    >>> g.tokens, g.stopped  # OpenVINO's tokens (tests/stateful/manifest.json)
+    ([487, 426, 343, 28], 'length')
+    >>> round(g.time_to_first_token, 1) >= 0 and g.tokens_per_second > 0
+    True
     """
     lm = source if isinstance(source, LanguageModel) else open_language_model(source)
     model = lm.model
