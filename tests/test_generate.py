@@ -119,7 +119,7 @@ def test_generate_prints_tokens_and_timings(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"prompt              6 tokens: {ids}"
     tokens = ",".join(map(str, want["tokens"][:4].tolist()))
-    assert lines[1] == f"tokens              {tokens}  (4 new tokens, the most asked for)"
+    assert lines[1] == f"tokens              {tokens}  (4 new; stopped at --max-new-tokens)"
     assert lines[2].startswith("first token ") and lines[2].endswith(" ms  (the prompt's run)")
     assert lines[3].startswith("each token after ") and "tokens/s over 3)" in lines[3]
 

@@ -77,6 +77,7 @@ def assert_same_output(printed: str, shown: str) -> None:
         "irrun compare models/pooling_chain.xml --ref-backend openvino --mark-all",
         "irrun compare models/pooling_chain.xml --ref models/pooling_chain.expected.npz --seed 1",
         "irrun models/demo.xml --input-dir models/demo_batch --output-dir out -v",
+        "irrun generate tests/stateful/gpt2_int4 --input-ids 3,17,42,99,123,200 --max-new-tokens 8",
     ],
 )
 def test_readme_output_is_current(command, capsys, monkeypatch, tmp_path):

@@ -122,10 +122,10 @@ def _handle(args: argparse.Namespace) -> int:
             "step_ms": [round(s * 1000, 3) for s in result.step_seconds],
         }, sys.stdout)  # fmt: skip
         return 0
-    why = ("end of sequence" if result.stopped == "eos"
-           else f"{len(result.tokens)} new tokens, the most asked for")  # fmt: skip
+    why = "the end-of-sequence id" if result.stopped == "eos" else "--max-new-tokens"
     print(f"prompt              {len(result.prompt)} tokens: {_join(result.prompt)}")
-    print(f"tokens              {_join(result.tokens)}  ({why})")
+    print(f"tokens              {_join(result.tokens)}  ({len(result.tokens)} new; stopped at "
+          f"{why})")  # fmt: skip
     if text is not None:
         print(f"text                {text!r}")
     print(f"first token         {result.time_to_first_token * 1000:.1f} ms  (the prompt's run)")
