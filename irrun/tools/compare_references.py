@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..core.model import Model
@@ -276,12 +277,24 @@ def openvino_reference(
     for i, keys in enumerate(names):
         for name in keys:
             if name not in arrays:
-                # The request owns these buffers; keeping it alive avoids copying them.
-                arrays[name] = request.get_output_tensor(i).data
+                arrays[name] = _array(request.get_output_tensor(i))
     ref = ArrayReference(arrays, "OpenVINO CPU (f32)")
     ref.notes, ref.casts = notes, widened
     ref.keep_alive = request  # type: ignore[attr-defined]  # owns the arrays' memory
     return ref
+
+
+def _array(tensor: Any) -> np.ndarray:
+    """An OpenVINO tensor's values as NumPy sees them, without a copy.
+
+    The request owns the buffer (kept alive with the reference).  OpenVINO hands a bf16
+    tensor's bits to NumPy as float16, which has no bf16: they are reinterpreted as
+    ml_dtypes' bfloat16, as irrun computes it.
+    """
+    data = tensor.data
+    if tensor.get_element_type().get_type_name() == "bf16":
+        data = data.view(np.uint16).view(ml_dtypes.bfloat16)
+    return data
 
 
 def _config_for(ovm: Any, notes: list[str]) -> dict[str, Any]:
