@@ -651,3 +651,19 @@ def test_compressed_weights_run_without_dynamic_quantization(capsys):
     notes = [line for line in out.splitlines() if line.startswith("note: ")]
     assert any("DYNAMIC_QUANTIZATION_GROUP_SIZE 0" in n and "decompressed in f16" in n
                for n in notes), notes  # fmt: skip
+
+
+def test_bf16_outputs_of_openvino_are_read_as_bf16(tmp_path, capsys):
+    """OpenVINO hands a bf16 tensor's bits to NumPy as float16; compare reads them as bf16
+    (a Convert to bf16 rounds to nearest even in the plugin as in ml_dtypes)."""
+    import openvino as ov
+    from openvino import opset1
+
+    x = opset1.parameter([2, 8], np.float32, name="x")
+    y = opset1.convert(x, "bf16")
+    y.output(0).get_tensor().set_names({"y"})
+    path = tmp_path / "bf16.xml"
+    ov.save_model(ov.Model([y.output(0)], [x], "bf16"), path)
+    assert main(["compare", str(path), "--ref-backend", "openvino", "--atol", "0",
+                 "--rtol", "0"]) == 0  # fmt: skip
+    assert "PASSED | 1 of 1 tensor passed | atol 0, rtol 0" in capsys.readouterr().out
