@@ -168,7 +168,8 @@ def running_sum():
     info.variable_id, info.data_type = "total", ov.Type.f32
     info.data_shape = ov.PartialShape([1, 4])
     total = Variable(info)
-    previous = op6.read_value(op1.constant(np.zeros((1, 4), F32)), total, name="previous")
+    previous = op6.read_value(op1.constant(np.zeros((1, 4), F32), name="zeros"), total,
+                              name="previous")
     new = op1.add(previous, p, name="new_total")
     assign = op6.assign(new, total)
     assign.set_friendly_name("keep_total")  # its factory drops the name

@@ -395,3 +395,15 @@ def test_a_model_without_layers(tmp_path, capsys):
         "", f"validate: 1 error, 0 warnings (irrun validate {xml} lists them)",
         "",
     ]  # fmt: skip
+
+
+def test_a_stateful_models_variables(capsys):
+    from irrun.tools.inspect import inspect_model
+
+    report = inspect_model("models/running_sum.xml")
+    assert report["variables"] == [{"name": "total", "read_by": ["2"], "assigned_by": ["4"],
+                                    "shape": [1, 4], "element_type": "f32", "inferred": True}]
+    assert inspect_model("models/demo.xml")["variables"] == []
+    assert main(["inspect", "models/running_sum.xml"]) == 0
+    text = capsys.readouterr().out
+    assert "variables: 1\n  name   tensor    read by  assigned by\n  total  f32[1,4]  2        4\n" in text

@@ -118,6 +118,7 @@ def inspect_model(
         "opsets": dict(sorted(opsets.items(), key=lambda kv: _opset_order(kv[0]))),
         "inputs": _inputs(lg, layers),
         "outputs": _outputs(lg, layers),
+        "variables": _variables(layers),
         "layers": layers,
         "weights": _weights(layers, bin_file),
         "rt_info": doc.rt_info,
@@ -265,6 +266,28 @@ def _outputs(lg: LayerGraph, layers: list[dict[str, Any]]) -> list[dict[str, Any
     return out
 
 
+def _variables(layers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The variables of a stateful model: each id with the layers that read and write it,
+    and its tensor as its (first) ReadValue gives it."""
+    found: dict[str, dict[str, Any]] = {}
+    for entry in layers:
+        if entry["type"] not in ("ReadValue", "Assign"):
+            continue
+        var = entry["attributes"].get("variable_id")
+        if var is None:
+            continue
+        item = found.setdefault(var, {"name": var, "read_by": [], "assigned_by": []})
+        if entry["type"] == "ReadValue":
+            item["read_by"].append(entry["id"])
+            if entry["outputs"] and "shape" not in item:
+                port = entry["outputs"][0]
+                item.update(shape=port["shape"], element_type=port["element_type"],
+                            inferred=port["inferred"])  # fmt: skip
+        else:
+            item["assigned_by"].append(entry["id"])
+    return list(found.values())
+
+
 def _weights(layers: list[dict[str, Any]], bin_file: Weights) -> dict[str, Any]:
     """Consts by element type: how many, their values, and the bytes they take in the .bin."""
     by_type: dict[str, dict[str, int]] = {}
@@ -360,6 +383,13 @@ def format_report(report: dict[str, Any]) -> str:
             rows = [["name", "tensor", "tensor names"]]
             rows += [[s["name"], shape_text(s), ", ".join(s["names"]) or "-"] for s in specs]
             lines += _table(rows)
+    if report["variables"]:  # a stateful model's
+        lines += ["", f"variables: {len(report['variables'])}"]
+        rows = [["name", "tensor", "read by", "assigned by"]]
+        rows += [[v["name"], shape_text(v) if "shape" in v else "-",
+                  ", ".join(v["read_by"]) or "-", ", ".join(v["assigned_by"]) or "-"]
+                 for v in report["variables"]]  # fmt: skip
+        lines += _table(rows)
     lines += ["", f"layers: {len(report['layers'])}"]
     ins = [", ".join(shape_text(t) for t in e["inputs"]) for e in report["layers"]]
     width = max((len(s) for s in ins), default=0)
