@@ -46,7 +46,7 @@ def computed_tensors(model: irrun.Model) -> list[str]:
     """Every tensor irrun computes, in run order: what --mark-all compares."""
     return [
         name for ref, _, names in model.layers()
-        if ref.type not in ("Parameter", "Const", "Result") for name in names
+        if ref.type not in ("Parameter", "Const", "Result", "Assign") for name in names
     ]  # fmt: skip
 
 

@@ -395,7 +395,8 @@ class Model:
         ``outputs`` picks what to compute and return: output names, or the name of any
         tensor or layer in the graph.  By default all of the model's outputs.
         ``intermediate=True`` returns every tensor the run computes as well (all layers
-        but Parameters and Consts, under :attr:`tensor_names`), model outputs included.
+        but Parameters, Consts and Assigns, under :attr:`tensor_names`), model outputs
+        included.
         ``on_layer`` is called with a :class:`LayerRun` as each layer finishes; every
         layer then runs, also those no output needs.
 
@@ -487,7 +488,8 @@ class Model:
         ) -> None:
             pairs = [(s, v) for s, v in zip(step.outputs, results, strict=True) if v is not None]
             outs = {names[slot]: value for slot, value in pairs}
-            if kept is not None and step.node.op.type != "Const":
+            # An Assign's output is its input, kept under its producer's name already.
+            if kept is not None and step.node.op.type not in ("Const", "Assign"):
                 kept.update((name, _own(value)) for name, value in outs.items())
             if on_layer is not None:
                 node = step.node

@@ -11,7 +11,7 @@ costs only its variables.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -19,8 +19,12 @@ from ..errors import IrrunError, Location
 from ..ir.dims import format_shape, shape_fits
 from ..ir.element_types import ELEMENT_TYPES
 
-if TYPE_CHECKING:  # the model makes requests; a request only calls back into it
-    from .model import LayerRun, Model, TensorSpec
+# The model (irrun.core.model) makes requests and a request only calls back into it, so
+# this module imports nothing of it: ``Model``, ``TensorSpec`` and ``LayerRun`` below are
+# that module's.
+Model = Any
+TensorSpec = Any
+LayerRun = Any
 
 
 class Request:

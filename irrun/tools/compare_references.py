@@ -240,7 +240,8 @@ def openvino_reference(
     if mark_all:
         wanted = [
             out for op in ovm.get_ordered_ops()
-            if op.get_type_name() not in ("Parameter", "Constant", "Result")
+            # An Assign's output port is its variable's, which OpenVINO cannot make an output.
+            if op.get_type_name() not in ("Parameter", "Constant", "Result", "Assign")
             for out in op.outputs()
         ]  # fmt: skip
         ovm.add_outputs(wanted)
