@@ -39,6 +39,7 @@ rule rather than the kernel a run uses.
 
 from __future__ import annotations
 
+import mmap
 import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -218,7 +219,7 @@ def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
     done = _ancestors(plan, list(kept), foldable)
     folding.layers = len(done - still)
     plan.folded = kept
-    plan._schedules.clear()  # noqa: SLF001  (schedules made before folding)
+    plan._schedules.clear()  # schedules made before folding would run the layers
     folding.seconds = time.perf_counter() - start
     return folding
 
@@ -264,7 +265,7 @@ def _compute(plan: Plan, slots: list[int]) -> tuple[dict[int, np.ndarray], list[
             else:
                 try:
                     results = step.kernel(step.attrs, *[values[s] for s in step.inputs])
-                except Exception:  # noqa: BLE001  (the run that needs it reports it)
+                except Exception:  # the run that needs it reports it
                     failed.append(step)
                     broken.update(step.outputs)
                 else:
@@ -291,4 +292,5 @@ def _held_bytes(value: np.ndarray) -> int:
     root = value
     while isinstance(root.base, np.ndarray):
         root = root.base
-    return 0 if isinstance(root, np.memmap) else root.nbytes
+    # (An array NumPy derives from a memmap may be an np.memmap too, with memory of its own.)
+    return 0 if isinstance(root.base, mmap.mmap) else root.nbytes
