@@ -262,3 +262,37 @@ def test_the_planned_peak_counts_no_folded_value():
     assert peak < unfolded._plan_peak(shapes, slots, False)[0].bytes
     # A run that observes every layer makes the folded values again: counted as before.
     assert folded._plan_peak(shapes, slots, True) == unfolded._plan_peak(shapes, slots, True)
+
+
+def test_folding_keeps_only_what_runs_read_and_drops_the_rest_at_once(tmp_path):
+    # 4 layers of u8[256,256] weights decompressed to f32 (256 KiB each): the 4 weights are
+    # kept; each one's Convert and Subtract outputs (256 KiB each) are dropped as soon as
+    # its Multiply has run, so folding never holds more than the kept weights and one
+    # weight's intermediates.
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    x = opset1.parameter([1, 256], np.float32, name="x")
+    t = x
+    for _ in range(4):
+        q = opset1.convert(opset1.constant(rng.integers(0, 256, (256, 256), dtype=np.uint8)), "f32")
+        zp = opset1.convert(opset1.constant(rng.integers(0, 256, (256, 1), dtype=np.uint8)), "f32")
+        scale = opset1.constant(rng.uniform(0.001, 0.01, (256, 1)).astype(np.float32))
+        t = opset1.matmul(t, opset1.multiply(opset1.subtract(q, zp), scale), False, True)
+    path = tmp_path / "mlp.xml"
+    ov.save_model(ov.Model([t], [x]), path)
+    m = irrun.load(path, fold_constants=False)
+    constant = _constant_steps(m._plan)
+    readers = {s for i, step in enumerate(m._plan.steps) if i not in constant for s in step.inputs}
+    frontier = {s for i in constant for s in m._plan.steps[i].outputs if s in readers}
+    weight = 256 * 256 * 4
+    tracemalloc.start()
+    try:
+        folding = fold(m._plan, m._infos, None)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert set(m._plan.folded) == frontier and len(frontier) == 4
+    assert folding.bytes == 4 * weight and folding.layers == 4 * 4
+    # Measured: 5.2 weights (at the last Subtract: 3 kept, the Convert's and its own output).
+    assert peak < 4 * weight + 2 * weight

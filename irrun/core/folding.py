@@ -239,16 +239,26 @@ def _ancestors(plan: Plan, slots: list[int], foldable: list[bool]) -> set[int]:
 
 def _compute(plan: Plan, slots: list[int]) -> tuple[dict[int, np.ndarray], list[Step]]:
     """The values of ``slots``, computed from the Consts by the steps they need, each
-    intermediate dropped after its last reader; and the steps whose kernel failed."""
+    intermediate dropped after its last reader; and the steps whose kernel failed.
+
+    The steps run one value's subgraph after the other (depth first), not in the model's
+    order, which may convert every weight before it subtracts any zero point: so only one
+    subgraph's intermediates are alive at a time beside the values kept.
+    """
     steps, producer = plan.steps, plan.producer
-    need: set[int] = set()
-    stack = [producer[s] for s in slots]
-    while stack:
-        i = stack.pop()
-        if i not in need:
-            need.add(i)
-            stack.extend(producer[s] for s in steps[i].inputs)
-    order = sorted(need)
+    order: list[int] = []
+    seen: set[int] = set()
+    for slot in slots:
+        stack = [(producer[slot], False)]
+        while stack:
+            i, inputs_done = stack.pop()
+            if inputs_done:
+                order.append(i)
+            elif i not in seen:
+                seen.add(i)
+                stack.append((i, True))
+                stack.extend((producer[s], False) for s in reversed(steps[i].inputs)
+                             if producer[s] not in seen)  # fmt: skip
     reads: dict[int, int] = {}
     for i in order:
         for s in steps[i].inputs:
