@@ -254,5 +254,5 @@ def test_folded_weights_are_not_tensors_of_the_run(tmp_path, capsys):
     assert unfolded._plan_peak({}, slots, False)[0].bytes == 16384 + 256 + 16384
     assert folded.run(feeds)[folded.outputs[0].name].shape == (1, 64)
     # A run that observes every layer makes the weight again, and is refused as before.
-    with pytest.raises(irrun.IrrunError, match="needs 32.2 KiB"):
+    with pytest.raises(irrun.IrrunError, match=r"needs 32\.2 KiB"):
         folded.run(feeds, on_layer=lambda layer: None)
