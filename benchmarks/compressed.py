@@ -45,6 +45,8 @@ from run import _interleaved  # noqa: E402
 
 import irrun  # noqa: E402
 
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
+
 
 def mlp(batch: int, width: int, layers: int, compressed: bool, seed: int = 0) -> ov.Model:
     """The MLP with u8 weights (``compressed``) or their f32 decompression as Consts."""
@@ -125,7 +127,26 @@ def main(argv: list[str] | None = None) -> int:
     speedup = times["int8 unfolded"] / times["int8 folded"]
     print(f"  folding speeds the int8 model up {speedup:.1f}x, the f16 one "
           f"{times['f16 unfolded'] / times['f16 folded']:.1f}x")
+    corpus(runs)
     return 0
+
+
+def corpus(runs: int) -> None:
+    """BERT-tiny of the test corpus compressed by NNCF (int8 and int4 asymmetric), folded and
+    unfolded, against ``bert``, its f32 twin (the same seed), on the corpus's inputs."""
+    models, backends = {}, {}
+    for name in ("bert_int8_asym", "bert_int4_asym", "bert"):
+        with np.load(CORPUS / f"{name}.inputs.npz") as f:
+            feeds = dict(f)
+        for folded in (True, False) if name != "bert" else (True,):
+            label = f"{name} {'folded' if folded else 'unfolded'}" if name != "bert" else "bert f32"
+            models[label] = irrun.load(CORPUS / f"{name}.xml", fold_constants=folded)
+            backends[label] = lambda m=models[label], feeds=feeds: m.run(feeds)
+    times = _interleaved(backends, runs)
+    print(f"corpus BERT-tiny (2 layers, hidden 32), its inputs, {runs} interleaved runs, "
+          "1 thread (ms per run)")  # fmt: skip
+    for name, ms in times.items():
+        print(f"  {name:24s} {ms:8.3f}   {ms / times['bert f32']:5.2f}x the f32 twin")
 
 
 if __name__ == "__main__":
