@@ -296,3 +296,35 @@ def test_folding_keeps_only_what_runs_read_and_drops_the_rest_at_once(tmp_path):
     assert folding.bytes == 4 * weight and folding.layers == 4 * 4
     # Measured: 5.2 weights (at the last Subtract: 3 kept, the Convert's and its own output).
     assert peak < 4 * weight + 2 * weight
+
+
+def _int8_mlp(path: Path, compressed: bool, width: int = 64, layers: int = 3) -> Path:
+    """An MLP whose weights are u8 decompressed as NNCF writes them (``compressed``), or
+    the f32 Consts NumPy decompresses them to: (q - zp) * scale in f32, the same IEEE
+    operations as the Convert, Subtract and Multiply kernels."""
+    rng = np.random.default_rng(0)
+    x = opset1.parameter([1, width], np.float32, name="x")
+    t = x
+    for _ in range(layers):
+        q = rng.integers(0, 256, (width, width), dtype=np.uint8)
+        zp = rng.integers(100, 156, (width, 1), dtype=np.uint8)
+        scale = rng.uniform(0.001, 0.01, (width, 1)).astype(np.float32)
+        if compressed:
+            w = opset1.multiply(opset1.subtract(opset1.convert(opset1.constant(q), "f32"),
+                                                opset1.convert(opset1.constant(zp), "f32")),
+                                opset1.constant(scale))  # fmt: skip
+        else:
+            w = opset1.constant((q.astype(np.float32) - zp.astype(np.float32)) * scale)
+        t = opset1.relu(opset1.matmul(t, w, False, True))
+    t.output(0).get_tensor().set_names({"y"})
+    ov.save_model(ov.Model([t.output(0)], [x]), path, compress_to_fp16=False)
+    return path
+
+
+def test_a_folded_int8_model_runs_as_its_f32_twin(tmp_path):
+    folded = irrun.load(_int8_mlp(tmp_path / "int8.xml", True))
+    twin = irrun.load(_int8_mlp(tmp_path / "f32.xml", False))
+    assert [s.node.op.type for s, _ in _schedule(folded)] == \
+        [s.node.op.type for s, _ in _schedule(twin)]  # fmt: skip
+    x = np.random.default_rng(1).standard_normal((1, 64)).astype(np.float32)
+    np.testing.assert_array_equal(folded.run(x)["y"], twin.run(x)["y"], strict=True)
