@@ -83,7 +83,10 @@ class Folding:
     seconds: float = 0.0
 
     def describe(self) -> list[str]:
-        """A line for what was folded, and one for each reason something was not."""
+        """A line for what was folded, and one for each reason something was not; none for
+        a model with no layer to fold."""
+        if not (self.values or self.over_cap or self.failed):
+            return []
         lines = [f"folded {_count(self.layers, 'constant layer')} into "
                  f"{_count(self.values, 'value')} ({format_bytes(self.bytes)}) at load in "
                  f"{self.seconds * 1e3:.1f} ms"]  # fmt: skip

@@ -108,6 +108,9 @@ class _TensorNames:
 class Model:
     """A loaded IR model, planned and ready to run.
 
+    Its layers of constants were run once at load (``fold_constants`` of :func:`load`);
+    ``folding`` says what was folded (:class:`~irrun.core.folding.Folding`), or is None.
+
     >>> m = load("models/pooling_chain.xml")
     >>> m.inputs
     [TensorSpec(name='image', shape=[1,3,16,16], element_type='f32')]
