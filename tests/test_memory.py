@@ -256,3 +256,9 @@ def test_folded_weights_are_not_tensors_of_the_run(tmp_path, capsys):
     # A run that observes every layer makes the weight again, and is refused as before.
     with pytest.raises(irrun.IrrunError, match=r"needs 32\.2 KiB"):
         folded.run(feeds, on_layer=lambda layer: None)
+    # validate plans the run of a loaded model: folded as load would fold it.
+    assert irrun.validate(path, max_memory="32K") == []
+    # Under 30 KiB the cap is 15 KiB: the weight is left to the runs, whose peak is over.
+    found = irrun.validate(path, max_memory="30K")
+    assert [(d.code, d.layer.type) for d in found] == [("over-budget", "Subtract")]
+    assert "a run needs 32.2 KiB of tensors at this layer" in found[0].message

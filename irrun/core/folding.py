@@ -24,7 +24,9 @@ decompressing grows a weight (u4 or i4 to f32), so every weight of a compressed 
 model folds; a constant subgraph that grows the weights beyond that (a Broadcast or Tile of
 a constant) costs less to compute than to hold for the model's life.  The other half of the
 budget stays for the runs' tensors.  The planned peak of a run (:mod:`irrun.core.budget`)
-counts folded values as it counts Consts: not as tensors of the run.
+counts folded values as it counts Consts: not as tensors of the run; ``validate`` plans
+the runs of the loaded model, folded as load would fold it (:func:`plan_folding`, which
+decides by size alone and computes nothing).
 
 A layer whose kernel fails while folding is left unfolded, with all that depends on it: a
 run that needs it reports the error at that layer as it always did.  A run that observes
@@ -47,11 +49,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import UsageError
-from ..ir.registry import resolve
+from ..ir.dims import is_static
+from ..ir.registry import TensorInfo, resolve
 from .binding import Node
-from .budget import _info_bytes
 from .executor import Plan
-from .memory import available_memory, format_bytes, parse_size
+from .memory import available_memory, format_bytes, parse_size, tensor_bytes
 from .passes.matmul_weights import LIMIT as TRANSPOSE_LIMIT
 from .passes.matmul_weights import transpose_matmul_weights
 from .propagation import Infos
@@ -150,16 +152,22 @@ def _may_fold(step: Step) -> bool:
             and getattr(step.attrs, "sub", None) is None and bool(step.inputs))  # fmt: skip
 
 
-def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
-    """Compute the plan's constant layers once and give their values to its runs.
+@dataclass
+class _Choice:
+    """Which layers fold, and which of their values are kept within the cap, by size."""
 
-    ``infos`` (the propagated shapes) size the values before they are computed, so that
-    one above the cap is never made.
-    """
-    start = time.perf_counter()
+    foldable: list[bool]
+    constant: set[int]  # slots known at load: Consts' and foldable layers'
+    readers: dict[int, list[Step]]
+    chosen: list[int]  # values to compute and keep, if they fit once computed
+    left: list[int]  # values the runs compute
+    folding: Folding
+
+
+def _choose(plan: Plan, infos: Infos, cap: int | None) -> _Choice:
     steps, producer = plan.steps, plan.producer
     foldable = [False] * len(steps)
-    constant: set[int] = set()  # slots known at load: Consts' and foldable layers'
+    constant: set[int] = set()
     readers: dict[int, list[Step]] = {}
     for i, step in enumerate(steps):
         for s in step.inputs:
@@ -172,23 +180,57 @@ def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
     # The values to keep: those a layer that does not fold reads, in the model's order.
     wanted = {s for i, step in enumerate(steps) if not foldable[i] for s in step.inputs
               if (p := producer.get(s)) is not None and foldable[p]}  # fmt: skip
-    candidates = sorted(wanted, key=lambda s: (producer[s], s))
-    folding = Folding(cap)
-    if not candidates:
-        return folding
+    choice = _Choice(foldable, constant, readers, [], [], Folding(cap))
+    if not wanted:
+        return choice
     key_of = {slot: key for key, slot in plan.slots.items()}
-    chosen: list[int] = []
-    left: list[int] = []  # values the runs compute
     planned = 0
-    for s in candidates:
-        size = _info_bytes(infos.get(key_of[s]))
+    for s in sorted(wanted, key=lambda s: (producer[s], s)):
+        size = _static_bytes(infos.get(key_of[s]))
         if cap is not None and size is not None and planned + size > cap:
-            folding.over_cap += 1
-            folding.over_cap_bytes += size
-            left.append(s)
+            choice.folding.over_cap += 1
+            choice.folding.over_cap_bytes += size
+            choice.left.append(s)
         else:  # a size not known beforehand is checked once computed
-            chosen.append(s)
+            choice.chosen.append(s)
             planned += size or 0
+    return choice
+
+
+def plan_folding(plan: Plan, infos: Infos, cap: int | None) -> None:
+    """Mark in ``plan`` the values :func:`fold` would keep, without computing them: for a
+    plan that only sizes a run's memory (``validate``'s), never one that runs."""
+    choice = _choose(plan, infos, cap)
+    key_of = {slot: key for key, slot in plan.slots.items()}
+    kept = {}
+    for s in choice.chosen:
+        info = infos.get(key_of[s])
+        if _static_bytes(info) is not None:
+            kept[s] = _constant_step(plan.steps[plan.producer[s]], s,
+                                     np.zeros((), info.element_type.dtype))  # type: ignore[union-attr]  # fmt: skip
+    plan.folded = kept
+    plan._schedules.clear()
+
+
+def _constant_step(step: Step, slot: int, value: np.ndarray) -> Step:
+    """A step that gives ``value`` for ``slot``, as a Const of ``step``'s layer."""
+    node = Node(step.node.layer, _CONST, SimpleNamespace(value=value), step.node.ref)
+    return Step(node, _CONST.kernel, node.attrs, (), (slot,))
+
+
+def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
+    """Compute the plan's constant layers once and give their values to its runs.
+
+    ``infos`` (the propagated shapes) size the values before they are computed, so that
+    one above the cap is never made.
+    """
+    start = time.perf_counter()
+    steps, producer = plan.steps, plan.producer
+    choice = _choose(plan, infos, cap)
+    foldable, constant, readers = choice.foldable, choice.constant, choice.readers
+    chosen, left, folding = choice.chosen, choice.left, choice.folding
+    if not chosen and not left:
+        return folding
     values, failed = _compute(plan, chosen)
     kept: dict[int, Step] = {}
     for s in chosen:
@@ -212,9 +254,7 @@ def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
         if value.flags.writeable:  # a run's results may be views of it: none may write it
             value = value.view()
             value.flags.writeable = False
-        step = steps[producer[s]]
-        node = Node(step.node.layer, _CONST, SimpleNamespace(value=value), step.node.ref)
-        kept[s] = Step(node, _CONST.kernel, node.attrs, (), (s,))
+        kept[s] = _constant_step(steps[producer[s]], s, value)
     folding.failed = failed
     folding.values = len(kept)
     # Layers that still run: those the values left to the runs come from.
@@ -307,3 +347,10 @@ def _held_bytes(value: np.ndarray) -> int:
         root = root.base
     # (An array NumPy derives from a memmap may be an np.memmap too, with memory of its own.)
     return 0 if isinstance(root.base, mmap.mmap) else root.nbytes
+
+
+def _static_bytes(info: TensorInfo | None) -> int | None:
+    """A tensor's bytes, when its shape and type are known (a constant's always are)."""
+    if info is None or info.element_type is None or not is_static(info.shape):
+        return None
+    return tensor_bytes(info.shape, info.element_type.dtype.itemsize)  # type: ignore[arg-type]
