@@ -335,3 +335,25 @@ def test_a_folded_int8_model_runs_as_its_f32_twin(tmp_path):
         [s.node.op.type for s, _ in _schedule(twin)]  # fmt: skip
     x = np.random.default_rng(1).standard_normal((1, 64)).astype(np.float32)
     np.testing.assert_array_equal(folded.run(x)["y"], twin.run(x)["y"], strict=True)
+
+
+def test_a_stateful_llm_decodes_its_compressed_weights_once():
+    # tests/stateful's llama with NNCF's int8 weights: a request's steps read the folded
+    # weights; no step of a decode runs a layer of constants.
+    from irrun.core.generation import generate, open_language_model
+
+    folder = CORPUS.parent / "stateful" / "llama_int8"
+    lm = open_language_model(folder)
+    plain = open_language_model(folder, fold_constants=False)
+    assert lm.model.folding.values > 0 and lm.model.folding.layers > 20
+
+    def never(*args, **kwargs):
+        raise AssertionError("a folded layer ran")
+
+    plan = lm.model._plan
+    for i in _constant_steps(plan):
+        plan.steps[i] = dataclasses.replace(plan.steps[i], kernel=never)
+    plan._schedules.clear()
+    prompt = [293, 360, 361, 354, 500, 344]
+    got = generate(lm, prompt, 4, ignore_eos=True)
+    assert got.tokens == generate(plain, prompt, 4, ignore_eos=True).tokens
