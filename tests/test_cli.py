@@ -481,10 +481,13 @@ def test_verbose_says_what_is_done_on_stderr_and_quiet_keeps_the_outputs(tmp_pat
     assert rc == 0 and stdout == ""
     lines = err.splitlines()
     assert re.fullmatch(r"irrun: loaded .*demo\.xml: 23 layers, [\d.]+ ms", lines[0])
-    assert lines[1] == "irrun: reshaped to [2,3,32,32]"
-    assert lines[2] == "irrun: inputs: random (seed 0): image [2, 3, 32, 32] float32"
-    assert re.fullmatch(r"irrun: ran 1 time in [\d.]+ ms", lines[3])
-    assert lines[4] == f"irrun: wrote 1 output to {out}"
+    # The demo's weights are f16, each Converted to f32 once at load.
+    assert re.fullmatch(r"irrun: folded 4 constant layers into 4 values \(21\.0 KiB\) at load "
+                        r"in [\d.]+ ms", lines[1])  # fmt: skip
+    assert lines[2] == "irrun: reshaped to [2,3,32,32]"
+    assert lines[3] == "irrun: inputs: random (seed 0): image [2, 3, 32, 32] float32"
+    assert re.fullmatch(r"irrun: ran 1 time in [\d.]+ ms", lines[4])
+    assert lines[5] == f"irrun: wrote 1 output to {out}"
     assert load_npz(out)["probabilities"].shape == (2, 10)
     rc, stdout, err = run_cli(capsys, str(MODELS / "demo.xml"), "-q")
     assert rc == 0 and err == "" and stdout.startswith("output ")

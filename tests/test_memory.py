@@ -221,3 +221,44 @@ def test_max_memory_on_the_command_line_is_checked(capsys):
     assert rc == 2 and "argument --max-memory: '4 apples' is not a size" in err
     rc, _, _ = run_cli(capsys, str(DEMO), "--max-memory", "none")
     assert rc == 0
+
+
+def test_folded_weights_are_not_tensors_of_the_run(tmp_path, capsys):
+    # x f32[1,64] times a u8[64,64] weight decompressed as NNCF writes it: Convert (16 KiB),
+    # Subtract of the converted zero point (256 bytes, and 16 KiB out), Multiply by the
+    # scale (16 KiB).  Unfolded, a run's peak is at the Subtract: 16384 + 256 + 16384 bytes.
+    # Folded at load, only the MatMul's output f32[1,64] is the run's: 256 bytes.
+    ov = pytest.importorskip("openvino")
+    from openvino import opset1
+
+    rng = np.random.default_rng(0)
+    x = opset1.parameter([1, 64], np.float32, name="x")
+    zp = opset1.convert(opset1.constant(rng.integers(0, 256, (64, 1), dtype=np.uint8)), "f32")
+    w = opset1.multiply(
+        opset1.subtract(
+            opset1.convert(opset1.constant(rng.integers(0, 256, (64, 64), dtype=np.uint8)), "f32"),
+            zp),
+        opset1.constant(np.full((64, 1), 0.01, np.float32)),
+    )  # fmt: skip
+    path = tmp_path / "int8.xml"
+    ov.save_model(ov.Model([opset1.matmul(x, w, False, True)], [x]), path)
+    feeds = np.ones((1, 64), np.float32)
+    unfolded = irrun.load(path, max_memory="32K", fold_constants=False)
+    with pytest.raises(irrun.IrrunError, match=r"needs 32.2 KiB of tensors .* 32.0 KiB allowed"):
+        unfolded.run(feeds)
+    # The cap is half the budget, 16 KiB: the folded weight just fits.
+    folded = irrun.load(path, max_memory="32K")
+    assert (folded.folding.cap, folded.folding.bytes) == (16384, 16384)
+    slots = tuple(folded._output_slots.values())
+    assert folded._plan_peak({}, slots, False)[0].bytes == 256
+    assert unfolded._plan_peak({}, slots, False)[0].bytes == 16384 + 256 + 16384
+    assert folded.run(feeds)[folded.outputs[0].name].shape == (1, 64)
+    # A run that observes every layer makes the weight again, and is refused as before.
+    with pytest.raises(irrun.IrrunError, match=r"needs 32\.2 KiB"):
+        folded.run(feeds, on_layer=lambda layer: None)
+    # validate plans the run of a loaded model: folded as load would fold it.
+    assert irrun.validate(path, max_memory="32K") == []
+    # Under 30 KiB the cap is 15 KiB: the weight is left to the runs, whose peak is over.
+    found = irrun.validate(path, max_memory="30K")
+    assert [(d.code, d.layer.type) for d in found] == [("over-budget", "Subtract")]
+    assert "a run needs 32.2 KiB of tensors at this layer" in found[0].message

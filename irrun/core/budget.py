@@ -7,6 +7,7 @@ from ..ir.dims import format_shape, is_static
 from ..ir.registry import TensorInfo
 from .binding import Node
 from .executor import Plan
+from .folding import default_cap, plan_folding
 from .graph import LayerGraph
 from .memory import (
     IMPOSSIBLE_BYTES,
@@ -78,6 +79,10 @@ def budget_findings(
     peak = None
     if plannable and sized:
         plan = Plan(lg, nodes)
+        # A loaded model's runs read its layers of constants folded (irrun.core.folding).
+        weights = sum(n.attrs.size for n in nodes.values() if n.op is not None
+                      and n.op.type == "Const" and n.attrs is not None)  # fmt: skip
+        plan_folding(plan, infos, default_cap(weights, budget))
         results = tuple(sorted(plan.slots[lg.sources[(lid, nodes[lid].layer.inputs[0].id)]]
                                for lid in lg.order if nodes[lid].op is not None
                                and nodes[lid].op.type == "Result" and nodes[lid].layer.inputs))  # type: ignore[union-attr]  # fmt: skip

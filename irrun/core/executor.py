@@ -65,6 +65,9 @@ class Plan:
             for slot in outs:
                 self.producer[slot] = len(self.steps)
             self.steps.append(Step(node, node.op.kernel, node.attrs, ins, outs))
+        # Slot -> the step that gives its value computed at load (see irrun.core.folding):
+        # a run that does not observe each layer reads it instead of running its producers.
+        self.folded: dict[int, Step] = {}
         self._schedules: dict[tuple[tuple[int, ...], bool], tuple] = {}
 
     def _schedule(self, wanted: tuple[int, ...], every_step: bool = False) -> Schedule:
@@ -87,16 +90,27 @@ class Plan:
         A step whose op can skip outputs and has some that nothing reads is scheduled
         as a copy that carries the mask of the used ones.  With ``every_step`` all
         steps run and compute all their outputs, for an observer that sees each one.
+        Otherwise a slot folded at load (:attr:`folded`) is given by its constant step,
+        and the steps that made it run only for a slot that was not kept.
         """
         required: set[int] = set(range(len(self.steps))) if every_step else set()
-        stack = [self.producer[s] for s in wanted if s in self.producer]
+        folded = {} if every_step else self.folded
+        given = {s for s in wanted if s in folded}  # folded slots the run reads
+        stack = [self.producer[s] for s in wanted if s in self.producer and s not in folded]
         while stack:
             i = stack.pop()
             if i in required:
                 continue
             required.add(i)
-            stack.extend(self.producer[s] for s in self.steps[i].inputs if s in self.producer)
-        chosen = [self.steps[i] for i in sorted(required)]
+            for s in self.steps[i].inputs:
+                if s in folded:
+                    given.add(s)
+                elif s in self.producer:
+                    stack.append(self.producer[s])
+        # A folded value's step stands where its producer would.
+        order = [((i, -1, 0), self.steps[i]) for i in required]
+        order += [((self.producer[s], s, 1), folded[s]) for s in given]
+        chosen = [step for _, step in sorted(order, key=lambda pair: pair[0])]
         last_reader: dict[int, int] = {}
         for pos, step in enumerate(chosen):
             for slot in step.inputs:

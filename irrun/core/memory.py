@@ -7,7 +7,8 @@ process may still use) is refused with one line naming the layer where it peaks,
 instead of dying halfway in a ``MemoryError`` or being killed by the system.
 
 The plan counts every tensor a layer outputs as new memory, except Consts (views of
-the memory-mapped ``.bin``): views that some ops return (Reshape, Squeeze...) are
+the memory-mapped ``.bin``) and values folded at load (:mod:`.folding`, held for the
+model's life): views that some ops return (Reshape, Squeeze...) are
 counted as if copied, and a kernel's scratch space is not counted.  The check errs on
 the side of refusing a run that would only just have fitted.
 

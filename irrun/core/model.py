@@ -22,6 +22,7 @@ from .binding import Node
 from .budget import _UNCHECKED_BYTES, budget_findings, schedule_peak
 from .check import _by_line, _weights_path, check_ir, collection_paused, internal_error
 from .executor import Observer, Plan
+from .folding import Folding, fold_model, fold_option
 from .graph import LayerGraph
 from .memory import (
     IMPOSSIBLE_BYTES,
@@ -107,6 +108,9 @@ class _TensorNames:
 class Model:
     """A loaded IR model, planned and ready to run.
 
+    Its layers of constants were run once at load (``fold_constants`` of :func:`load`);
+    ``folding`` says what was folded (:class:`~irrun.core.folding.Folding`), or is None.
+
     >>> m = load("models/pooling_chain.xml")
     >>> m.inputs
     [TensorSpec(name='image', shape=[1,3,16,16], element_type='f32')]
@@ -117,11 +121,12 @@ class Model:
 
     def __init__(
         self, xml: str | Path, weights: str | Path | None = None,
-        max_memory: int | str | None = "available",
+        max_memory: int | str | None = "available", fold_constants: bool | int | str | None = True,
     ) -> None:  # fmt: skip
         self.path = Path(xml)
         self._weights_arg = weights
         self.max_memory = max_memory
+        self._fold_arg = fold_option(fold_constants)
         self.weights = Weights(_weights_path(self.path, weights))
         with collection_paused():
             checked = check_ir(self.path, self.weights, complete=False)
@@ -137,6 +142,9 @@ class Model:
             # Parameter id -> shape, after reshape
             self._input_shapes: dict[str, Shape | None] = {}
             self._plan = Plan(self._graph, self._nodes)
+            # Layers of constants run once, here (see irrun.core.folding); None: not asked.
+            self.folding: Folding | None = fold_model(
+                self._plan, self._infos, self._fold_arg, self.weights.size, self._budget_arg)
             self._index_names()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -151,13 +159,14 @@ class Model:
             "weights": None if weights is None else (str(weights), os.path.abspath(weights)),
             "shapes": {lid: format_shape(shape) for lid, shape in self._input_shapes.items()},
             "max_memory": self._budget_arg,
+            "fold_constants": self._fold_arg,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         weights = state["weights"]
         self.__init__(  # type: ignore[misc]
             _reopened(*state["path"]), None if weights is None else _reopened(*weights),
-            state.get("max_memory", "available"),
+            state.get("max_memory", "available"), state.get("fold_constants", True),
         )
         if state["shapes"]:
             types = {lid: self._nodes[lid].attrs.element_type for lid in state["shapes"]}  # type: ignore[union-attr]
@@ -645,15 +654,20 @@ def _et_name(info: TensorInfo) -> str:
 
 
 def load(
-    xml: str | Path, weights: str | Path | None = None, max_memory: int | str | None = "available"
-) -> Model:
+    xml: str | Path, weights: str | Path | None = None, max_memory: int | str | None = "available",
+    fold_constants: bool | int | str | None = True,
+) -> Model:  # fmt: skip
     """Read, check and plan the model in ``xml`` (weights from ``weights`` or beside it).
 
     ``max_memory`` bounds the tensors a run may hold at once (see :attr:`Model.max_memory`).
+    ``fold_constants`` computes the layers whose inputs are all constants (decompressed
+    weights, shape subgraphs) once, here, rather than at each run: True for the default
+    cap on the memory their values keep, a cap (bytes, or a size such as ``"256M"``;
+    ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).
     Raises :class:`~irrun.errors.IrrunError` naming the file, line and layer when the
     model cannot be run.
     """
-    return Model(xml, weights, max_memory)
+    return Model(xml, weights, max_memory, fold_constants)
 
 
 # Findings of shape and type propagation, which new input shapes replace.

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.memory import parse_size
 from ..core.model import LayerRun, Model, load
 from ..errors import IrrunError, UsageError
 from ..ir.dims import format_shape
@@ -40,6 +41,13 @@ def register(sub: Any, parents: Parents) -> None:
         "--shape", type=common.shapes, metavar="SHAPES",
         help="run with new input shapes, in OpenVINO's syntax: x[8,3,224,224],y[1,4], or "
         "[8,3,224,224] for a model with one input (? or -1 for any size, 1..10 for a range)",
+    )  # fmt: skip
+    run.add_argument(
+        "--fold-cap", type=fold_cap, default=True, metavar="SIZE",
+        help="compute the layers whose inputs are all constants (decompressed weights, shape "
+        "subgraphs) once at load while their values take at most SIZE (512M, 4G, 0 for none, "
+        "or none for no cap; default: max(64M, 8 times the .bin), at most half of "
+        "--max-memory); -v says what was folded",
     )  # fmt: skip
     dump.add_arguments(run)
     profiling.add_arguments(run)
@@ -70,8 +78,10 @@ def _handle(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     say = _say if args.verbose else _silent
     start = time.perf_counter()
-    model = load(args.model, args.weights, args.max_memory)
+    model = load(args.model, args.weights, args.max_memory, args.fold_cap)
     say(f"loaded {args.model}: {len(model.layers())} layers, {_ms(start)}")
+    for line in model.folding.describe() if model.folding is not None else ():
+        say(line)
     if args.shape:
         model.reshape(args.shape)
         say(f"reshaped to {args.shape}")
@@ -121,6 +131,14 @@ def _handle(args: argparse.Namespace) -> int:
             layers = common.count(len(profile.layers), "layer")
             common.say_written(f"the trace of {layers}", args.profile_json, args.quiet)
     return 0
+
+
+def fold_cap(text: str) -> int | None:
+    """``--fold-cap``: bytes, or None for ``none`` (no cap)."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _say(message: str) -> None:

@@ -2,7 +2,9 @@
 
 A Const's kernel returns the array binding made at load, so running each as a step of
 its own only costs the loop a call per weight (a transformer layer has dozens).  One
-step returns them all; slots no step reads are not given at all.
+step returns them all; slots no step reads are not given at all.  A value folded at load
+(:mod:`irrun.core.folding`) comes as a Const step of the layer that made it, so the one
+step gives those too.
 """
 
 from __future__ import annotations
