@@ -12,7 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops  # noqa: F401  (ops registers every kernel)
+from .. import (
+    ops,  # noqa: F401  (ops registers every kernel)
+    threads,
+)
 from ..errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from ..ir import element_types
 from ..ir.dims import Shape, format_shape, is_static, parse_partial_shape, shape_fits
@@ -122,10 +125,12 @@ class Model:
     def __init__(
         self, xml: str | Path, weights: str | Path | None = None,
         max_memory: int | str | None = "available", fold_constants: bool | int | str | None = True,
+        threads: int | None = None,
     ) -> None:  # fmt: skip
         self.path = Path(xml)
         self._weights_arg = weights
         self.max_memory = max_memory
+        self.threads = threads  # type: ignore[assignment]
         self._fold_arg = fold_option(fold_constants)
         self.weights = Weights(_weights_path(self.path, weights))
         with collection_paused():
@@ -160,6 +165,7 @@ class Model:
             "shapes": {lid: format_shape(shape) for lid, shape in self._input_shapes.items()},
             "max_memory": self._budget_arg,
             "fold_constants": self._fold_arg,
+            "threads": self._threads_arg,  # None: the cores of the process that unpickles
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -167,6 +173,7 @@ class Model:
         self.__init__(  # type: ignore[misc]
             _reopened(*state["path"]), None if weights is None else _reopened(*weights),
             state.get("max_memory", "available"), state.get("fold_constants", True),
+            state.get("threads"),
         )
         if state["shapes"]:
             types = {lid: self._nodes[lid].attrs.element_type for lid in state["shapes"]}  # type: ignore[union-attr]
@@ -178,6 +185,21 @@ class Model:
     def __repr__(self) -> str:
         n_in, n_out = len(self.inputs), len(self.outputs)
         return f"<irrun.Model {str(self.path)!r}: {n_in} inputs, {n_out} outputs>"
+
+    @property
+    def threads(self) -> int:
+        """The threads a run uses: BLAS's, and the other kernels' blocks (see
+        :mod:`irrun.threads`).  Set it to a count, or None for the cores this process may
+        use (the default).  Results do not depend on it, but for the order of BLAS's sums.
+        """
+        return self._threads_arg if self._threads_arg is not None else threads.available()
+
+    @threads.setter
+    def threads(self, value: int | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):  # fmt: skip
+            raise UsageError(f"threads must be a count of at least 1, or None, not {value!r}")
+        self._threads_arg: int | None = value
 
     @property
     def max_memory(self) -> int | None:
@@ -452,7 +474,8 @@ class Model:
         slots = tuple(sorted(set(wanted.values()) | set(assigns.values())))
         self._check_memory({lid: a.shape for lid, a in by_layer.items()}, slots,
                            observe is not None)  # fmt: skip
-        values = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
+        with threads.using(self.threads):
+            values = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
         result = {name: _own(values[slot]) for name, slot in wanted.items()}
         if intermediate:
             result = {**kept, **result}
@@ -655,7 +678,7 @@ def _et_name(info: TensorInfo) -> str:
 
 def load(
     xml: str | Path, weights: str | Path | None = None, max_memory: int | str | None = "available",
-    fold_constants: bool | int | str | None = True,
+    fold_constants: bool | int | str | None = True, threads: int | None = None,
 ) -> Model:  # fmt: skip
     """Read, check and plan the model in ``xml`` (weights from ``weights`` or beside it).
 
@@ -664,10 +687,12 @@ def load(
     weights, shape subgraphs) once, here, rather than at each run: True for the default
     cap on the memory their values keep, a cap (bytes, or a size such as ``"256M"``;
     ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).
+    ``threads`` is how many threads runs use (None: the cores this process may use; see
+    :attr:`Model.threads`).
     Raises :class:`~irrun.errors.IrrunError` naming the file, line and layer when the
     model cannot be run.
     """
-    return Model(xml, weights, max_memory, fold_constants)
+    return Model(xml, weights, max_memory, fold_constants, threads)
 
 
 # Findings of shape and type propagation, which new input shapes replace.
