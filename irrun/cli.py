@@ -16,14 +16,15 @@ import sys
 from collections.abc import Sequence
 
 from .errors import IrrunError, UsageError
-from .tools import compare, generate, graph, inspect, ops, run, validate
+from .tools import benchmark, compare, generate, graph, inspect, ops, run, validate
 from .tools.common import parents
 from .version import __version__
 
 # The subcommands, in the order --help lists them; each module's register() adds its own
 # parser and handler.
 TOOLS = {
-    "run": run, "validate": validate, "inspect": inspect, "compare": compare, "graph": graph,
+    "run": run, "validate": validate, "inspect": inspect, "compare": compare,
+    "benchmark": benchmark, "graph": graph,
     "generate": generate, "ops": ops,
 }  # fmt: skip
 COMMANDS = tuple(TOOLS)
