@@ -312,6 +312,13 @@ def test_time_limit(capsys):
     assert both["iterations"] >= 3 and both["duration_ms"] >= 50
 
 
+def test_default_limit(capsys, monkeypatch):
+    monkeypatch.setattr(bm, "DEFAULT_SECONDS", 0.05)  # 10 s in earnest
+    report = bench_json(capsys, DEMO)
+    assert report["limits"] == {"iterations": None, "seconds": 0.05}
+    assert report["iterations"] >= 1 and report["duration_ms"] >= 50
+
+
 def test_report_file(capsys, tmp_path):
     path = tmp_path / "out.json"
     rc, out, err = run_cli(capsys, "benchmark", DEMO, "-niter", "2", "--report", str(path))
@@ -421,8 +428,10 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     assert " 0/3 [" in terminal.getvalue()
     timed = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", timed)
-    assert run_cli(capsys, "benchmark", DEMO, "-t", "0.05")[0] == 0
-    assert "0it [" in timed.getvalue()  # no end known beforehand: a count, no bar
+    assert run_cli(capsys, "benchmark", DEMO, "-t", "0.3")[0] == 0
+    # A bar of the seconds run, the runs counted beside it (tqdm redraws every 0.1 s).
+    assert "| 0.0/0.3 s\r" in timed.getvalue()
+    assert re.search(r"\| 0\.\d/0\.3 s, \d+ runs?\r", timed.getvalue())
     quiet = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", quiet)
     assert run_cli(capsys, "benchmark", DEMO, "-niter", "3", "-q")[0] == 0

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -56,7 +56,7 @@ from ..errors import IrrunError, UsageError
 from ..ir.dims import Shape, format_shape
 from ..version import __version__
 from . import common
-from .batch import progress
+from .batch import Progress, progress
 from .common import Parents
 from .run import _with_shape_hint
 
@@ -383,12 +383,14 @@ def _handle(args: argparse.Namespace) -> int:
         feeds = model.random_inputs(seed)
         source = f"random, seed {seed}"
     batch = args.batch or batch_of(feeds)
-    total = args.iterations if args.time is None and args.iterations is not None else None
-    bar = progress(total, sys.stderr, args.quiet, unit="it")  # type: ignore[arg-type]
+    seconds = args.time if args.time is not None or args.iterations is not None else (
+        DEFAULT_SECONDS
+    )  # fmt: skip
+    bar = _ProgressBar(args.iterations, seconds, sys.stderr, args.quiet)
     try:
         result = benchmark(
             model, feeds, args.iterations, args.time, args.warmup, batch,
-            on_run=lambda _: bar.update(),
+            on_run=bar.update,
         )  # fmt: skip
     except IrrunError as exc:
         raise _with_shape_hint(exc, model, feeds) if not args.input else exc from None
@@ -408,6 +410,41 @@ def _handle(args: argparse.Namespace) -> int:
         common.write_atomically(report_path, lambda f: common.dump_json(report, f))
         common.say_written("the report", report_path, args.quiet)
     return 0
+
+
+class _ProgressBar:
+    """A bar on a terminal's stderr: of runs for ``-niter`` alone, else of the seconds
+    run (with the count of runs beside it), as benchmark_app's bar follows its time."""
+
+    def __init__(self, iterations: int | None, seconds: float | None, stream: IO[str],
+                 quiet: bool) -> None:  # fmt: skip
+        self._runs: Progress | None = None
+        self._timed: Any = None
+        self._count, self._elapsed = 0, 0.0
+        isatty = getattr(stream, "isatty", None)
+        if seconds is None:
+            self._runs = progress(iterations or 0, stream, quiet, unit="it")
+        elif not quiet and callable(isatty) and isatty():
+            from tqdm import tqdm  # only a terminal needs it
+
+            self._timed = tqdm(
+                total=seconds, file=stream, dynamic_ncols=True, leave=False,
+                bar_format="{l_bar}{bar}| {n:.1f}/{total:g} s{postfix}",
+            )  # fmt: skip
+
+    def update(self, latency: float) -> None:
+        if self._runs is not None:
+            self._runs.update()
+        elif self._timed is not None:
+            self._count += 1
+            self._elapsed = min(self._elapsed + latency, self._timed.total)
+            self._timed.set_postfix_str(common.count(self._count, "run"), refresh=False)
+            self._timed.update(self._elapsed - self._timed.n)
+
+    def close(self) -> None:
+        for bar in (self._runs, self._timed):
+            if bar is not None:
+                bar.close()
 
 
 def benchmark_report(
