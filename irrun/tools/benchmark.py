@@ -34,7 +34,8 @@ middle two; irrun follows the Python tool, the one ``pip install openvino`` inst
 
 ``--report out.json`` writes the same figures, and every latency in run order, as
 JSON (written whole or not at all, refused before the model is loaded when it cannot
-be written); ``--json`` prints that report instead of the text.  A progress bar is
+be written); ``--json`` prints that report instead of the text.  A progress bar, of
+runs for ``-niter`` alone, else of the seconds run as the C++ benchmark_app's is, is
 drawn on stderr only when it is a terminal (not with ``-q``).
 """
 
@@ -383,13 +384,13 @@ def _handle(args: argparse.Namespace) -> int:
         feeds = model.random_inputs(seed)
         source = f"random, seed {seed}"
     batch = args.batch or batch_of(feeds)
-    seconds = args.time if args.time is not None or args.iterations is not None else (
-        DEFAULT_SECONDS
-    )  # fmt: skip
+    # Without limits, the default time; benchmark() would pick it too, the report says it.
+    limited = args.time is not None or args.iterations is not None
+    seconds = args.time if limited else DEFAULT_SECONDS
     bar = _ProgressBar(args.iterations, seconds, sys.stderr, args.quiet)
     try:
         result = benchmark(
-            model, feeds, args.iterations, args.time, args.warmup, batch,
+            model, feeds, args.iterations, seconds, args.warmup, batch,
             on_run=bar.update,
         )  # fmt: skip
     except IrrunError as exc:
@@ -398,9 +399,7 @@ def _handle(args: argparse.Namespace) -> int:
         bar.close()
     report = benchmark_report(
         args.model, model, feeds, source, result, load_seconds, reshape_seconds,
-        {"iterations": args.iterations, "seconds": args.time}
-        if args.iterations is not None or args.time is not None
-        else {"iterations": None, "seconds": DEFAULT_SECONDS},
+        {"iterations": args.iterations, "seconds": seconds},
     )  # fmt: skip
     if args.json:
         common.dump_json(report, sys.stdout)
@@ -414,7 +413,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 class _ProgressBar:
     """A bar on a terminal's stderr: of runs for ``-niter`` alone, else of the seconds
-    run (with the count of runs beside it), as benchmark_app's bar follows its time."""
+    run (with the count of runs beside it), as the C++ benchmark_app's follows its time."""
 
     def __init__(self, iterations: int | None, seconds: float | None, stream: IO[str],
                  quiet: bool) -> None:  # fmt: skip
