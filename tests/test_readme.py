@@ -20,9 +20,9 @@ def _shown(command: str) -> str:
 
 
 def _timeless(text: str) -> str:
-    """Durations (``3.0 ms``, ``0.03 s``) and rates (``150.2 tokens/s``) as ``T``: they
-    differ from run to run."""
-    return re.sub(r"\b\d+\.\d+ (ms|s|tokens/s)\b", r"T \1", text)
+    """Durations (``3.0 ms``, ``0.03 s``) and rates (``150.2 tokens/s``, ``96.1 FPS``) as
+    ``T``: they differ from run to run."""
+    return re.sub(r"\b\d+\.\d+ (ms|s|tokens/s|FPS|inferences/s)\b", r"T \1", text)
 
 
 # A printed float: digits with a point or an exponent (integers, such as lines and shapes,
@@ -78,6 +78,7 @@ def assert_same_output(printed: str, shown: str) -> None:
         "irrun compare models/pooling_chain.xml --ref models/pooling_chain.expected.npz --seed 1",
         "irrun models/demo.xml --input-dir models/demo_batch --output-dir out -v",
         "irrun generate tests/stateful/gpt2_int4 --input-ids 3,17,42,99,123,200 --max-new-tokens 8",
+        'irrun benchmark models/demo.xml -niter 100 -shape "[8,3,32,32]" --threads 1',
     ],
 )
 def test_readme_output_is_current(command, capsys, monkeypatch, tmp_path):
