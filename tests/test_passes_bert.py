@@ -10,6 +10,8 @@ Each tail kind has a case where it must not be folded, or must not be a view.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import openvino as ov
 import pytest
@@ -17,6 +19,7 @@ from openvino import opset1, opset6, opset7, opset13
 
 import irrun
 from irrun.core.passes.inplace import InPlaceChain, _Gelu, _Reshape, _Transpose
+from irrun.ops.matmul import matmul
 
 HIDDEN, HEADS, FFN = 16, 2, 32
 
@@ -215,3 +218,14 @@ def test_gelu_folds_into_the_linear_layer(tmp_path, mode, dtype, twice, folded):
         _close(got, each)
     links = [link for c in _chains(model, "y") for _, link in c.tails]
     assert any(isinstance(link, _Gelu) for link in links) is folded
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 6), (2, 1, 4, 6), (1, 4, 6), (0, 4, 6), (3, 0, 6)])
+def test_a_stack_times_a_matrix_is_one_product_into_its_own_array(shape):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = rng.standard_normal((6, 5)).astype(np.float32)
+    (got,) = matmul(SimpleNamespace(transpose_a=False, transpose_b=False), a, b)
+    assert got.shape == (*shape[:-1], 5) and got.flags.owndata  # an Add may then work in it
+    want = np.einsum("...k,kn->...n", a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
