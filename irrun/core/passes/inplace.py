@@ -47,9 +47,17 @@ class _Binary:
     def __init__(self, step: Step, first: bool) -> None:
         self.step, self.first = step, first
         self.ufunc = TAILS[step.node.op.type]
+        # _in_place's answer but for ownership, by types and shapes
+        self.fits: dict[tuple, bool] = {}
 
     def __call__(self, value: np.ndarray, other: np.ndarray) -> np.ndarray:
-        if _in_place(value, other):
+        key = (value.dtype, other.dtype, value.shape, other.shape)
+        fits = self.fits.get(key)
+        if fits is None:
+            if len(self.fits) >= 32:
+                self.fits.clear()
+            fits = self.fits[key] = _in_place(value, other, owned=False)
+        if fits and _owned(value):
             self.ufunc(value, other, out=value)
             return value
         return _run(self.step, (value, other) if self.first else (other, value))[0]
@@ -144,12 +152,13 @@ def _owned(value: np.ndarray) -> bool:
     return value.flags.owndata and value.flags.writeable
 
 
-def _in_place(value: np.ndarray, other: np.ndarray) -> bool:
+def _in_place(value: np.ndarray, other: np.ndarray, owned: bool = True) -> bool:
     """Whether ``value op= other`` gives what the op would: one float type of 4 bytes or
-    more, ``other`` broadcasting into ``value``'s shape, an array ``value`` owns."""
+    more, ``other`` broadcasting into ``value``'s shape, an array ``value`` owns (checked
+    unless ``owned`` is false)."""
     if value.dtype != other.dtype or value.dtype.kind != "f" or value.dtype.itemsize < 4:
         return False
-    if other.ndim > value.ndim or not _owned(value):
+    if other.ndim > value.ndim or (owned and not _owned(value)):
         return False
     tail = value.shape[value.ndim - other.ndim :]
     return all(d in (1, v) for d, v in zip(other.shape, tail, strict=True))
