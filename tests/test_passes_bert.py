@@ -19,6 +19,7 @@ from openvino import opset1, opset6, opset7, opset13
 
 import irrun
 from irrun.core.passes.inplace import InPlaceChain, _Gelu, _Reshape, _Transpose
+from irrun.core.passes.shared_input import SharedInput
 from irrun.ops.matmul import matmul
 
 HIDDEN, HEADS, FFN = 16, 2, 32
@@ -63,8 +64,15 @@ def _save(model, tmp_path, name="m"):
 
 
 def _chains(model, name):
+    """The schedule's in-place chains, those run on a shared product included."""
     schedule = model._plan._schedule((model._slot_of(name),))
-    return [s.kernel for s, _ in schedule if isinstance(s.kernel, InPlaceChain)]
+    found = []
+    for step, _ in schedule:
+        if isinstance(step.kernel, SharedInput):
+            found += step.kernel.chains
+        elif isinstance(step.kernel, InPlaceChain):
+            found.append(step.kernel)
+    return found
 
 
 def _described(chains):
@@ -82,7 +90,7 @@ def _close(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * float(np.abs(want).max()))
 
 
-def test_a_bert_layer_runs_as_ten_steps_with_the_values_of_each_layer(tmp_path):
+def test_a_bert_layer_runs_as_eight_steps_with_the_values_of_each_layer(tmp_path):
     rng = np.random.default_rng(0)
     ov_model = _bert_layer(rng)
     model = _save(ov_model, tmp_path)
@@ -100,7 +108,11 @@ def test_a_bert_layer_runs_as_ten_steps_with_the_values_of_each_layer(tmp_path):
         ("MatMul", ["Add", "Add"]), ("MVN", ["Multiply", "Add"]),
         ("MatMul", ["Add", "Gelu"]), ("MatMul", ["Add", "Add"]), ("MVN", ["Multiply", "Add"]),
     ]  # fmt: skip
-    assert len(model._plan._schedule((model._slot_of("out"),))) == 10  # and the constants
+    schedule = model._plan._schedule((model._slot_of("out"),))
+    assert len(schedule) == 8  # the constants, Q, K and V as one product, six more chains
+    (shared,) = [s.kernel for s, _ in schedule if isinstance(s.kernel, SharedInput)]
+    assert shared.weight.shape == (HIDDEN, 3 * HIDDEN) and shared.bias.shape == (3 * HIDDEN,)
+    assert shared.columns == [(0, 16), (16, 32), (32, 48)]
     # Every Transpose is a view: of the heads read by the attention, or merged by the Reshape.
     transposes = [link for c in chains for _, link in c.tails if isinstance(link, _Transpose)]
     assert len(transposes) == 4 and all(t.view for t in transposes)
@@ -229,3 +241,60 @@ def test_a_stack_times_a_matrix_is_one_product_into_its_own_array(shape):
     assert got.shape == (*shape[:-1], 5) and got.flags.owndata  # an Add may then work in it
     want = np.einsum("...k,kn->...n", a.astype(np.float64), b.astype(np.float64))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _side_by_side(tmp_path, dtype=np.float32, bias_shape=None, second_input=False, keep=False,
+                  dynamic=False):  # fmt: skip
+    """Three linear layers; by default all on x, their results added after a Relu each (so
+    that the layers are not right after one another in the schedule)."""
+    rng = np.random.default_rng(7)
+    x = opset1.parameter([-1, -1] if dynamic else [3, 6], dtype, name="x")
+    z = opset1.parameter([3, 6], dtype, name="z")
+    outs = []
+    for i, n in enumerate((4, 4, 4)):
+        src = z if second_input and i == 1 else x
+        w = opset1.constant(rng.standard_normal((n, 6)).astype(dtype))
+        b = opset1.constant(rng.standard_normal(bias_shape or (n,)).astype(dtype))
+        outs.append(opset1.add(opset1.matmul(src, w, False, True, name=f"mm{i}"), b,
+                               name=f"lin{i}"))  # fmt: skip
+    if keep:
+        outs[1].output(0).get_tensor().set_names({"kept"})
+    total = opset1.add(opset1.add(opset1.relu(outs[0]), opset1.relu(outs[1])), opset1.relu(outs[2]))
+    total.output(0).get_tensor().set_names({"y"})
+    results = [total.output(0)] + ([outs[1].output(0)] if keep else [])
+    params = [x, z] if second_input else [x]
+    return _save(ov.Model(results, params), tmp_path, f"side{dtype.__name__}{second_input}{keep}")
+
+
+@pytest.mark.parametrize(
+    ("options", "fused"),
+    [({}, 3), ({"dtype": np.float64}, 3),
+     ({"dtype": np.float16}, 0),  # f16 adds in f32 and rounds: each layer its own
+     ({"bias_shape": (1, 4)}, 0),  # a bias that is not 1-D
+     ({"second_input": True}, 2),  # x, z, x: the first and the last
+     ({"keep": True}, 2)],  # the middle result is an output of the run: no view of it
+)  # fmt: skip
+def test_linear_layers_on_one_input_run_as_one_product(tmp_path, options, fused):
+    model = _side_by_side(tmp_path, **options)
+    dtype = options.get("dtype", np.float32)
+    feeds = {"x": np.random.default_rng(8).standard_normal((3, 6)).astype(dtype)}
+    if options.get("second_input"):
+        feeds["z"] = np.ones((3, 6), dtype)
+    names = ["y", "kept"] if options.get("keep") else ["y"]
+    got = model.run(feeds, outputs=names)
+    each = model.run(feeds, intermediate=True)
+    for name in names:
+        if dtype == np.float16:
+            np.testing.assert_allclose(got[name], each[name], rtol=2e-3, atol=2e-2)
+        else:
+            _close(got[name], each[name])
+    wanted = tuple(model._slot_of(n) for n in names)
+    shared = [s.kernel for s, _ in model._plan._schedule(wanted) if isinstance(s.kernel, SharedInput)]
+    assert sum(len(k.chains) for k in shared) == fused
+
+
+def test_a_shared_product_that_fails_names_the_first_layer(tmp_path):
+    model = _side_by_side(tmp_path, dynamic=True)
+    assert model.run({"x": np.ones((2, 6), np.float32)})["y"].shape == (2, 4)
+    with pytest.raises(irrun.IrrunError, match=r"'mm0' \(MatMul-v1\).*inner dims differ"):
+        model.run({"x": np.ones((2, 5), np.float32)})
