@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bert_layer.xml"
         ov.save_model(model, path, compress_to_fp16=False)
-        ours = irrun.load(path)
+        ours = irrun.load(path, threads=1)
         compiled = ov.Core().compile_model(
             model, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
         )
