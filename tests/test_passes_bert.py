@@ -298,3 +298,26 @@ def test_a_shared_product_that_fails_names_the_first_layer(tmp_path):
     assert model.run({"x": np.ones((2, 6), np.float32)})["y"].shape == (2, 4)
     with pytest.raises(irrun.IrrunError, match=r"'mm0' \(MatMul-v1\).*inner dims differ"):
         model.run({"x": np.ones((2, 5), np.float32)})
+
+
+def test_a_reshape_after_a_transposed_view_is_laid_out_anew(tmp_path):
+    # Adding a unit axis: NumPy would reshape the strided view as a view; the chain gives
+    # the contiguous array the Transpose's own kernel would have led to.
+    rng = np.random.default_rng(9)
+    x = opset1.parameter([2, 4, 6], np.float32, name="x")
+    w = opset1.constant(rng.standard_normal((6, 6)).astype(np.float32))
+    y = opset1.add(opset1.matmul(x, w, False, True), opset1.constant(np.ones(6, np.float32)))
+    shaped = opset1.reshape(y, opset1.constant(np.int64([0, 0, 2, 3])), True)
+    moved = opset1.transpose(shaped, opset1.constant(np.int64([0, 2, 1, 3])))
+    out = opset1.reshape(moved, opset1.constant(np.int64([0, 0, 0, 3, 1])), True)
+    out.output(0).get_tensor().set_names({"y"})
+    model = _save(ov.Model([out.output(0)], [x]), tmp_path, "anew")
+    feeds = {"x": rng.standard_normal((2, 4, 6)).astype(np.float32)}
+    got = model.run(feeds)["y"]
+    assert got.shape == (2, 2, 4, 3, 1) and got.flags.c_contiguous
+    _close(got, model.run(feeds, intermediate=True)["y"])
+    (chain,) = _chains(model, "y")
+    links = [link for _, link in chain.tails]
+    assert [type(link).__name__ for link in links] == ["_Binary", "_Reshape", "_Transpose",
+                                                       "_Reshape"]  # fmt: skip
+    assert links[2].view and links[3].contiguous and not links[1].contiguous

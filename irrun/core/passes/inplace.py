@@ -16,10 +16,10 @@ The chain also takes, the same way:
 - Reshape and Transpose with a constant shape or order (a transformer's heads split
   and merged): a Reshape gives a view in the shape its kernel gives (worked out once per
   input shape); a Transpose gives a view where what reads it takes any strides at BLAS
-  speed (a Reshape after it, which copies when it must, or a MatMul or
-  ScaledDotProductAttention alone reading the chain, the last axis staying last), else
-  the contiguous copy its kernel makes.  The result after a view is not the chain's own,
-  so a later Add or Multiply runs its kernel.
+  speed (a Reshape after it, which then makes the contiguous copy the Transpose would
+  have made, or a MatMul or ScaledDotProductAttention alone reading the chain, the last
+  axis staying last), else the contiguous copy its kernel makes.  The result after a
+  view is not the chain's own, so a later Add or Multiply runs its kernel.
 """
 
 from __future__ import annotations
@@ -83,14 +83,16 @@ class _Reshape:
     def __init__(self, step: Step, target: np.ndarray) -> None:
         self.step, self.target = step, target
         self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.contiguous = False  # set after a Transpose's view: what it gives is laid out anew
 
     def __call__(self, value: np.ndarray) -> np.ndarray:
         shape = self.shapes.get(value.shape)
         if shape is None:
             made = _run(self.step, (value, self.target))[0]
             self.shapes[value.shape] = made.shape
-            return made
-        return value.reshape(shape)
+        else:
+            made = value.reshape(shape)
+        return np.ascontiguousarray(made) if self.contiguous else made
 
 
 class _Transpose:
@@ -264,3 +266,5 @@ def _let_transposes_be_views(
         if isinstance(link, _Transpose):
             nxt = tails[i + 1][1] if i + 1 < len(tails) else None
             link.view = isinstance(nxt, _Reshape) if nxt is not None else final_ok
+            if isinstance(nxt, _Reshape):
+                nxt.contiguous = True  # a reshape that a strided view allows copies nothing
