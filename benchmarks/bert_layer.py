@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     if split:
         total = sum(split.values())
         top = ", ".join(f"{k} {v / total:.0%}" for k, v in split.most_common(6))
-        print(f"  irrun's time by op: {top}")
+        print(f"  irrun's time by op (each layer a step, no passes): {top}")
     return 0 if ratio <= 2.0 else 1
 
 
