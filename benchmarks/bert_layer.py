@@ -3,6 +3,7 @@
     python benchmarks/bert_layer.py              # medians of 25 interleaved runs
     python benchmarks/bert_layer.py --quick      # 5 runs
     python benchmarks/bert_layer.py --batch 4 --seq 256
+    python benchmarks/bert_layer.py --runs 100 --repeat 5   # on a busy machine
 
 BERT-tiny (hidden 128, 2 heads, FFN 512) as OpenVINO's PyTorch frontend converts an
 encoder layer: Q, K and V projections (MatMul + Add), heads split by Reshape and
@@ -12,6 +13,8 @@ Gelu (erf), and the second residual and LayerNorm.  Weights are seeded random
 values.  Both run in this process on one thread (BLAS too), interleaved run by run;
 the outputs are compared (max abs difference relative to the output's scale) and the
 per-op split of irrun's time is printed (from ``Model.run``'s ``on_layer`` timings).
+With ``--repeat K`` the interleaved medians are taken K times and the ratio judged is the
+median of the K ratios (a machine shared with other work moves single medians by 10%).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 from collections import Counter  # noqa: E402
@@ -83,8 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="5 runs instead of 25")
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--runs", type=int, help="interleaved runs per median (default 25)")
+    parser.add_argument("--repeat", type=int, default=1, help="medians taken (default 1)")
     args = parser.parse_args(argv)
-    runs = 5 if args.quick else 25
+    runs = args.runs or (5 if args.quick else 25)
 
     model = bert_layer(args.batch, args.seq)
     rng = np.random.default_rng(1)
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bert_layer.xml"
         ov.save_model(model, path, compress_to_fp16=False)
-        ours = irrun.load(path)
+        ours = irrun.load(path, threads=1)
         compiled = ov.Core().compile_model(
             model, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
         )
@@ -104,23 +110,30 @@ def main(argv: list[str] | None = None) -> int:
         want = request.infer(feeds)[compiled.output(0)].copy()
         got = ours.run(feeds)["out"]
         error = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-        times = _interleaved(
-            {"irrun": lambda: ours.run(feeds), "openvino": lambda: request.infer(feeds)}, runs
-        )
+        rounds = [
+            _interleaved(
+                {"irrun": lambda: ours.run(feeds), "openvino": lambda: request.infer(feeds)}, runs
+            )
+            for _ in range(max(1, args.repeat))
+        ]
         split: Counter[str] = Counter()
         for _ in range(3):
             ours.run(feeds, on_layer=lambda r: split.update({r.ref.type: r.seconds}))
 
-    ratio = times["irrun"] / times["openvino"]
-    print(f"BERT-tiny layer, batch {args.batch}, seq {args.seq}, {runs} interleaved runs, "
-          "1 thread each")  # fmt: skip
+    ratios = sorted(t["irrun"] / t["openvino"] for t in rounds)
+    ratio = statistics.median(ratios)
+    times = {k: statistics.median(t[k] for t in rounds) for k in ("irrun", "openvino")}
+    print(f"BERT-tiny layer, batch {args.batch}, seq {args.seq}, {runs} interleaved runs"
+          f"{f' x {len(rounds)}' if len(rounds) > 1 else ''}, 1 thread each")  # fmt: skip
     print(f"  irrun     {times['irrun']:8.3f} ms")
     print(f"  OpenVINO  {times['openvino']:8.3f} ms")
+    if len(rounds) > 1:
+        print("  ratios    " + " ".join(f"{r:.2f}" for r in ratios))
     print(f"  ratio     {ratio:8.2f}x   (target: <= 2.0x)   max error {error:.1e} of scale")
     if split:
         total = sum(split.values())
         top = ", ".join(f"{k} {v / total:.0%}" for k, v in split.most_common(6))
-        print(f"  irrun's time by op: {top}")
+        print(f"  irrun's time by op (each layer a step, no passes): {top}")
     return 0 if ratio <= 2.0 else 1
 
 

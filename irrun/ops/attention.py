@@ -181,26 +181,56 @@ def _sdpa(a: SimpleNamespace, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     else:
         factor = ct.type(np.asarray(scale, dtype=ct).reshape(-1)[0])
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        scores = np.matmul(q * factor, np.swapaxes(k, -1, -2))
-        bias = _bias(a.causal, mask, scores.shape[-2:], ct)
-        if bias is not None:
-            if np.broadcast_shapes(scores.shape, bias.shape) == scores.shape:
-                scores += bias
-            else:
-                scores = scores + bias
-        top = scores.max(axis=-1, keepdims=True)
-        if sink is not None:
-            sink = np.asarray(sink, dtype=ct)
-            scores, top = _fit_sink(scores, top, sink, v.shape[:-2])
-            top = np.maximum(top, sink)
-        scores -= top
-        np.exp(scores, out=scores)
-        total = scores.sum(axis=-1, keepdims=True)
-        if sink is not None:
-            total = total + np.exp(sink - top)
-        out = np.matmul(scores, v)
-        out /= total
+        if sink is None:
+            out = _attend_key_major(a.causal, q * factor, k, v, mask, ct)
+        else:
+            out = _attend(a.causal, q * factor, k, v, mask, sink, ct)
     return (out.astype(out_dtype, copy=False),)
+
+
+def _attend_key_major(causal: bool, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                      mask: np.ndarray | None, ct: np.dtype) -> np.ndarray:  # fmt: skip
+    """Attention with the scores laid out ``[..., S, L]``, ``K·Qᵀ`` (BLAS makes either
+    layout alike): the softmax then reduces over an outer axis, which NumPy does a whole
+    row of queries at a time instead of one short row per query, and the row sums are
+    one product with a vector of ones.  ``Pᵀ·V`` reads the probabilities transposed in
+    place (BLAS's transposed operand)."""
+    scores = np.matmul(k, np.swapaxes(q, -1, -2))
+    bias = _bias(causal, mask, scores.shape[-1:-3:-1], ct)
+    if bias is not None:
+        bias = np.swapaxes(bias, -1, -2) if bias.ndim >= 2 else bias
+        if np.broadcast_shapes(scores.shape, bias.shape) == scores.shape:
+            scores += bias
+        else:
+            scores = scores + bias
+    scores -= scores.max(axis=-2, keepdims=True)
+    np.exp(scores, out=scores)
+    total = np.matmul(np.ones(scores.shape[-2], ct), scores)
+    out = np.matmul(np.swapaxes(scores, -1, -2), v)
+    out /= total[..., None]
+    return out
+
+
+def _attend(causal: bool, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+            mask: np.ndarray | None, sink: np.ndarray, ct: np.dtype) -> np.ndarray:  # fmt: skip
+    """Attention with a sink, the scores laid out ``[..., L, S]``."""
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))
+    bias = _bias(causal, mask, scores.shape[-2:], ct)
+    if bias is not None:
+        if np.broadcast_shapes(scores.shape, bias.shape) == scores.shape:
+            scores += bias
+        else:
+            scores = scores + bias
+    top = scores.max(axis=-1, keepdims=True)
+    sink = np.asarray(sink, dtype=ct)
+    scores, top = _fit_sink(scores, top, sink, v.shape[:-2])
+    top = np.maximum(top, sink)
+    scores -= top
+    np.exp(scores, out=scores)
+    total = scores.sum(axis=-1, keepdims=True) + np.exp(sink - top)
+    out = np.matmul(scores, v)
+    out /= total
+    return out
 
 
 def _fit_sink(scores: np.ndarray, top: np.ndarray, sink: np.ndarray, value_batch):

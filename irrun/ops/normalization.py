@@ -39,6 +39,7 @@ rounded once, as the plugin does (one f16 ulp).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -182,14 +183,21 @@ def mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: flo
 def _mvn_last_axis(v: np.ndarray, eps: float) -> np.ndarray:
     """MVN over the last axis alone (LayerNorm), its two means taken as products with a
     vector of 1/n: BLAS sums rows far faster than a reduction over short rows."""
-    weights = np.full(v.shape[-1], 1.0 / v.shape[-1], v.dtype)
+    weights = _mean_weights(v.shape[-1], v.dtype)
     with np.errstate(all="ignore"):
         d = v - (v @ weights)[..., None]
-        var = (d * d) @ weights
+        var = np.square(d) @ weights
         var += v.dtype.type(eps)
         np.sqrt(var, out=var)
         d /= var[..., None]
     return d
+
+
+@functools.lru_cache(maxsize=64)
+def _mean_weights(n: int, dtype: np.dtype) -> np.ndarray:
+    weights = np.full(n, 1.0 / n, dtype)
+    weights.flags.writeable = False
+    return weights
 
 
 def _mvn_check(a: SimpleNamespace) -> None:
@@ -198,6 +206,11 @@ def _mvn_check(a: SimpleNamespace) -> None:
 
 
 def _mvn_kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
+    # LayerNorm's case, f32 or f64, decided without the general path's Python work.
+    if (axes.size == 1 and x.ndim and int(axes.reshape(-1)[0]) in (-1, x.ndim - 1) and x.size
+            and a.normalize_variance and a.eps_mode == "inside_sqrt"
+            and x.dtype in (np.float32, np.float64)):  # fmt: skip
+        return (_mvn_last_axis(x, a.eps),)
     ax = _mvn_axes(flat_ints(axes), x.ndim)
     return (mvn(x, ax, a.normalize_variance, a.eps, a.eps_mode == "inside_sqrt"),)
 

@@ -1,0 +1,136 @@
+"""A pass: linear layers side by side on one input run as one product (attention's Q, K, V).
+
+Consecutive in-place chains (:mod:`.inplace`) that each begin with a MatMul of the same
+input by a constant weight (the transposed copy of :mod:`.matmul_weights`) and the Add of
+a constant 1-D bias run as one step: one product by the weights set side by side, one Add
+of the biases side by side, then each chain's other ops on its columns of the result (a
+view; an op that would work in place there runs its own kernel instead).  Each output is
+the dot product the chain's own MatMul takes, summed by the same BLAS over the same K, and
+the same bias added.  Only f32 and f64 (f16 adds in f32 and rounds, apart), and chains
+whose results the run does not keep (they are views into the shared result).
+"""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..steps import Step
+from .inplace import InPlaceChain, _Binary, _constants, _run
+from .matmul_weights import _OnTransposed
+
+
+class SharedInput:
+    """One product and bias for several chains, then each chain's remaining ops."""
+
+    def __init__(self, chains: list[InPlaceChain], weight: np.ndarray, bias: np.ndarray,
+                 columns: list[tuple[int, int]]) -> None:  # fmt: skip
+        self.chains, self.columns = chains, columns
+        first = chains[0].head
+        self.head = first  # the layer blamed for a product that fails
+        self.product = first.kernel.matmul  # type: ignore[attr-defined]  # the MatMul's step
+        self.attrs = SimpleNamespace(**{**vars(self.product.attrs), "transpose_b": False})
+        self.weight, self.bias = weight, bias
+
+    def __call__(self, _attrs: object, a: np.ndarray, *others: np.ndarray):
+        try:
+            value = self.product.kernel(self.attrs, a, self.weight)[0]
+        except ValueError as exc:
+            exc.irrun_step = self.product  # type: ignore[attr-defined]  # the layer to blame
+            raise
+        if value.dtype == self.bias.dtype and value.flags.owndata:
+            value += self.bias
+        else:  # not reached for f32 and f64 products; kept for a kernel that changes
+            value = _run(self.chains[0].tails[0][0], (value, self.bias))[0]
+        outs = []
+        at = 0
+        for chain, (lo, hi) in zip(self.chains, self.columns, strict=True):
+            part = value[..., lo:hi]
+            for _, link in chain.tails[1:]:
+                if link.arity:  # type: ignore[attr-defined]
+                    part = link(part, others[at])  # type: ignore[operator]
+                    at += 1
+                else:
+                    part = link(part)  # type: ignore[operator]
+            outs.append(part)
+        return tuple(outs)
+
+
+def _parts(step: Step, constants: dict[int, np.ndarray]):
+    """(input slot, [in, out] weight, bias) of a chain that begins with a linear layer."""
+    chain = step.kernel
+    if not isinstance(chain, InPlaceChain) or not isinstance(chain.head.kernel, _OnTransposed):
+        return None
+    product = chain.head.kernel
+    if product.attrs.transpose_a or not chain.tails:
+        return None
+    add_step, link = chain.tails[0]
+    if not isinstance(link, _Binary) or add_step.node.op.type != "Add":
+        return None
+    bias_slot = add_step.inputs[1] if link.first else add_step.inputs[0]
+    bias = constants.get(bias_slot)
+    weight = product.weight
+    if (bias is None or weight.dtype not in (np.float32, np.float64) or bias.dtype != weight.dtype
+            or bias.shape != (weight.shape[1],)):  # fmt: skip
+        return None
+    return chain.head.inputs[0], weight, bias
+
+
+def fuse_shared_inputs(
+    schedule: list[tuple[Step, tuple[int, ...]]], keep: set[int]
+) -> list[tuple[Step, tuple[int, ...]]]:
+    """Run the linear-layer chains on one input as one step, where the first of them was.
+
+    A later chain joins when every other input of its ops is made before that step.  The
+    slots a joining chain was the last reader of are freed where it was (after the step
+    before it), since steps between may still read them.
+    """
+    constants = _constants(schedule)
+    made_at = {slot: pos for pos, (step, _) in enumerate(schedule) for slot in step.outputs}
+    parts = [_parts(step, constants) if step.outputs[0] not in keep else None
+             for step, _ in schedule]  # fmt: skip
+    groups: dict[int, list[int]] = {}
+    joined: set[int] = set()
+    for i, first in enumerate(parts):
+        if first is None or i in joined:
+            continue
+        group = [i]
+        for j in range(i + 1, len(schedule)):
+            more = parts[j]
+            if j in joined or more is None or more[0] != first[0]:
+                continue
+            if more[1].shape[0] != first[1].shape[0] or more[1].dtype != first[1].dtype:
+                continue
+            if all(made_at.get(s, -1) < i for s in schedule[j][0].inputs[2:]):
+                group.append(j)
+        if len(group) > 1:
+            groups[i] = group
+            joined.update(group[1:])
+    if not groups:
+        return schedule
+    out: list[tuple[Step, tuple[int, ...]]] = []
+    for pos, (step, frees) in enumerate(schedule):
+        if pos in joined:
+            last, last_frees = out[-1]
+            out[-1] = (last, tuple(dict.fromkeys((*last_frees, *frees))))
+        elif pos in groups:
+            out.append((_fused([schedule[k][0] for k in groups[pos]], constants), frees))
+        else:
+            out.append((step, frees))
+    return out
+
+
+def _fused(steps: list[Step], constants: dict[int, np.ndarray]) -> Step:
+    found = [_parts(step, constants) for step in steps]
+    weight = np.ascontiguousarray(np.concatenate([f[1] for f in found], axis=1))  # type: ignore[index]
+    bias = np.concatenate([f[2] for f in found])  # type: ignore[index]
+    edges = np.cumsum([0] + [f[1].shape[1] for f in found])  # type: ignore[index]
+    columns = [(int(lo), int(hi)) for lo, hi in itertools.pairwise(edges)]
+    chains = [step.kernel for step in steps]
+    # The inputs each chain's ops after its Add read, in the order the kernel takes them.
+    others = tuple(s for step in steps for s in step.inputs[2:])
+    kernel = SharedInput(chains, weight, bias, columns)  # type: ignore[arg-type]
+    outputs = tuple(step.outputs[0] for step in steps)
+    return Step(steps[0].node, kernel, SimpleNamespace(), (found[0][0], *others), outputs)  # type: ignore[index]
