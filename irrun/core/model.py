@@ -474,7 +474,7 @@ class Model:
         slots = tuple(sorted(set(wanted.values()) | set(assigns.values())))
         self._check_memory({lid: a.shape for lid, a in by_layer.items()}, slots,
                            observe is not None)  # fmt: skip
-        with threads.using(self.threads):
+        with threads.running(self.threads):
             values = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
         result = {name: _own(values[slot]) for name, slot in wanted.items()}
         if intermediate:
