@@ -214,7 +214,10 @@ def map_blocks(fn: Callable[[int, int], T], n: int, min_block: int = 1) -> list[
     blocks = split(n, parts)
     pool = _pool(threads - 1)
     with blas_limit(1):
-        futures = [pool.submit(fn, a, b) for a, b in blocks[1:]]
+        # Each block in a copy of the caller's context (NumPy's error state, say), with
+        # current() == 1.
+        futures = [pool.submit(contextvars.copy_context().run, _block, fn, a, b)
+                   for a, b in blocks[1:]]  # fmt: skip
         try:
             with using(1):
                 first = fn(*blocks[0])
@@ -227,6 +230,11 @@ def map_blocks(fn: Callable[[int, int], T], n: int, min_block: int = 1) -> list[
             raise value
         out.append(value)
     return out
+
+
+def _block(fn: Callable[[int, int], T], start: int, stop: int) -> T:
+    _CURRENT.set(1)
+    return fn(start, stop)
 
 
 def _outcome(future: Any) -> tuple[bool, Any]:

@@ -14,7 +14,10 @@ stops at the first); the exit code is then 1, with a count of the failed files.
 ``--jobs N`` runs the files in N worker processes (0 or ``auto``: one per CPU).  Each
 worker gets the model once, as a pickle of its paths (see ``Model.__getstate__``), and
 reads its own inputs and writes its own outputs; the parent only hands out file names
-and reports what each worker did, in the order they finish.
+and reports what each worker did, in the order they finish.  Without ``--threads``,
+each of the N workers runs on the cores this process may use divided by N (at least
+one), so that N workers never ask for more threads than there are cores; ``--threads``
+gives each worker that many.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from .. import threads
 from ..core.model import Model, load
 from ..errors import IrrunError, Location, UsageError
 from ..ir.dims import format_shape
@@ -344,6 +348,10 @@ def batch_command(
     if args.shape:
         model.reshape(args.shape)  # the workers' copies are reshaped too: pickles carry it
     jobs = args.jobs or os.cpu_count() or 1
+    if getattr(args, "threads", None) is not None:
+        model.threads = args.threads
+    elif jobs > 1 and len(files) > 1:  # each worker its share of the cores
+        model.threads = max(1, threads.available() // min(jobs, len(files)))
     start = time.perf_counter()
     failed: list[str] = []
     written = skipped = 0

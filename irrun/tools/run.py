@@ -49,6 +49,7 @@ def register(sub: Any, parents: Parents) -> None:
         "or none for no cap; default: max(64M, 8 times the .bin), at most half of "
         "--max-memory); -v says what was folded",
     )  # fmt: skip
+    common.add_threads(run)
     dump.add_arguments(run)
     profiling.add_arguments(run)
     batch.add_arguments(run)
@@ -78,8 +79,10 @@ def _handle(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     say = _say if args.verbose else _silent
     start = time.perf_counter()
-    model = load(args.model, args.weights, args.max_memory, args.fold_cap)
+    model = load(args.model, args.weights, args.max_memory, args.fold_cap, args.threads)
     say(f"loaded {args.model}: {len(model.layers())} layers, {_ms(start)}")
+    say(f"threads: {model.threads}" + (" (the cores this process may use)"
+                                       if args.threads is None else ""))  # fmt: skip
     for line in model.folding.describe() if model.folding is not None else ():
         say(line)
     if args.shape:
