@@ -30,6 +30,7 @@ after irrun's first run (torch's, say) are not limited.
 from __future__ import annotations
 
 import contextvars
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -191,54 +192,87 @@ def split(n: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
+# Blocks per thread.  Blocks are handed out one at a time to whichever thread is free,
+# the calling thread included: on a machine whose other cores are busy (a pool thread
+# not scheduled for a few milliseconds), the caller does the blocks the late thread
+# would have, and a run takes about what it does on one thread instead of waiting
+# for the late one.  More blocks balance better and cost more calls of ``fn``.
+BLOCKS_PER_THREAD = 4
+
+
 def map_blocks(fn: Callable[[int, int], T], n: int, min_block: int = 1) -> list[T]:
-    """``fn(start, stop)`` over blocks covering ``range(n)``, on the run's threads.
+    """``fn(start, stop)`` over contiguous blocks covering ``range(n)``, on the run's threads.
 
-    One block per thread (fewer when a block would hold less than ``min_block`` items:
-    small work is not worth a thread's start-up); the calling thread takes the first.
-    Results come back in block order.  Every block sees ``current() == 1``, and BLAS
-    runs on one thread while they do (see the module's notes).
+    Up to :data:`BLOCKS_PER_THREAD` blocks per thread, none holding fewer than
+    ``min_block`` items (small work is not worth a thread's hand-off); with one block,
+    ``fn(0, n)`` runs on the calling thread and nothing else happens.  Blocks go to
+    whichever thread is free, the calling thread included, and results come back in
+    block order; the first exception, in block order, is raised once every block has
+    ended.  Every block sees ``current() == 1`` and the caller's other context
+    variables (NumPy's error state), and BLAS runs on one thread while they do (see
+    the module's notes).
 
-    Handing a block to a thread and waiting for it costs some 20-60 µs (a wake-up
-    through the executor's queue, more on a busy machine): callers choose
-    ``min_block`` so that a block is worth well over that.
+    Handing work to a thread and waiting for it costs some 20-60 µs (a wake-up through
+    the executor's queue, more on a busy machine): callers choose ``min_block`` so that
+    a block is worth well over that.
 
-    >>> with using(3):
+    >>> with using(2):
     ...     map_blocks(lambda a, b: (a, b), 7)
-    [(0, 3), (3, 5), (5, 7)]
+    [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7)]
+    >>> with using(2):
+    ...     map_blocks(lambda a, b: (a, b), 7, min_block=3)
+    [(0, 4), (4, 7)]
     """
     threads = current()
-    parts = min(threads, n // max(min_block, 1))
-    if parts <= 1:
+    most = n // max(min_block, 1)
+    helpers = min(threads, most) - 1
+    if helpers <= 0:
         return [fn(0, n)]
-    blocks = split(n, parts)
+    work = _Blocks(fn, split(n, min(most, threads * BLOCKS_PER_THREAD)))
     pool = _pool(threads - 1)
     with blas_limit(1):
-        # Each block in a copy of the caller's context (NumPy's error state, say), with
-        # current() == 1.
-        futures = [pool.submit(contextvars.copy_context().run, _block, fn, a, b)
-                   for a, b in blocks[1:]]  # fmt: skip
-        try:
-            with using(1):
-                first = fn(*blocks[0])
-        finally:
-            # Every block ends before this returns, even when one fails.
-            results = [_outcome(f) for f in futures]
-    out = [first]
-    for ok, value in results:
+        for _ in range(helpers):
+            # A copy of the caller's context for each: one context runs in one thread.
+            pool.submit(contextvars.copy_context().run, work.help)
+        with using(1):
+            work.take()
+        work.wait()
+    for ok, value in work.results:
         if not ok:
             raise value
-        out.append(value)
-    return out
+    return [value for _, value in work.results]
 
 
-def _block(fn: Callable[[int, int], T], start: int, stop: int) -> T:
-    _CURRENT.set(1)
-    return fn(start, stop)
+class _Blocks:
+    """Blocks handed out to threads one at a time, and their results."""
 
+    def __init__(self, fn: Callable[[int, int], Any], blocks: list[tuple[int, int]]) -> None:
+        self.fn, self.blocks = fn, blocks
+        self.next = itertools.count()  # next() on it is atomic under the GIL
+        self.results: list[tuple[bool, Any]] = [(True, None)] * len(blocks)
+        self.left = len(blocks)
+        self.done = threading.Condition(threading.Lock())
 
-def _outcome(future: Any) -> tuple[bool, Any]:
-    try:
-        return True, future.result()
-    except BaseException as e:  # raised by map_blocks, in block order
-        return False, e
+    def take(self) -> None:
+        """Run blocks until none is left to start."""
+        while (i := next(self.next)) < len(self.blocks):
+            try:
+                result = (True, self.fn(*self.blocks[i]))
+            except BaseException as e:  # raised by map_blocks, in block order
+                result = (False, e)
+            with self.done:
+                self.results[i] = result
+                self.left -= 1
+                if not self.left:
+                    self.done.notify_all()
+
+    def help(self) -> None:
+        """:meth:`take` on a pool thread (which may start after every block is done)."""
+        _CURRENT.set(1)
+        self.take()
+
+    def wait(self) -> None:
+        """Until every block started has ended (each was started by some thread)."""
+        with self.done:
+            while self.left:
+                self.done.wait()
