@@ -1,0 +1,73 @@
+"""Elementwise work split over the run's threads (see :mod:`irrun.threads`).
+
+An elementwise kernel computes each output element from the elements at the same
+place of its operands, so any cut of the output into blocks gives, block by block,
+exactly the elements the whole would have: results do not depend on the thread count.
+
+Blocks are ranges of the outermost axis that is longer than one (the batch, or the
+channels of a batch of one), after operands of the output's own shape have been seen
+as one flat row.  Each thread works through its blocks in pieces of about
+:data:`PIECE` elements, so that the temporaries of a kernel made of several NumPy
+calls stay in the CPU's cache while the piece is copied into the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .. import threads
+
+# Elements the output must hold before the work is split.  Handing a block to a thread
+# and waiting for it costs some 20-60 µs; the cheapest kernels (an addition) go through
+# about 1-2 elements a nanosecond, so 2**18 elements are 150-250 µs of work, split in
+# two blocks of at least PIECE * 2 elements each.  Below, the kernel runs as it would on
+# one thread: small tensors pay nothing.
+MIN_SPLIT = 1 << 18
+# Elements of a piece: 256 KiB of f32, whose temporaries stay in the CPU's L2 cache.
+PIECE = 1 << 16
+
+
+def elementwise(
+    compute: Callable[..., np.ndarray], shape: tuple[int, ...], dtype: np.dtype | type,
+    operands: Sequence[np.ndarray],
+) -> np.ndarray:  # fmt: skip
+    """``compute(*operands)`` as an array of ``dtype`` and ``shape``, on the run's threads.
+
+    ``compute`` must be elementwise: NumPy broadcasting of the operands to ``shape``,
+    each output element from the operands' elements at its place.  With one thread or
+    fewer than :data:`MIN_SPLIT` elements it is called once on the whole operands.
+
+    >>> x = np.arange(600_000, dtype=np.float32).reshape(3, 200_000)
+    >>> with threads.using(2):
+    ...     y = elementwise(lambda v: v * 2, x.shape, np.float32, [x])
+    >>> bool((y == x * 2).all())
+    True
+    """
+    size = int(np.prod(shape, dtype=np.int64))
+    if threads.current() <= 1 or size < MIN_SPLIT:
+        return np.asarray(compute(*operands), dtype=dtype)
+    out = np.empty(shape, dtype)
+    view, ops = out, list(operands)
+    if all(o.shape == tuple(shape) and o.flags.c_contiguous for o in ops):
+        view, ops = out.reshape(-1), [o.reshape(-1) for o in ops]
+    ax = next((i for i, d in enumerate(view.shape) if d > 1), 0)
+    inner = int(np.prod(view.shape[ax + 1 :], dtype=np.int64))
+    lead = (slice(None),) * ax
+    # Where each operand's axis ``ax`` is (None: broadcast along it, taken whole).
+    where = []
+    for o in ops:
+        k = ax - (view.ndim - o.ndim)
+        where.append(k if k >= 0 and o.shape[k] != 1 else None)
+    step = max(1, PIECE // max(inner, 1))
+
+    def block(start: int, stop: int) -> None:
+        for a in range(start, stop, step):
+            b = min(a + step, stop)
+            parts = [o if k is None else o[(slice(None),) * k + (slice(a, b),)]
+                     for o, k in zip(ops, where, strict=True)]  # fmt: skip
+            view[(*lead, slice(a, b))] = compute(*parts)
+
+    threads.map_blocks(block, view.shape[ax], -(-2 * PIECE // max(inner, 1)))
+    return out
