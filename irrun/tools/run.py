@@ -81,8 +81,6 @@ def _handle(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     model = load(args.model, args.weights, args.max_memory, args.fold_cap, args.threads)
     say(f"loaded {args.model}: {len(model.layers())} layers, {_ms(start)}")
-    say(f"threads: {model.threads}" + (" (the cores this process may use)"
-                                       if args.threads is None else ""))  # fmt: skip
     for line in model.folding.describe() if model.folding is not None else ():
         say(line)
     if args.shape:
@@ -116,7 +114,8 @@ def _handle(args: argparse.Namespace) -> int:
         if dumper is not None:
             dumper.finish(complete=done)
     runs = args.iterations if profile is not None else 1
-    say(f"ran {runs} time{'s' * (runs != 1)} in {_ms(start)}")
+    say(f"ran {runs} time{'s' * (runs != 1)} in {_ms(start)} on "
+        f"{common.count(model.threads, 'thread')}")
     if dumper is not None and not args.quiet:
         print(f"irrun: {dumper.summary()}", file=sys.stderr)
     if args.output:
