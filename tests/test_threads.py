@@ -434,6 +434,36 @@ def test_unary_ops_are_identical_for_any_thread_count(name, shape, tmp_path, sma
     assert max(small_blocks) > 1
 
 
+SOFTMAX = [
+    ("softmax1", lambda x, axis: opset1.softmax(x, axis % 4)),
+    ("softmax8", lambda x, axis: opset8.softmax(x, axis)),
+    ("log_softmax", lambda x, axis: opset5.log_softmax(x, axis)),
+]
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("shape", [(1, 3, 7, 5), (2, 5, 1, 13), (3, 1, 1, 17)], ids=str)
+@pytest.mark.parametrize("name", [n for n, _ in SOFTMAX])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_softmax_is_identical_for_any_thread_count(name, shape, axis, dtype, tmp_path,
+                                                   small_blocks):  # fmt: skip
+    x = _data(shape, dtype, 4, specials=False) * 4
+    _, path = _saved(lambda p: dict(SOFTMAX)[name](p, axis), [x], tmp_path)
+    _assert_identical(_runs(path, [x]))
+    if any(d > 1 for d in shape[: axis % 4]):  # split only along an axis before the softmax's
+        assert max(small_blocks) > 1
+
+
+def test_softmax_above_the_real_threshold_is_identical(tmp_path):
+    x = _data((1, 12, 128, 200), specials=False)  # attention scores: rows of 200
+    _, path = _saved(lambda p: opset8.softmax(p, -1), [x], tmp_path)
+    found = _runs(path, [x])
+    _assert_identical(found)
+    e = np.exp(x.astype(np.float64) - x.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(found[2]["out"], want, rtol=1e-5, atol=1e-7)  # f32 exp, sums
+
+
 def test_elementwise_above_the_real_threshold_is_identical(tmp_path):
     x = _data((1, 64, 72, 64), specials=False)  # 294912 elements: split for real
     assert x.size >= blocks.MIN_SPLIT

@@ -71,3 +71,40 @@ def elementwise(
 
     threads.map_blocks(block, view.shape[ax], -(-2 * PIECE // max(inner, 1)))
     return out
+
+
+def across(
+    compute: Callable[[np.ndarray], np.ndarray], x: np.ndarray, axis: int, dtype: np.dtype | type,
+) -> np.ndarray:  # fmt: skip
+    """``compute(x)`` for a ``compute`` that works along ``axis`` only (Softmax), on the
+    run's threads: blocks are ranges of the outermost axis before ``axis`` longer than one.
+
+    Each block holds whole runs along ``axis`` and everything after it as in the whole,
+    so NumPy's reductions go through it in the same order.  An axis after ``axis`` would
+    not do: a block of it is a strided view, and NumPy may then reduce along ``axis`` in
+    another way (for f16, summing in f32 and rounding once instead of at each step).
+    With no such axis (a batch of one reduced along its channels) the work is not split.
+
+    >>> x = np.arange(600_000, dtype=np.float32).reshape(2, 300_000) / 1e5
+    >>> with threads.using(2):
+    ...     y = across(lambda v: v - v.max(axis=1, keepdims=True), x, 1, np.float32)
+    >>> bool((y == x - x.max(axis=1, keepdims=True)).all())
+    True
+    """
+    if threads.current() <= 1 or x.size < MIN_SPLIT:
+        return np.asarray(compute(x), dtype=dtype)
+    ax = next((i for i, d in enumerate(x.shape[:axis]) if d > 1), None)
+    if ax is None:
+        return np.asarray(compute(x), dtype=dtype)
+    out = np.empty(x.shape, dtype)
+    inner = x.size // x.shape[ax]
+    lead = (slice(None),) * ax
+    step = max(1, PIECE // max(inner, 1))
+
+    def block(start: int, stop: int) -> None:
+        for a in range(start, stop, step):
+            part = (*lead, slice(a, min(a + step, stop)))
+            out[part] = compute(x[part])
+
+    threads.map_blocks(block, x.shape[ax], -(-2 * PIECE // max(inner, 1)))
+    return out
