@@ -454,6 +454,30 @@ def test_softmax_is_identical_for_any_thread_count(name, shape, axis, dtype, tmp
         assert max(small_blocks) > 1
 
 
+REDUCE = [
+    ("sum", opset1.reduce_sum), ("mean", opset1.reduce_mean), ("max", opset1.reduce_max),
+    ("prod", opset1.reduce_prod), ("l2", opset4.reduce_l2),
+]
+
+
+@pytest.mark.parametrize("keep", [True, False])
+@pytest.mark.parametrize("axes", [[1], [2, 3], [-1], [3, 1]], ids=str)
+@pytest.mark.parametrize("name", [n for n, _ in REDUCE])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_reductions_are_identical_for_any_thread_count(name, axes, keep, dtype, tmp_path,
+                                                       small_blocks):  # fmt: skip
+    if name == "l2" and dtype == np.int32:
+        return  # ReduceL2 takes floats only
+    x = _data((3, 4, 5, 7), dtype, 6, specials=False)
+    if name == "prod":
+        x = (x % 3 + 1) if dtype == np.int32 else (x / 4 + 1).astype(dtype)
+    build = dict(REDUCE)[name]
+    _, path = _saved(lambda p: build(p, opset1.constant(np.array(axes, np.int64)), keep), [x],
+                     tmp_path)  # fmt: skip
+    _assert_identical(_runs(path, [x]))
+    assert max(small_blocks) > 1
+
+
 def test_softmax_above_the_real_threshold_is_identical(tmp_path):
     x = _data((1, 12, 128, 200), specials=False)  # attention scores: rows of 200
     _, path = _saved(lambda p: opset8.softmax(p, -1), [x], tmp_path)

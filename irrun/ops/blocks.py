@@ -108,3 +108,36 @@ def across(
 
     threads.map_blocks(block, x.shape[ax], -(-2 * PIECE // max(inner, 1)))
     return out
+
+
+def reduced(
+    compute: Callable[[np.ndarray], np.ndarray], x: np.ndarray, axes: Sequence[int],
+    shape: tuple[int, ...], dtype: np.dtype | type,
+) -> np.ndarray:  # fmt: skip
+    """``compute(x)`` for a reduction of ``x`` over ``axes`` into ``shape`` (kept or
+    dropped axes), on the run's threads: blocks are ranges of the outermost axis before
+    every reduced one that is longer than one (see :func:`across` for why not after).
+    That axis keeps its place in the output, whether reduced axes are kept or not.
+
+    >>> x = np.arange(600_000, dtype=np.float32).reshape(3, 2, 100_000)
+    >>> with threads.using(2):
+    ...     y = reduced(lambda v: v.sum(axis=2), x, (2,), (3, 2), np.float32)
+    >>> bool((y == x.sum(axis=2)).all())
+    True
+    """
+    first = min(axes, default=x.ndim)
+    ax = next((i for i, d in enumerate(x.shape[:first]) if d > 1), None)
+    if threads.current() <= 1 or x.size < MIN_SPLIT or ax is None:
+        return np.asarray(compute(x), dtype=dtype)
+    out = np.empty(shape, dtype)
+    inner = x.size // x.shape[ax]
+    lead = (slice(None),) * ax
+    step = max(1, PIECE // max(inner, 1))
+
+    def block(start: int, stop: int) -> None:
+        for a in range(start, stop, step):
+            part = (*lead, slice(a, min(a + step, stop)))
+            out[part] = compute(x[part])
+
+    threads.map_blocks(block, x.shape[ax], -(-2 * PIECE // max(inner, 1)))
+    return out

@@ -87,9 +87,15 @@ def _reduce_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
 def _reduce_kernel(fn):
     def kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
         ax = _axes(flat_ints(axes), x.ndim)
+        shape = tuple(1 if i in ax else d for i, d in enumerate(x.shape) if a.keep_dims
+                      or i not in ax)  # fmt: skip
+
+        def compute(v: np.ndarray) -> np.ndarray:
+            return np.asarray(fn(_widened(v), ax, a.keep_dims)).astype(x.dtype, copy=False)
+
+        # Split over the run's threads along an axis before the reduced ones.
         with np.errstate(over="ignore", invalid="ignore"):
-            out = fn(_widened(x), ax, a.keep_dims)
-        return (np.asarray(out).astype(x.dtype, copy=False),)
+            return (blocks.reduced(compute, x, ax, shape, x.dtype),)
 
     return kernel
 
