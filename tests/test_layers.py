@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "irrun"
 
 # Lowest first.  A module belongs to the layer with the longest prefix naming it.
 LAYERS = [
-    ("base", ("irrun.errors", "irrun.frozen", "irrun.version")),
+    ("base", ("irrun.errors", "irrun.frozen", "irrun.threads", "irrun.version")),
     ("ir", ("irrun.ir",)),
     ("ops", ("irrun.ops",)),
     ("core", ("irrun.core",)),
@@ -29,7 +29,7 @@ LAYERS = [
 ]
 
 # What stays at the top of irrun/: the face and the base every layer uses.
-TOP = {"__init__", "__main__", "cli", "errors", "frozen", "version"}
+TOP = {"__init__", "__main__", "cli", "errors", "frozen", "threads", "version"}
 
 
 def module_name(path: Path) -> str:
