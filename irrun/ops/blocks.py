@@ -13,6 +13,7 @@ calls stay in the CPU's cache while the piece is copied into the output.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -30,14 +31,15 @@ PIECE = 1 << 16
 
 
 def elementwise(
-    compute: Callable[..., np.ndarray], shape: tuple[int, ...], dtype: np.dtype | type,
+    compute: Callable[..., np.ndarray], shape: tuple[int, ...] | None, dtype: np.dtype | type,
     operands: Sequence[np.ndarray],
 ) -> np.ndarray:  # fmt: skip
     """``compute(*operands)`` as an array of ``dtype`` and ``shape``, on the run's threads.
 
-    ``compute`` must be elementwise: NumPy broadcasting of the operands to ``shape``,
-    each output element from the operands' elements at its place.  With one thread or
-    fewer than :data:`MIN_SPLIT` elements it is called once on the whole operands.
+    ``compute`` must be elementwise: NumPy broadcasting of the operands to ``shape``
+    (None: worked out here, only when needed), each output element from the operands'
+    elements at its place.  With one thread or fewer than :data:`MIN_SPLIT` elements it
+    is called once on the whole operands: a call costs well under a microsecond more.
 
     >>> x = np.arange(600_000, dtype=np.float32).reshape(3, 200_000)
     >>> with threads.using(2):
@@ -45,15 +47,18 @@ def elementwise(
     >>> bool((y == x * 2).all())
     True
     """
-    size = int(np.prod(shape, dtype=np.int64))
-    if threads.current() <= 1 or size < MIN_SPLIT:
+    if threads.current() <= 1 or max(o.size for o in operands) < MIN_SPLIT:
+        return np.asarray(compute(*operands), dtype=dtype)
+    if shape is None:
+        shape = np.broadcast_shapes(*(o.shape for o in operands))
+    if math.prod(shape) < MIN_SPLIT:
         return np.asarray(compute(*operands), dtype=dtype)
     out = np.empty(shape, dtype)
     view, ops = out, list(operands)
     if all(o.shape == tuple(shape) and o.flags.c_contiguous for o in ops):
         view, ops = out.reshape(-1), [o.reshape(-1) for o in ops]
     ax = next((i for i, d in enumerate(view.shape) if d > 1), 0)
-    inner = int(np.prod(view.shape[ax + 1 :], dtype=np.int64))
+    inner = math.prod(view.shape[ax + 1 :])
     lead = (slice(None),) * ax
     # Where each operand's axis ``ax`` is (None: broadcast along it, taken whole).
     where = []
@@ -125,9 +130,11 @@ def reduced(
     >>> bool((y == x.sum(axis=2)).all())
     True
     """
+    if threads.current() <= 1 or x.size < MIN_SPLIT:
+        return np.asarray(compute(x), dtype=dtype)
     first = min(axes, default=x.ndim)
     ax = next((i for i, d in enumerate(x.shape[:first]) if d > 1), None)
-    if threads.current() <= 1 or x.size < MIN_SPLIT or ax is None:
+    if ax is None:
         return np.asarray(compute(x), dtype=dtype)
     out = np.empty(shape, dtype)
     inner = x.size // x.shape[ax]

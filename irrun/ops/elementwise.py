@@ -277,9 +277,8 @@ def binary_kernel(fn, boolean: bool = False):
             def compute(u: np.ndarray, v: np.ndarray) -> np.ndarray:
                 return fn(a, u, v)
 
-        shape = xb.shape if xb.shape == yb.shape else np.broadcast_shapes(xb.shape, yb.shape)
         with np.errstate(all="ignore"):
-            out = blocks.elementwise(compute, shape, np.bool_ if boolean else x.dtype, (xb, yb))
+            out = blocks.elementwise(compute, None, np.bool_ if boolean else x.dtype, (xb, yb))
         return (out,)
 
     return kernel
