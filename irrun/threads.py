@@ -74,13 +74,36 @@ _blas_saved: list[int] = []  # the user's counts, while some limit holds
 _blas_now: list[int] = []  # the counts BLAS has, while some limit holds
 
 
+_blas_getters: list[Callable[[], int]] = []  # each library's count, read straight from C
+
+# The C functions that read a library's count, when its count is process-wide (not
+# OpenMP's, which is each thread's): called directly, a read takes a tenth of the time
+# threadpoolctl's property does (which looks the symbol up each time).
+_GETTERS = {"openblas": "openblas_get_num_threads", "blis": "bli_thread_get_num_threads"}
+
+
+def _getter(lib: Any) -> Callable[[], int]:
+    name = _GETTERS.get(getattr(lib, "internal_api", ""))
+    find = getattr(lib, "_get_symbol", None)
+    if name is not None and find is not None and getattr(lib, "threading_layer", "") != "openmp":
+        try:
+            fn = find(name)
+        except Exception:  # threadpoolctl's private API changed: use its property
+            fn = None
+        if fn is not None and fn() == lib.num_threads:
+            return fn  # type: ignore[no-any-return]
+    return lambda: lib.num_threads  # type: ignore[no-any-return]
+
+
 def _blas() -> list[Any]:
-    global _blas_libs
+    global _blas_libs, _blas_getters
     if _blas_libs is None:
         from threadpoolctl import ThreadpoolController
 
         libs = ThreadpoolController().select(user_api="blas").lib_controllers
-        _blas_libs = [lib for lib in libs if lib.num_threads is not None]
+        libs = [lib for lib in libs if lib.num_threads is not None]
+        _blas_getters = [_getter(lib) for lib in libs]
+        _blas_libs = libs
     return _blas_libs
 
 
@@ -104,7 +127,7 @@ def _blas_enter(n: int) -> None:
         return
     with _BLAS_LOCK:
         if not _blas_limits:
-            _blas_saved = [lib.num_threads for lib in libs]
+            _blas_saved = [get() for get in _blas_getters]
             _blas_now = _blas_saved
         _blas_limits[n] = _blas_limits.get(n, 0) + 1
         want = min(_blas_limits)
