@@ -39,6 +39,7 @@ say) are not limited.
 from __future__ import annotations
 
 import contextvars
+import functools
 import itertools
 import os
 import threading
@@ -53,12 +54,31 @@ _CURRENT: contextvars.ContextVar[int] = contextvars.ContextVar("irrun_threads", 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
 
+# Variables by which a process is told how many threads its libraries may use: a Dask
+# worker, a job scheduler's slot or a benchmark sets them, and irrun's default keeps to
+# them as BLAS does.
+_ENVIRONMENT = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@functools.cache
 def available() -> int:
-    """The cores this process may run on (its CPU affinity), at least 1."""
+    """The cores this process may run on (its CPU affinity), at least 1, and no more
+    than ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS`` say when
+    one is set to a count.
+
+    Worked out once (as OpenBLAS reads its variable once, when it loads): runs read it
+    each time, and the system calls would cost a microsecond or two a run.
+    ``available.cache_clear()`` has it worked out again.
+    """
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    for name in _ENVIRONMENT:
+        value = os.environ.get(name, "")
+        if value.strip().isdigit() and int(value) > 0:
+            cores = min(cores, int(value))
+    return max(1, cores)
 
 
 def current() -> int:

@@ -579,3 +579,23 @@ def test_batch_workers_share_the_cores_unless_told(jobs, given, want, tmp_path, 
     assert main(["run", CHAIN, "--input-dir", str(inputs), "--output-dir",
                  str(tmp_path / "out"), "--jobs", jobs, "-q", *extra]) == 0  # fmt: skip
     assert seen == [want]
+
+
+@pytest.mark.parametrize(("name", "value", "cap"), [
+    ("OMP_NUM_THREADS", "1", 1), ("OPENBLAS_NUM_THREADS", "1", 1), ("MKL_NUM_THREADS", "1", 1),
+    ("OMP_NUM_THREADS", "", None), ("OMP_NUM_THREADS", "many", None),
+    ("OMP_NUM_THREADS", "0", None), ("OMP_NUM_THREADS", "100000", None),
+])  # fmt: skip
+def test_the_default_keeps_to_the_environments_thread_count(name, value, cap, monkeypatch):
+    # A Dask worker or a job's slot says so; BLAS keeps to it too.
+    for other in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(other, raising=False)
+    threads.available.cache_clear()
+    cores = threads.available()
+    monkeypatch.setenv(name, value)
+    threads.available.cache_clear()
+    try:
+        assert threads.available() == (cores if cap is None else min(cap, cores))
+    finally:
+        monkeypatch.undo()
+        threads.available.cache_clear()
