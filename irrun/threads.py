@@ -221,6 +221,15 @@ class running:
             _CURRENT.reset(self.token)
 
 
+def _forget_threads() -> None:
+    # A forked child has none of its parent's threads: its pools start anew.
+    _POOLS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_threads)
+
+
 def _pool(n: int) -> ThreadPoolExecutor:
     pool = _POOLS.get(n)
     if pool is None:

@@ -599,3 +599,21 @@ def test_the_default_keeps_to_the_environments_thread_count(name, value, cap, mo
     finally:
         monkeypatch.undo()
         threads.available.cache_clear()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork is POSIX's")
+# Python 3.12+ warns of fork in a process with threads: the point of this test.
+@pytest.mark.filterwarnings("ignore:.*multi-threaded.*:DeprecationWarning")
+def test_a_forked_child_splits_work_on_threads_of_its_own():
+    import multiprocessing
+
+    with threads.using(2):
+        assert len(threads.map_blocks(lambda a, b: a, 8)) > 1  # the parent's pool exists
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        assert pool.apply(_blocks_in_child) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+
+
+def _blocks_in_child():
+    with threads.using(2):
+        return threads.map_blocks(lambda a, b: (a, b), 8, min_block=2)
