@@ -127,10 +127,13 @@ def _getter(lib: Any) -> Callable[[], int]:
 def _blas() -> list[Any]:
     global _blas_libs, _blas_getters
     if _blas_libs is None:
-        from threadpoolctl import ThreadpoolController
-
-        libs = ThreadpoolController().select(user_api="blas").lib_controllers
-        libs = [lib for lib in libs if lib.num_threads is not None]
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # a dependency; without it BLAS keeps its own count
+            libs = []
+        else:
+            libs = ThreadpoolController().select(user_api="blas").lib_controllers
+            libs = [lib for lib in libs if lib.num_threads is not None]
         _blas_getters = [_getter(lib) for lib in libs]
         _blas_libs = libs
     return _blas_libs
@@ -232,8 +235,8 @@ if hasattr(os, "register_at_fork"):
 
 def _pool(n: int) -> ThreadPoolExecutor:
     pool = _POOLS.get(n)
-    if pool is None:
-        pool = _POOLS[n] = ThreadPoolExecutor(n, thread_name_prefix="irrun")
+    if pool is None:  # threads start at the first task: a pool made twice costs nothing
+        pool = _POOLS.setdefault(n, ThreadPoolExecutor(n, thread_name_prefix="irrun"))
     return pool
 
 
