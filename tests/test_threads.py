@@ -47,6 +47,7 @@ def small_blocks(monkeypatch):
     """
     monkeypatch.setattr(window, "MIN_BLOCK_BYTES", 1)
     monkeypatch.setattr(blocks, "MIN_SPLIT", 2)
+    monkeypatch.setattr(blocks, "MIN_BLOCK", 6)
     monkeypatch.setattr(blocks, "PIECE", 3)
     splits = []
     real = threads.map_blocks
@@ -479,7 +480,7 @@ def test_reductions_are_identical_for_any_thread_count(name, axes, keep, dtype, 
 
 
 def test_softmax_above_the_real_threshold_is_identical(tmp_path):
-    x = _data((1, 12, 128, 200), specials=False)  # attention scores: rows of 200
+    x = _data((1, 12, 256, 352), specials=False)  # attention scores: rows of 352
     _, path = _saved(lambda p: opset8.softmax(p, -1), [x], tmp_path)
     found = _runs(path, [x])
     _assert_identical(found)
@@ -489,9 +490,9 @@ def test_softmax_above_the_real_threshold_is_identical(tmp_path):
 
 
 def test_elementwise_above_the_real_threshold_is_identical(tmp_path):
-    x = _data((1, 64, 72, 64), specials=False)  # 294912 elements: split for real
+    x = _data((1, 64, 128, 128), specials=False)  # 2**20 elements: split for real
     assert x.size >= blocks.MIN_SPLIT
-    y = _data((64, 1, 64), seed=5, specials=False)
+    y = _data((64, 1, 128), seed=5, specials=False)
 
     def build(a, b):
         return opset1.sigmoid(opset1.multiply(a, b))

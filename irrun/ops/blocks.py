@@ -21,11 +21,13 @@ import numpy as np
 from .. import threads
 
 # Elements the output must hold before the work is split.  Handing a block to a thread
-# and waiting for it costs some 20-60 µs; the cheapest kernels (an addition) go through
-# about 1-2 elements a nanosecond, so 2**18 elements are 150-250 µs of work, split in
-# two blocks of at least PIECE * 2 elements each.  Below, the kernel runs as it would on
-# one thread: small tensors pay nothing.
-MIN_SPLIT = 1 << 18
+# and waiting for it costs some 20-60 µs.  The cheapest kernels go through about 4 f32
+# elements a nanosecond (an addition of two 1x64x56x56 tensors: 55 µs on a 2-core
+# Xeon; a Sigmoid of one, 150 µs), so 2**20 elements are at least 250 µs of work, in
+# blocks of at least MIN_BLOCK elements (65 µs or more): the hand-off stays a small part
+# of it.  Below, the kernel runs as it would on one thread: small tensors pay nothing.
+MIN_SPLIT = 1 << 20
+MIN_BLOCK = 1 << 18
 # Elements of a piece: 256 KiB of f32, whose temporaries stay in the CPU's L2 cache.
 PIECE = 1 << 16
 
@@ -41,7 +43,7 @@ def elementwise(
     elements at its place.  With one thread or fewer than :data:`MIN_SPLIT` elements it
     is called once on the whole operands: a call costs well under a microsecond more.
 
-    >>> x = np.arange(600_000, dtype=np.float32).reshape(3, 200_000)
+    >>> x = np.arange(3_000_000, dtype=np.float32).reshape(3, 1_000_000)
     >>> with threads.using(2):
     ...     y = elementwise(lambda v: v * 2, x.shape, np.float32, [x])
     >>> bool((y == x * 2).all())
@@ -74,7 +76,7 @@ def elementwise(
                      for o, k in zip(ops, where, strict=True)]  # fmt: skip
             view[(*lead, slice(a, b))] = compute(*parts)
 
-    threads.map_blocks(block, view.shape[ax], -(-2 * PIECE // max(inner, 1)))
+    threads.map_blocks(block, view.shape[ax], -(-MIN_BLOCK // max(inner, 1)))
     return out
 
 
@@ -90,7 +92,7 @@ def across(
     another way (for f16, summing in f32 and rounding once instead of at each step).
     With no such axis (a batch of one reduced along its channels) the work is not split.
 
-    >>> x = np.arange(600_000, dtype=np.float32).reshape(2, 300_000) / 1e5
+    >>> x = np.arange(2_000_000, dtype=np.float32).reshape(2, 1_000_000) / 1e5
     >>> with threads.using(2):
     ...     y = across(lambda v: v - v.max(axis=1, keepdims=True), x, 1, np.float32)
     >>> bool((y == x - x.max(axis=1, keepdims=True)).all())
@@ -111,7 +113,7 @@ def across(
             part = (*lead, slice(a, min(a + step, stop)))
             out[part] = compute(x[part])
 
-    threads.map_blocks(block, x.shape[ax], -(-2 * PIECE // max(inner, 1)))
+    threads.map_blocks(block, x.shape[ax], -(-MIN_BLOCK // max(inner, 1)))
     return out
 
 
@@ -124,7 +126,7 @@ def reduced(
     every reduced one that is longer than one (see :func:`across` for why not after).
     That axis keeps its place in the output, whether reduced axes are kept or not.
 
-    >>> x = np.arange(600_000, dtype=np.float32).reshape(3, 2, 100_000)
+    >>> x = np.arange(3_000_000, dtype=np.float32).reshape(3, 2, 500_000)
     >>> with threads.using(2):
     ...     y = reduced(lambda v: v.sum(axis=2), x, (2,), (3, 2), np.float32)
     >>> bool((y == x.sum(axis=2)).all())
@@ -146,5 +148,5 @@ def reduced(
             part = (*lead, slice(a, min(a + step, stop)))
             out[part] = compute(x[part])
 
-    threads.map_blocks(block, x.shape[ax], -(-2 * PIECE // max(inner, 1)))
+    threads.map_blocks(block, x.shape[ax], -(-MIN_BLOCK // max(inner, 1)))
     return out
