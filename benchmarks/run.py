@@ -3,12 +3,14 @@
     python benchmarks/run.py                 # medians of 25 interleaved runs each
     python benchmarks/run.py --quick         # 5 runs, for a smoke check
     python benchmarks/run.py --only W1 W8    # some workloads (W1..W9, C1, R18, L1)
+    python benchmarks/run.py --threads 2     # every backend on 2 threads
 
 Everything runs in this one process on one thread (OpenVINO with
-INFERENCE_NUM_THREADS=1, torch.set_num_threads(1), BLAS threads 1), and the
-backends are interleaved run by run, each following each other one equally often,
-so that machine noise and what one backend leaves behind (a cold cache, a CPU
-that has been busy) hit all alike.
+INFERENCE_NUM_THREADS=1, torch.set_num_threads(1), BLAS threads 1), or on the
+``--threads N`` given to each (irrun.load(threads=N), INFERENCE_NUM_THREADS=N,
+torch.set_num_threads(N)), and the backends are interleaved run by run, each
+following each other one equally often, so that machine noise and what one
+backend leaves behind (a cold cache, a CPU that has been busy) hit all alike.
 OpenVINO and PyTorch are each timed when installed.  Ratios below 1 mean
 irrun is faster.  Every workload's irrun outputs are also compared with
 OpenVINO's bit for bit (the "exact" column), and the issue's targets are
@@ -17,16 +19,26 @@ checked at the end.
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 
-# Single-threaded BLAS everywhere; must be set before numpy is imported.
+
+def _threads_arg(argv: list[str]) -> int:
+    """The --threads N given, read before NumPy is imported (its BLAS reads the environment)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--threads", type=int, default=1)
+    return max(1, parser.parse_known_args(argv)[0].threads)
+
+
+# BLAS on the threads asked for everywhere (one by default); set before numpy is imported.
+# Imported (by the tests), the script runs on one thread.
+_THREADS = _threads_arg(sys.argv[1:]) if __name__ == "__main__" else 1
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+    os.environ.setdefault(_var, str(_THREADS))
 
-import argparse  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -53,12 +65,12 @@ try:
     import torch
     import torch.nn.functional as F
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(_THREADS)
 except ImportError:
     torch = None
 
 
-CPU_CONFIG = {"INFERENCE_NUM_THREADS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+CPU_CONFIG = {"INFERENCE_NUM_THREADS": _THREADS, "INFERENCE_PRECISION_HINT": "f32"}
 
 
 @dataclass
@@ -204,7 +216,7 @@ def _each_after_each(names: list[str]) -> list[str]:
 def bench_workload(w: Workload, core, directory: Path, runs: int) -> dict:
     model, path = _model(w, directory)
     x = np.random.default_rng(0).standard_normal(w.shape).astype(np.float32)
-    m = irrun.load(path)
+    m = irrun.load(path, threads=_THREADS)
     compiled = core.compile_model(model, "CPU", CPU_CONFIG)
     request = compiled.create_infer_request()
     backends: dict[str, Callable[[], object]] = {
@@ -321,12 +333,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="5 runs per workload")
     parser.add_argument("--runs", type=int, help="runs per workload (default 25)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="only these workloads (W1 ... L1)")
+    parser.add_argument("--threads", type=int, default=1, metavar="N",
+                        help="threads of every backend (default 1; read at start-up)")
     args = parser.parse_args(argv)
+    if args.threads != _THREADS:
+        parser.error("--threads is read when the script starts: give it on the command line")
     runs = args.runs or (5 if args.quick else 25)
     core = ov.Core()
     print(f"irrun {irrun.__version__}, OpenVINO {ov.get_version().split('-')[0]}, "
           f"torch {torch.__version__ if torch is not None else 'not installed'}, "
-          f"numpy {np.__version__}; medians of {runs} interleaved runs, one thread")
+          f"numpy {np.__version__}; medians of {runs} interleaved runs, "
+          f"{_THREADS} thread{'s' if _THREADS > 1 else ''}")
     header = ("workload", "irrun ms", "OpenVINO ms", "torch ms", "irrun/OV", "irrun/torch",
               "exact")  # fmt: skip
     rows, results = [], {}

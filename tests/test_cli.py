@@ -486,7 +486,7 @@ def test_verbose_says_what_is_done_on_stderr_and_quiet_keeps_the_outputs(tmp_pat
                         r"in [\d.]+ ms", lines[1])  # fmt: skip
     assert lines[2] == "irrun: reshaped to [2,3,32,32]"
     assert lines[3] == "irrun: inputs: random (seed 0): image [2, 3, 32, 32] float32"
-    assert re.fullmatch(r"irrun: ran 1 time in [\d.]+ ms", lines[4])
+    assert re.fullmatch(r"irrun: ran 1 time in [\d.]+ ms on \d+ threads?", lines[4])
     assert lines[5] == f"irrun: wrote 1 output to {out}"
     assert load_npz(out)["probabilities"].shape == (2, 10)
     rc, stdout, err = run_cli(capsys, str(MODELS / "demo.xml"), "-q")

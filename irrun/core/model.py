@@ -190,7 +190,9 @@ class Model:
     def threads(self) -> int:
         """The threads a run uses: BLAS's, and the other kernels' blocks (see
         :mod:`irrun.threads`).  Set it to a count, or None for the cores this process may
-        use (the default).  Results do not depend on it, but for the order of BLAS's sums.
+        use (the default; no more than ``OMP_NUM_THREADS`` and the like say, when set).
+        Results do not depend on it, but for the order of BLAS's sums.  During a run BLAS
+        has this many threads; after it, what it had before.
         """
         return self._threads_arg if self._threads_arg is not None else threads.available()
 
@@ -474,7 +476,7 @@ class Model:
         slots = tuple(sorted(set(wanted.values()) | set(assigns.values())))
         self._check_memory({lid: a.shape for lid, a in by_layer.items()}, slots,
                            observe is not None)  # fmt: skip
-        with threads.using(self.threads):
+        with threads.running(self.threads):
             values = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
         result = {name: _own(values[slot]) for name, slot in wanted.items()}
         if intermediate:

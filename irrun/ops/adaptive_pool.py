@@ -25,7 +25,7 @@ from ..ir.dims import DYNAMIC, Dim
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import pool_windows
 from .avg_pool import accumulator_dtype, to_input_type
-from .window import POOL_TYPES, computed, plane_chunks, restored
+from .window import POOL_TYPES, computed, each_chunk, plane_chunks, restored
 
 
 def window_bounds(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
@@ -176,9 +176,10 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
     xp = x.reshape(plan.planes, plan.plane)
     out = np.empty((plan.planes, plan.out_count), acc_dtype)
     counts = plan.counts.astype(acc_dtype)
-    # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
-    with np.errstate(invalid="ignore", over="ignore"):
-        for ch in plan.chunks:
+
+    def average(ch: slice) -> None:
+        # inf - inf and overflow to inf are the IEEE results OpenVINO gives too, not errors.
+        with np.errstate(invalid="ignore", over="ignore"):
             rows = _rows(xp[ch], plan.plane, acc_dtype, zero_row=True)
             acc = np.take(rows, plan.taps[0], axis=0)
             acc += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
@@ -188,6 +189,8 @@ def adaptive_avg_pool(x: np.ndarray, out_sizes: Sequence[int]) -> np.ndarray:
                 acc += gathered
             acc /= counts
             np.copyto(out[ch], acc.T)
+
+    each_chunk(plan.planes, plan.plane * 8, plan.chunks, average, CHUNK_BYTES)
     return to_input_type(out, x.dtype).reshape(x.shape[:2] + tuple(out_sizes))
 
 
@@ -230,9 +233,13 @@ def _adaptive_avg_windows(plan: _Plan, x: np.ndarray, acc_dtype: np.dtype) -> np
     xp = x.reshape(plan.planes, *x.shape[2:])
     sums = np.empty((plan.planes, *win.shape), acc_dtype)
     counts = functools.reduce(np.multiply.outer, win.counts).astype(acc_dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for ch in plan.chunks:
+
+    def window_sums(ch: slice) -> None:
+        with np.errstate(invalid="ignore", over="ignore"):
             sums[ch] = win.sums(xp[ch].astype(acc_dtype, copy=False), acc_dtype)
+
+    each_chunk(plan.planes, plan.plane * 8, plan.chunks, window_sums, CHUNK_BYTES)
+    with np.errstate(invalid="ignore", over="ignore"):
         sums /= counts
     return to_input_type(win.expand(sums), x.dtype).reshape(x.shape[:2] + plan.outs)
 
@@ -256,15 +263,19 @@ def adaptive_max_pool(
         xp = x.reshape(plan.planes, *x.shape[2:])
         values = np.empty((plan.planes, *win.shape), x.dtype)
         where = np.empty((plan.planes, *win.shape), np.int64)
-        for ch in plan.chunks:
+
+        def maxima(ch: slice) -> None:
             values[ch], where[ch] = win.maxima(xp[ch])
+
+        each_chunk(plan.planes, plan.plane * 8, plan.chunks, maxima, CHUNK_BYTES)
         index = win.expand(where).reshape(shape) if with_indices else None
         return win.expand(values).reshape(shape), index
     xp = x.reshape(plan.planes, plan.plane)
     values = np.empty((plan.planes, plan.out_count), x.dtype)
     index = np.empty((plan.planes, plan.out_count), np.int64) if with_indices else None
     floats = x.dtype.kind == "f"
-    for ch in plan.chunks:
+
+    def maxima_of(ch: slice) -> None:
         rows = _rows(xp[ch], plan.plane, x.dtype, zero_row=False)
         taps = [np.take(rows, t, axis=0) for t in plan.taps]
         first = taps[0]
@@ -290,6 +301,8 @@ def adaptive_max_pool(
         np.copyto(values[ch], best.T)
         if with_indices:
             np.copyto(index[ch], sel.T)
+
+    each_chunk(plan.planes, plan.plane * 8, plan.chunks, maxima_of, CHUNK_BYTES)
     return values.reshape(shape), (None if index is None else index.reshape(shape))
 
 

@@ -27,6 +27,7 @@ from .window import (
     Windows,
     check_pool_attributes,
     computed,
+    each_chunk,
     plane_chunks,
     pool_dilations,
     pooled_shape,
@@ -372,19 +373,28 @@ def avg_pool(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     plan = _plan(x.shape, key, x.dtype)
     x = np.ascontiguousarray(x)
     xp = x.reshape(plan.planes, *plan.w.sizes)
+    plane_bytes = plan.plane * plan.acc.itemsize  # as plan.chunks counts them
     if plan.general is not None:
         win = plan.general
         sums = np.empty((plan.planes, *win.shape), plan.acc)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            for ch in plan.chunks:
+
+        def window_sums(ch: slice) -> None:
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
                 sums[ch] = win.sums(xp[ch].astype(plan.acc, copy=False), plan.acc)
+
+        each_chunk(plan.planes, plane_bytes, plan.chunks, window_sums, CHUNK_BYTES)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             plan.divide(sums, plan.general_divisor, sums)
         return to_input_type(win.expand(sums), x.dtype).reshape(x.shape[:2] + plan.w.out)
     out = np.empty((plan.planes, *plan.w.out), plan.acc)
-    # inf - inf, overflow to inf and 0/0 are the IEEE results OpenVINO gives too.
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for ch in plan.chunks:
+
+    def average(ch: slice) -> None:
+        # inf - inf, overflow to inf and 0/0 are the IEEE results OpenVINO gives too
+        # (the error state is each thread's own: set in the block).
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             plan.run(xp[ch].astype(plan.acc, copy=False), out[ch])
+
+    each_chunk(plan.planes, plane_bytes, plan.chunks, average, CHUNK_BYTES)
     return to_input_type(out, x.dtype).reshape(x.shape[:2] + plan.w.out)
 
 

@@ -52,6 +52,7 @@ import numpy as np
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from . import blocks
 from .basic import convert
 
 # "explicit" is OpenVINO's other spelling of "none".
@@ -268,12 +269,18 @@ def binary_kernel(fn, boolean: bool = False):
             xb, yb = x, y
         else:
             xb, yb = broadcast_operands(x, y, a.auto_broadcast)
+        if x.dtype.kind == "f" and x.dtype.itemsize < 4 and not boolean:
+
+            def compute(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+                return fn(a, u.astype(np.float32), v.astype(np.float32)).astype(x.dtype)
+        else:
+
+            def compute(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+                return fn(a, u, v)
+
         with np.errstate(all="ignore"):
-            if x.dtype.kind == "f" and x.dtype.itemsize < 4 and not boolean:
-                out = fn(a, xb.astype(np.float32), yb.astype(np.float32)).astype(x.dtype)
-            else:
-                out = fn(a, xb, yb)
-        return (np.asarray(out, dtype=np.bool_ if boolean else x.dtype),)
+            out = blocks.elementwise(compute, None, np.bool_ if boolean else x.dtype, (xb, yb))
+        return (out,)
 
     return kernel
 
@@ -311,7 +318,13 @@ def float_compute(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.n
     """``fn`` in f32 (f64 for f64 inputs), rounded once to ``x``'s type.
 
     Integers are rounded half to even, as the CPU plugin converts its f32 result.
+    ``fn`` is elementwise: large inputs are split over the run's threads (see
+    :mod:`.blocks`).
     """
+    return blocks.elementwise(lambda v: _float_compute(v, fn), x.shape, x.dtype, (x,))
+
+
+def _float_compute(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     work = x if x.dtype == np.float64 else x.astype(np.float32, copy=False)
     with np.errstate(all="ignore"):
         out = fn(work)
@@ -599,7 +612,7 @@ def _elu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 def _relu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     zero = x.dtype.type(0)
     # NaN > 0 is false: NaN gives 0, as in the plugin and the reference kernel.
-    return (np.where(x > zero, x, zero),)
+    return (blocks.elementwise(lambda v: np.where(v > zero, v, zero), x.shape, x.dtype, (x,)),)
 
 
 register(OpDef(type="Abs", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_abs))

@@ -29,6 +29,7 @@ from .window import (
     Windows,
     check_pool_attributes,
     computed,
+    each_chunk,
     plane_chunks,
     pool_dilations,
     pooled_shape,
@@ -444,6 +445,7 @@ class _Plan:
         if len(order) > 1 and w.out[order[0]] == w.sizes[order[0]]:
             target = min(target, max(plane_bytes, self.planes * plane_bytes // 2))
         self.value_chunks = plane_chunks(self.planes, plane_bytes, target)
+        self.value_target = target
         self._values: dict[int, list] = {}
         self._indices: dict[int, list] = {}
 
@@ -540,13 +542,15 @@ def max_pool(
     values = np.empty((plan.planes, *w.out), x.dtype)
     shape = x.shape[:2] + w.out
     floats = x.dtype.kind == "f"
+    plane_bytes = plan.plane * x.dtype.itemsize
     if not with_indices:
-        for ch in plan.value_chunks:
+
+        def values_of(ch: slice) -> None:
             passes = plan.values_passes(ch.stop - ch.start)
             if not passes:  # every axis is the identity, but NaN still never wins
                 np.copyto(values[ch], xp[ch])
                 _finish(values[ch], low)
-                continue
+                return
             cur = xp[ch]
             for n, (run, out_shape) in enumerate(passes):
                 dst = values[ch] if n == len(passes) - 1 else np.empty(out_shape, x.dtype)
@@ -555,12 +559,15 @@ def max_pool(
             _finish(values[ch], low)
             if floats:
                 _zero_signs(xp[ch], w, values[ch])
+
+        each_chunk(plan.planes, plane_bytes, plan.value_chunks, values_of, plan.value_target)
         return values.reshape(shape), None
     first = plan.first_taps
     modulo = int(np.prod(x.shape[axis:], dtype=np.int64))
     plane_start = plan.plane_starts(modulo)
     index = np.empty((plan.planes, *w.out), index_dtype)
-    for ch in plan.chunks:
+
+    def indices_of(ch: slice) -> None:
         p = ch.stop - ch.start
         cur, rel = xp[ch], None
         passes = plan.index_passes(p)
@@ -589,6 +596,8 @@ def max_pool(
         if some_empty:
             empty = vals == low
             idx[empty] = np.broadcast_to(plane_start[ch], idx.shape)[empty]
+
+    each_chunk(plan.planes, plane_bytes, plan.chunks, indices_of, CHUNK_BYTES)
     return (values.reshape(shape) if with_values else None), index.reshape(shape)
 
 
@@ -598,8 +607,11 @@ def _max_pool_windows(plan: _Plan, x, with_indices, with_values, index_dtype, ax
     xp = np.ascontiguousarray(x).reshape(plan.planes, *w.sizes)
     values = np.empty((plan.planes, *win.shape), x.dtype)
     where = np.empty((plan.planes, *win.shape), np.int64)
-    for ch in plan.chunks:
+
+    def maxima(ch: slice) -> None:
         values[ch], where[ch] = win.maxima(xp[ch], plan.low)
+
+    each_chunk(plan.planes, plan.plane * x.dtype.itemsize, plan.chunks, maxima, CHUNK_BYTES)
     shape = x.shape[:2] + w.out
     values = win.expand(values).reshape(shape) if with_values else None
     if not with_indices:

@@ -54,6 +54,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from . import blocks
 from .movement import check_vector, flat_ints, int_values, normalize_axis, vector_length
 
 
@@ -86,9 +87,15 @@ def _reduce_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
 def _reduce_kernel(fn):
     def kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
         ax = _axes(flat_ints(axes), x.ndim)
+        shape = tuple(1 if i in ax else d for i, d in enumerate(x.shape) if a.keep_dims
+                      or i not in ax)  # fmt: skip
+
+        def compute(v: np.ndarray) -> np.ndarray:
+            return np.asarray(fn(_widened(v), ax, a.keep_dims)).astype(x.dtype, copy=False)
+
+        # Split over the run's threads along an axis before the reduced ones.
         with np.errstate(over="ignore", invalid="ignore"):
-            out = fn(_widened(x), ax, a.keep_dims)
-        return (np.asarray(out).astype(x.dtype, copy=False),)
+            return (blocks.reduced(compute, x, ax, shape, x.dtype),)
 
     return kernel
 
@@ -246,7 +253,8 @@ def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 def _log_softmax_kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     work = x if x.dtype.itemsize >= 4 else x.astype(np.float32)
-    return (log_softmax(work, _softmax_axis(a.axis, x.ndim, 8)).astype(x.dtype),)
+    axis = _softmax_axis(a.axis, x.ndim, 8)
+    return (blocks.across(lambda v: log_softmax(v, axis), work, axis, x.dtype),)
 
 
 def _log_softmax_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -258,7 +266,9 @@ def _log_softmax_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list
 
 def _softmax_kernel(version: int):
     def kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (softmax(x, _softmax_axis(a.axis, x.ndim, version)),)
+        axis = _softmax_axis(a.axis, x.ndim, version)
+        # Rows along the axis are independent: split over the run's threads.
+        return (blocks.across(lambda v: softmax(v, axis), x, axis, x.dtype),)
 
     return kernel
 

@@ -46,6 +46,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from . import blocks
 from .basic import convert
 from .elementwise import (
     BROADCAST_ATTR,
@@ -112,8 +113,9 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
 def _round(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     if x.dtype.kind in "iub":
         return (x.copy(),)
+    fn = np.rint if a.mode == "half_to_even" else round_half_away
     with np.errstate(invalid="ignore"):
-        return (np.rint(x) if a.mode == "half_to_even" else round_half_away(x),)
+        return (blocks.elementwise(fn, x.shape, x.dtype, (x,)),)
 
 
 register(

@@ -14,7 +14,11 @@ stops at the first); the exit code is then 1, with a count of the failed files.
 ``--jobs N`` runs the files in N worker processes (0 or ``auto``: one per CPU).  Each
 worker gets the model once, as a pickle of its paths (see ``Model.__getstate__``), and
 reads its own inputs and writes its own outputs; the parent only hands out file names
-and reports what each worker did, in the order they finish.
+and reports what each worker did, in the order they finish.  Without ``--threads``,
+each of the N workers runs on the cores this process may use divided by N (at least
+one), so that N workers never ask for more threads than there are cores; ``--threads``
+gives each worker that many (and pins BLAS's count, whose order of summation may
+depend on it).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from .. import threads
 from ..core.model import Model, load
 from ..errors import IrrunError, Location, UsageError
 from ..ir.dims import format_shape
@@ -161,10 +166,10 @@ def _in_pool(
     queue = iter(files)
     # spawn, not fork: a fresh interpreter per worker, the same on every platform, and
     # no copy of a parent's BLAS threads or locks.
-    # Workers keep the BLAS thread count the environment gives, as the parent has: OpenBLAS
-    # splits a convolution's matrix product differently with another count, which changes
-    # the last bit of its sums, and --jobs must not change the values written.  With many
-    # workers on many cores, OMP_NUM_THREADS=1 avoids oversubscribing them.
+    # Each worker runs on model.threads threads, BLAS's included (batch_command gives
+    # each its share of the cores unless --threads says).  OpenBLAS may split a
+    # convolution's matrix product differently with another count: --threads pins it,
+    # for values that do not depend on --jobs to the last bit.
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=get_context("spawn"),
         initializer=_init_worker, initargs=(model,),
@@ -344,6 +349,10 @@ def batch_command(
     if args.shape:
         model.reshape(args.shape)  # the workers' copies are reshaped too: pickles carry it
     jobs = args.jobs or os.cpu_count() or 1
+    if getattr(args, "threads", None) is not None:
+        model.threads = args.threads
+    elif jobs > 1 and len(files) > 1:  # each worker its share of the cores
+        model.threads = max(1, threads.available() // min(jobs, len(files)))
     start = time.perf_counter()
     failed: list[str] = []
     written = skipped = 0

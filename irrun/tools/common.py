@@ -224,6 +224,15 @@ def int_at_least(low: int, name: str) -> Callable[[str], int]:
     return parse
 
 
+def add_threads(parser: argparse.ArgumentParser) -> None:
+    """``--threads N``, for the commands that run a model (see :mod:`irrun.threads`)."""
+    parser.add_argument(
+        "--threads", type=int_at_least(1, "--threads"), metavar="N",
+        help="threads a run uses, BLAS's and the other kernels' (default: the cores this "
+        "process may use); results do not depend on it but for the order of BLAS's sums",
+    )  # fmt: skip
+
+
 def memory_size(text: str) -> int | str | None:
     """``--max-memory``: bytes, None for ``none``, or ``available`` (the default)."""
     if text == "available":

@@ -41,6 +41,7 @@ from ..core.model import Model, load
 from ..errors import UsageError
 from .common import (
     Parents,
+    add_threads,
     check_output_path,
     count,
     dump_json,
@@ -444,6 +445,7 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--fail-fast", action="store_true", help="stop at the first tensor that fails")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead")
     p.add_argument("-o", "--output", metavar="REPORT.json", help="also write the report here")
+    add_threads(p)
     p.set_defaults(handler=_handler)
 
 
@@ -453,7 +455,7 @@ def _handler(args: argparse.Namespace) -> int:
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
     # Refuses a --seed that inputs from elsewhere would leave unused.
     random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
-    model = load(args.model, args.weights, args.max_memory)
+    model = load(args.model, args.weights, args.max_memory, threads=args.threads)
     feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
     if args.input:
         feeds = read_inputs(model, args.input)

@@ -22,7 +22,7 @@ from typing import Any
 from ..core.generation import LanguageModel, generate, open_language_model
 from ..errors import IrrunError, Location, UsageError
 from .batch import progress
-from .common import Parents, dump_json, memory_size, positive
+from .common import Parents, add_threads, dump_json, memory_size, positive
 
 
 def register(sub: Any, parents: Parents) -> None:
@@ -52,6 +52,7 @@ def register(sub: Any, parents: Parents) -> None:
                         help="refuse a step whose tensors would need more than SIZE at once "
                         "(default: the memory available to the process)")  # fmt: skip
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    add_threads(parser)
     parser.set_defaults(handler=_handle)
 
 
@@ -96,6 +97,7 @@ class _Tokenizer:
 
 def _handle(args: argparse.Namespace) -> int:
     lm = open_language_model(args.model, max_memory=args.max_memory)
+    lm.model.threads = args.threads
     tokenizer = _Tokenizer(lm, args.model) if args.prompt is not None else None
     ids = tokenizer.encode(args.prompt) if tokenizer is not None else args.input_ids
     if not ids:

@@ -49,6 +49,7 @@ def register(sub: Any, parents: Parents) -> None:
         "or none for no cap; default: max(64M, 8 times the .bin), at most half of "
         "--max-memory); -v says what was folded",
     )  # fmt: skip
+    common.add_threads(run)
     dump.add_arguments(run)
     profiling.add_arguments(run)
     batch.add_arguments(run)
@@ -78,7 +79,7 @@ def _handle(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     say = _say if args.verbose else _silent
     start = time.perf_counter()
-    model = load(args.model, args.weights, args.max_memory, args.fold_cap)
+    model = load(args.model, args.weights, args.max_memory, args.fold_cap, args.threads)
     say(f"loaded {args.model}: {len(model.layers())} layers, {_ms(start)}")
     for line in model.folding.describe() if model.folding is not None else ():
         say(line)
@@ -113,7 +114,8 @@ def _handle(args: argparse.Namespace) -> int:
         if dumper is not None:
             dumper.finish(complete=done)
     runs = args.iterations if profile is not None else 1
-    say(f"ran {runs} time{'s' * (runs != 1)} in {_ms(start)}")
+    say(f"ran {runs} time{'s' * (runs != 1)} in {_ms(start)} on "
+        f"{common.count(model.threads, 'thread')}")
     if dumper is not None and not args.quiet:
         print(f"irrun: {dumper.summary()}", file=sys.stderr)
     if args.output:
