@@ -338,3 +338,23 @@ def test_model_run_of_a_kv_model_is_the_plain_concat(tmp_path):
     assert out.tolist() == np.full((1, 2, 4), 3, F32).tolist()
     plain = Plan(m._graph, m._nodes, passes=())
     assert len(plain._schedule(tuple(m._output_slots.values()))) > 0
+
+
+def test_a_growing_decode_is_not_planned_again_at_every_step(monkeypatch):
+    """Under the default budget, runs within 2x per dim of a small planned run are small
+    too: 30 steps of a growing attention mask plan about log2(30) times, not 30."""
+    m = irrun.load(Path(__file__).resolve().parent / "stateful" / "gpt2" / "openvino_model.xml")
+    calls = []
+    plan = m._plan_peak
+    monkeypatch.setattr(m, "_plan_peak", lambda *a: calls.append(1) or plan(*a))
+    req = m.create_request()
+    for step in range(30):
+        req.run({"input_ids": np.array([[5]]), "attention_mask": np.ones((1, step + 1), np.int64),
+                 "position_ids": np.array([[step]]), "beam_idx": np.zeros(1, np.int32)})  # fmt: skip
+    assert 1 <= len(calls) <= 8
+    m.max_memory = 10**9  # an explicit budget plans every new shape
+    calls.clear()
+    for step in range(3):
+        req.run({"input_ids": np.array([[5]]), "attention_mask": np.ones((1, 31 + step), np.int64),
+                 "position_ids": np.array([[30 + step]]), "beam_idx": np.zeros(1, np.int32)})  # fmt: skip
+    assert len(calls) == 3

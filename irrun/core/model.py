@@ -241,6 +241,16 @@ class Model:
         budget = self._budget_arg
         if budget is None:
             return
+        # A dynamic model run on ever other shapes (an LLM's attention mask grows by one a
+        # token) would infer every shape again at each run.  Under the default budget, a run
+        # whose shapes are within 2x per dim of a run planned at a quarter of the unchecked
+        # size is taken as small as well: shapes are bucketed by powers of two.
+        bucket = None
+        if budget == "available" and self._dynamic:
+            bucket = (wanted, observed, tuple((lid, tuple(_pow2(d) for d in shape))
+                                              for lid, shape in shapes.items()))  # fmt: skip
+            if bucket in self._small:
+                return
         key = (wanted, observed, tuple(shapes.items()) if self._dynamic else ())
         planned = self._peaks.get(key)
         if planned is None:
@@ -249,6 +259,10 @@ class Model:
             planned = self._peaks[key] = self._plan_peak(shapes, wanted, observed)
         peak, largest = planned
         if budget == "available":
+            if bucket is not None and peak.bytes * 4 <= _UNCHECKED_BYTES:
+                if len(self._small) >= 256:
+                    self._small.clear()
+                self._small.add(bucket)
             if peak.bytes <= _UNCHECKED_BYTES:  # reading the system's figures costs more
                 return
             limit = available_memory()
@@ -310,6 +324,7 @@ class Model:
         # shapes when some dim is left to them.
         self._dynamic = not all(is_static(info.shape) for info in self._infos.values())
         self._peaks: dict[tuple, tuple[Peak, str]] = {}
+        self._small: set[tuple] = set()  # buckets of shapes whose runs are small (_check_memory)
         self.inputs: list[TensorSpec] = []
         self._input_ids: dict[str, str] = {}  # any accepted name -> Parameter layer id
         self.outputs: list[TensorSpec] = []
@@ -625,6 +640,11 @@ class Model:
         # The run they are for is refused before the draw, which takes seconds for gigabytes.
         self._check_memory(shapes, tuple(sorted(set(self._output_slots.values()))), False)
         return {name: random_array(rng, shape, dtype) for name, shape, dtype, _ in planned}
+
+
+def _pow2(n: int) -> int:
+    """The power of two at or above ``n`` (0 for 0)."""
+    return 0 if n <= 0 else 1 << (n - 1).bit_length()
 
 
 def _reopened(given: str, absolute: str) -> Path:
