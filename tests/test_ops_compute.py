@@ -937,3 +937,24 @@ def test_topk_matches_cpu(module, shape, axis, k, mode, sort, stable, dtype, tmp
     got = irrun.load(path).run({"in0": x})
     assert_close(got["out"], cpu[0], what="values")
     assert_close(got["indices"], cpu[1].astype(np.int32), what="indices")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+@pytest.mark.parametrize(("lo", "hi"), [(0.0, 6.0), (-1.0, 1.0), (-np.inf, 0.0), (0.0, 0.0),
+                                        (-3.5, np.inf), (2.0, 2.0), (-0.0, 1.0), (-2.0, -0.0)])  # fmt: skip
+def test_clamp_fast_path_is_the_definition(dtype, lo, hi):
+    """Clamp runs as np.maximum/np.minimum with fix-ups; its bits are those of the
+    definition (``x > lo ? x : lo``, then ``t < hi ? t : hi``, as maxps/minps): signed
+    zeros and NaN included, on whatever CPU."""
+    from types import SimpleNamespace
+
+    from irrun.ops.elementwise import _clamp, clamp_bounds
+
+    specials = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 6.0, -6.0, 1e-45, -1e-45, 2.0, -1.0]
+    x = np.concatenate([np.array(specials, dtype),
+                        (np.random.default_rng(1).standard_normal(5000) * 5).astype(dtype)])
+    low, high = clamp_bounds(np.dtype(dtype), lo, hi)
+    t = np.where(x > low, x, low)
+    want = np.where(t < high, t, high).astype(dtype)
+    got = _clamp(SimpleNamespace(min=lo, max=hi), x)[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
