@@ -23,6 +23,7 @@ import numpy as np
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from . import conv_depthwise
 from .elementwise import merge_dims, same_element_type
 from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
 
@@ -150,6 +151,10 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
         )
     win = Windows.of(x.shape[2:], _geometry(a, w.shape[3:]))
     work = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x.dtype
+    if co == 1 and ci == 1 and n in (1, 2):
+        fast = _depthwise(x.astype(work, copy=False), w.astype(work, copy=False), win)
+        if fast is not None:
+            return fast.astype(x.dtype, copy=False)
     read = _tap_reader(x.astype(work, copy=False), win)
     w = w.astype(work, copy=False)
     batch = x.shape[0]
@@ -169,6 +174,21 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     cols = cols.reshape(batch, groups, ci * len(taps), positions)
     out = np.matmul(w.reshape(groups, co, ci * len(taps)), cols)
     return out.reshape(batch, groups * co, *win.out).astype(x.dtype, copy=False)
+
+
+def _depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray | None:
+    """:func:`conv_depthwise.depthwise` of 1-D or 2-D planes (1-D as planes of one row),
+    or None where it does not apply."""
+    rank = x.ndim
+    if rank == 3:
+        x = x[:, :, None, :]
+        win = Windows((1, *win.sizes), (1, *win.kernel), (1, *win.strides),
+                      (1, *win.dilations), (0, *win.pads_begin), (0, *win.pads_end),
+                      (1, *win.out))  # fmt: skip
+    if not conv_depthwise.applies(x, win):
+        return None
+    out = conv_depthwise.depthwise(x, w.reshape(w.shape[0], -1), win)
+    return out[:, :, 0] if rank == 3 else out
 
 
 def _tap_reader(x: np.ndarray, win: Windows) -> Callable[[tuple[int, ...]], np.ndarray]:
