@@ -1,4 +1,4 @@
-"""Depthwise 2-D convolution (one input and one output channel per group), fast.
+"""Depthwise and grouped 2-D convolution, fast.
 
 The same sums as :func:`irrun.ops.convolution.convolve`'s tap-by-tap loop: each output
 element is its first tap's product, then each further tap's product added in the
@@ -32,8 +32,11 @@ from .window import Windows
 
 # Output planes up to this many positions are computed channels last.
 _NHWC_POSITIONS = 1024
-# Bytes of one block's accumulator: a core's share of L2 with room for the input.
+# Bytes of one block's accumulator: flat, a core's share of L2 with room for the input;
+# channels last, longer vectors of channels matter more than staying in L2 (measured on
+# mobilenet and convnext shapes).
 _BLOCK_BYTES = 256 * 1024
+_BLOCK_BYTES_LAST = 2 * 2**20
 
 
 def applies(x: np.ndarray, win: Windows) -> bool:
@@ -59,9 +62,8 @@ def depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     kernel = _channels_last if small else _flat
 
     def block(start: int, stop: int) -> None:
-        per = max(1, _BLOCK_BYTES // (math.prod(win.out) * x.itemsize))
-        if small:
-            per = max(per, 64)  # a short channel vector would make the inner loop short
+        room = _BLOCK_BYTES_LAST if small else _BLOCK_BYTES
+        per = max(64 if small else 1, room // (math.prod(win.out) * x.itemsize))
         for a in range(start, stop, per):
             b = min(stop, a + per)
             index = np.arange(a, b) % channels
@@ -97,23 +99,36 @@ def _taps(win: Windows):
             yield i * kw + j, i * dh, j * dw
 
 
-def _flat(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray) -> None:
+def _phases(x: np.ndarray, win: Windows) -> tuple[np.ndarray, int]:
+    """``x`` [m, H, W] padded and flat: [m, sh, sw, rows * wq] where phase (r, q) holds
+    the padded rows r::sh and columns q::sw, each plane a contiguous row; and wq."""
     m = x.shape[0]
-    (sh, sw), (ho, wo) = win.strides, win.out
+    sh, sw = win.strides
     hq = -(-_reach(win, 0) // sh) + 1  # a row past the end: the last taps read into it
     wq = -(-_reach(win, 1) // sw)
     buf = _padded(x, win, hq * sh, wq * sw, last=False)
     if sh == 1 and sw == 1:
-        phases = buf.reshape(m, 1, 1, hq * wq)
-    else:  # phase (r, q) holds rows r::sh and columns q::sw, each contiguous
-        phases = buf.reshape(m, hq, sh, wq, sw).transpose(0, 2, 4, 1, 3).copy()
-        phases = phases.reshape(m, sh, sw, hq * wq)
-    length = ho * wq
-    acc = np.empty((m, length), x.dtype)
-    tmp = np.empty((m, length), x.dtype)
+        return buf.reshape(m, 1, 1, hq * wq), wq
+    phases = buf.reshape(m, hq, sh, wq, sw).transpose(0, 2, 4, 1, 3).copy()
+    return phases.reshape(m, sh, sw, hq * wq), wq
+
+
+def _tap_slice(win: Windows, wq: int, di: int, dj: int) -> tuple[int, int, slice]:
+    """Where a tap reads in :func:`_phases`' layout: its phase and flat positions."""
+    sh, sw = win.strides
+    offset = (di // sh) * wq + dj // sw
+    return di % sh, dj % sw, slice(offset, offset + win.out[0] * wq)
+
+
+def _flat(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray) -> None:
+    m = x.shape[0]
+    ho, wo = win.out
+    phases, wq = _phases(x, win)
+    acc = np.empty((m, ho * wq), x.dtype)
+    tmp = np.empty((m, ho * wq), x.dtype)
     for t, di, dj in _taps(win):
-        offset = (di // sh) * wq + dj // sw
-        src = phases[:, di % sh, dj % sw, offset:offset + length]
+        r, q, span = _tap_slice(win, wq, di, dj)
+        src = phases[:, r, q, span]
         col = w[:, t:t + 1]
         if t == 0:
             np.multiply(src, col, out=acc)
@@ -121,6 +136,50 @@ def _flat(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray) -> None:
             np.multiply(src, col, out=tmp)
             acc += tmp
     out[...] = acc.reshape(m, ho, wq)[:, :, :wo]
+
+
+def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
+    """``x`` [N, G*Ci, H, W] convolved with ``w`` [G, Co, Ci, kh, kw] group by group,
+    in x's dtype (the caller passes f32 for f16).
+
+    Each tap is one product of the groups' ``[Co, Ci]`` filters with a contiguous slice
+    of the flat padded input (see :func:`_phases`): no column matrix of ``taps`` copies
+    of the input.  Sums are per tap over the input channels, then over taps in order;
+    blocks of ``batch x groups`` run on the run's threads, each group's products the
+    same whatever the blocks.
+    """
+    batch = x.shape[0]
+    groups, co, ci = w.shape[:3]
+    ho, wo = win.out
+    out = np.empty((batch * groups, co, ho, wo), x.dtype)
+    planes = x.reshape(batch * groups * ci, *x.shape[2:])
+    taps = w.reshape(groups, co, ci, -1)
+
+    def block(start: int, stop: int) -> None:
+        m = stop - start
+        phases, wq = _phases(planes[start * ci:stop * ci], win)
+        phases = phases.reshape(m, ci, *phases.shape[1:])
+        index = np.arange(start, stop) % groups
+        filters = np.ascontiguousarray(taps[index].transpose(3, 0, 1, 2))  # [taps, m, Co, Ci]
+        # Output rows in chunks whose sums stay in cache.
+        rows = max(1, _BLOCK_BYTES // (m * co * wq * x.itemsize))
+        acc = np.empty((m, co, min(rows, ho) * wq), x.dtype)
+        tmp = np.empty_like(acc)
+        for y0 in range(0, ho, rows):
+            y1 = min(ho, y0 + rows)
+            a, b = acc[..., :(y1 - y0) * wq], tmp[..., :(y1 - y0) * wq]
+            for t, di, dj in _taps(win):
+                r, q, span = _tap_slice(win, wq, di, dj)
+                src = phases[:, :, r, q, span.start + y0 * wq:span.start + y1 * wq]
+                if t == 0:
+                    np.matmul(filters[t], src, out=a)
+                else:
+                    np.matmul(filters[t], src, out=b)
+                    a += b
+            out[start:stop, :, y0:y1] = a.reshape(m, co, y1 - y0, wq)[..., :wo]
+
+    threads.map_blocks(block, batch * groups, min_block=2)
+    return out.reshape(batch, groups * co, ho, wo)
 
 
 def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray) -> None:

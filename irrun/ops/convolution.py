@@ -151,8 +151,8 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
         )
     win = Windows.of(x.shape[2:], _geometry(a, w.shape[3:]))
     work = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x.dtype
-    if co == 1 and ci == 1 and n in (1, 2):
-        fast = _depthwise(x.astype(work, copy=False), w.astype(work, copy=False), win)
+    if groups > 1 and (ci > 1 or co == 1) and n in (1, 2):
+        fast = _fast(x.astype(work, copy=False), w.astype(work, copy=False), win)
         if fast is not None:
             return fast.astype(x.dtype, copy=False)
     read = _tap_reader(x.astype(work, copy=False), win)
@@ -170,24 +170,30 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
         return acc.astype(x.dtype, copy=False)
     positions = int(np.prod(win.out, dtype=np.int64))
     # Columns [N, G, Ci * taps, P] in the filter's (channel, tap) order.
-    cols = np.stack([read(tap) for tap in taps], axis=2)
-    cols = cols.reshape(batch, groups, ci * len(taps), positions)
+    if len(taps) == 1:  # 1x1 filters: the (strided) input is the columns, often uncopied
+        cols = read(taps[0]).reshape(batch, groups, ci, positions)
+    else:
+        cols = np.stack([read(tap) for tap in taps], axis=2)
+        cols = cols.reshape(batch, groups, ci * len(taps), positions)
     out = np.matmul(w.reshape(groups, co, ci * len(taps)), cols)
     return out.reshape(batch, groups * co, *win.out).astype(x.dtype, copy=False)
 
 
-def _depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray | None:
-    """:func:`conv_depthwise.depthwise` of 1-D or 2-D planes (1-D as planes of one row),
-    or None where it does not apply."""
+def _fast(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray | None:
+    """:mod:`.conv_depthwise` for depthwise or grouped filters over 1-D or 2-D planes
+    (1-D as planes of one row), or None where it does not apply."""
     rank = x.ndim
     if rank == 3:
-        x = x[:, :, None, :]
+        x, w = x[:, :, None, :], w[..., None, :]
         win = Windows((1, *win.sizes), (1, *win.kernel), (1, *win.strides),
                       (1, *win.dilations), (0, *win.pads_begin), (0, *win.pads_end),
                       (1, *win.out))  # fmt: skip
     if not conv_depthwise.applies(x, win):
         return None
-    out = conv_depthwise.depthwise(x, w.reshape(w.shape[0], -1), win)
+    if w.shape[1] == w.shape[2] == 1:
+        out = conv_depthwise.depthwise(x, w.reshape(w.shape[0], -1), win)
+    else:
+        out = conv_depthwise.grouped(x, w, win)
     return out[:, :, 0] if rank == 3 else out
 
 
