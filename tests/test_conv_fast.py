@@ -63,6 +63,11 @@ CASES = [
     _case((1, 8, 20, 20), 4, 3, 2, (7, 7), (3, 3), (3, 3), (0, 0)),
     _case((1, 16, 9, 9), 8, 2, 2, (1, 1), (1, 1)),
     _case((1, 16, 12, 12), 4, 4, 4, (3, 3), (2, 2), auto_pad="same_upper"),
+    # ordinary filters with twice the input channels as output ones
+    _case((1, 64, 20, 20), 1, 16, 64, (3, 3), (1, 1), (1, 1), (1, 1)),
+    _case((2, 48, 17, 19), 1, 24, 48, (3, 3), (2, 2), (1, 1), (1, 1), (2, 2)),
+    _case((1, 32, 12, 12), 1, 8, 32, (5, 5), (1, 1), (2, 2), (2, 2)),
+    _case((1, 64, 10, 10), 1, 16, 64, (3, 3), (1, 1), (1, 1), (1, 1), dtype=np.float16),
     # a channel multiplier: one input channel per group, several outputs (plain path)
     _case((1, 6, 16, 16), 6, 3, 1, (3, 3), (1, 1), (1, 1), (1, 1)),
     # 1-D
@@ -101,7 +106,7 @@ def test_matches_the_plugin(case, tmp_path):
 
 
 def test_the_cases_take_the_fast_paths(monkeypatch):
-    """Every case but the channel multiplier goes through conv_depthwise, both layouts."""
+    """Every case but the channel multiplier goes through conv_depthwise, every layout."""
     seen = []
     for name in ("_flat", "_channels_last", "grouped"):
         real = getattr(conv_depthwise, name)
@@ -208,9 +213,12 @@ def test_where_the_fast_paths_do_not_apply(monkeypatch):
         monkeypatch.setattr(conv_depthwise, name,
                             lambda *args, real=real: called.append(1) or real(*args))
     rng = np.random.default_rng(2)
-    # 3-D planes, an ordinary convolution, a channel multiplier: the plain paths.
+    # 3-D planes, ordinary filters with as many outputs as inputs or 1x1, a channel
+    # multiplier: the plain paths.
     for x_shape, w_shape, n in [((1, 4, 5, 6, 7), (4, 1, 1, 3, 3, 3), 3),
                                 ((1, 4, 9, 9), (1, 6, 4, 3, 3), 2),
+                                ((1, 64, 9, 9), (1, 64, 64, 3, 3), 2),
+                                ((1, 64, 9, 9), (1, 16, 64, 1, 1), 2),
                                 ((1, 4, 9, 9), (4, 2, 1, 3, 3), 2)]:  # fmt: skip
         x = rng.standard_normal(x_shape).astype(np.float32)
         w = rng.standard_normal(w_shape).astype(np.float32)

@@ -144,9 +144,10 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
 
     Each tap is one product of the groups' ``[Co, Ci]`` filters with a contiguous slice
     of the flat padded input (see :func:`_phases`): no column matrix of ``taps`` copies
-    of the input.  Sums are per tap over the input channels, then over taps in order;
-    blocks of ``batch x groups`` run on the run's threads, each group's products the
-    same whatever the blocks.
+    of the input.  Sums are per tap over the input channels, then over taps in order.
+    The output rows go in chunks whose sums stay in cache, chosen from the shapes
+    alone; blocks of ``batch x groups`` (or, for fewer of them than threads, of chunks)
+    run on the run's threads, so that every product is the same whatever the blocks.
     """
     batch = x.shape[0]
     groups, co, ci = w.shape[:3]
@@ -154,20 +155,21 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     out = np.empty((batch * groups, co, ho, wo), x.dtype)
     planes = x.reshape(batch * groups * ci, *x.shape[2:])
     taps = w.reshape(groups, co, ci, -1)
+    wq = -(-_reach(win, 1) // win.strides[1])
+    rows = max(1, _BLOCK_BYTES // (batch * groups * co * wq * x.itemsize))
+    chunks = [(y0, min(ho, y0 + rows)) for y0 in range(0, ho, rows)]
 
-    def block(start: int, stop: int) -> None:
+    def run(start: int, stop: int, first: int, last: int) -> None:
         m = stop - start
-        phases, wq = _phases(planes[start * ci:stop * ci], win)
+        phases, _ = _phases(planes[start * ci:stop * ci], win)
         phases = phases.reshape(m, ci, *phases.shape[1:])
         index = np.arange(start, stop) % groups
         filters = np.ascontiguousarray(taps[index].transpose(3, 0, 1, 2))  # [taps, m, Co, Ci]
-        # Output rows in chunks whose sums stay in cache.
-        rows = max(1, _BLOCK_BYTES // (m * co * wq * x.itemsize))
-        acc = np.empty((m, co, min(rows, ho) * wq), x.dtype)
-        tmp = np.empty_like(acc)
-        for y0 in range(0, ho, rows):
-            y1 = min(ho, y0 + rows)
-            a, b = acc[..., :(y1 - y0) * wq], tmp[..., :(y1 - y0) * wq]
+        a = b = np.empty(0, x.dtype)
+        for y0, y1 in chunks[first:last]:
+            if a.shape[-1] != (y1 - y0) * wq:  # contiguous: matmul is slower into a view
+                a = np.empty((m, co, (y1 - y0) * wq), x.dtype)
+                b = np.empty_like(a)
             for t, di, dj in _taps(win):
                 r, q, span = _tap_slice(win, wq, di, dj)
                 src = phases[:, :, r, q, span.start + y0 * wq:span.start + y1 * wq]
@@ -178,7 +180,11 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
                     a += b
             out[start:stop, :, y0:y1] = a.reshape(m, co, y1 - y0, wq)[..., :wo]
 
-    threads.map_blocks(block, batch * groups, min_block=2)
+    planes_n = batch * groups
+    if planes_n >= threads.current() or len(chunks) == 1:
+        threads.map_blocks(lambda a, b: run(a, b, 0, len(chunks)), planes_n)
+    else:
+        threads.map_blocks(lambda a, b: run(0, planes_n, a, b), len(chunks))
     return out.reshape(batch, groups * co, ho, wo)
 
 
