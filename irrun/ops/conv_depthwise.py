@@ -73,22 +73,16 @@ def depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     return out
 
 
-def _padded(x: np.ndarray, win: Windows, rows: int, cols: int, last: bool) -> np.ndarray:
-    """``x`` [m, H, W] in zeros of ``rows x cols`` per plane (channels last if ``last``),
-    cut where no window reaches."""
+def _padded_last(x: np.ndarray, win: Windows) -> np.ndarray:
+    """``x`` [m, H, W] channels last in zeros as far as the windows reach, [rows, cols, m]."""
     m, h, w = x.shape
     pt, pl = win.pads_begin
-    shape = (rows, cols, m) if last else (m, rows, cols)
-    buf = np.zeros(shape, x.dtype)
-    # Input rows and columns that some window reads: [0, reach - pad) within the input.
-    h1 = max(0, min(h, _reach(win, 0) - pt))
-    w1 = max(0, min(w, _reach(win, 1) - pl))
+    rows, cols = _reach(win, 0), _reach(win, 1)
+    buf = np.zeros((rows, cols, m), x.dtype)
+    h1 = max(0, min(h, rows - pt))  # input rows and columns some window reads
+    w1 = max(0, min(w, cols - pl))
     if h1 and w1:
-        src = x[:, :h1, :w1]
-        if last:
-            buf[pt:pt + h1, pl:pl + w1] = src.transpose(1, 2, 0)
-        else:
-            buf[:, pt:pt + h1, pl:pl + w1] = src
+        buf[pt:pt + h1, pl:pl + w1] = x[:, :h1, :w1].transpose(1, 2, 0)
     return buf
 
 
@@ -101,16 +95,28 @@ def _taps(win: Windows):
 
 def _phases(x: np.ndarray, win: Windows) -> tuple[np.ndarray, int]:
     """``x`` [m, H, W] padded and flat: [m, sh, sw, rows * wq] where phase (r, q) holds
-    the padded rows r::sh and columns q::sw, each plane a contiguous row; and wq."""
-    m = x.shape[0]
+    the padded rows r::sh and columns q::sw, each plane a contiguous row; and wq.
+
+    Each phase is copied straight from ``x`` into zeros: one pass over the input."""
+    m, h, w = x.shape
     sh, sw = win.strides
+    pt, pl = win.pads_begin
     hq = -(-_reach(win, 0) // sh) + 1  # a row past the end: the last taps read into it
     wq = -(-_reach(win, 1) // sw)
-    buf = _padded(x, win, hq * sh, wq * sw, last=False)
-    if sh == 1 and sw == 1:
-        return buf.reshape(m, 1, 1, hq * wq), wq
-    phases = buf.reshape(m, hq, sh, wq, sw).transpose(0, 2, 4, 1, 3).copy()
-    return phases.reshape(m, sh, sw, hq * wq), wq
+    buf = np.zeros((m, sh, sw, hq, wq), x.dtype)
+    # Input rows and columns that some window reads: [0, reach - pad) within the input.
+    h1 = max(0, min(h, _reach(win, 0) - pt))
+    w1 = max(0, min(w, _reach(win, 1) - pl))
+    for r in range(sh):
+        i0 = (r - pt) % sh  # the first input row in phase r
+        rows = range(i0, h1, sh)
+        for q in range(sw):
+            j0 = (q - pl) % sw
+            cols = range(j0, w1, sw)
+            if len(rows) and len(cols):
+                a0, b0 = (i0 + pt) // sh, (j0 + pl) // sw
+                buf[:, r, q, a0:a0 + len(rows), b0:b0 + len(cols)] = x[:, i0:h1:sh, j0:w1:sw]
+    return buf.reshape(m, sh, sw, hq * wq), wq
 
 
 def _tap_slice(win: Windows, wq: int, di: int, dj: int) -> tuple[int, int, slice]:
@@ -191,7 +197,7 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
 def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray) -> None:
     m = x.shape[0]
     (sh, sw), (ho, wo) = win.strides, win.out
-    buf = _padded(x, win, _reach(win, 0), _reach(win, 1), last=True)
+    buf = _padded_last(x, win)
     weights = np.ascontiguousarray(w.T)  # [taps, m]
     acc = np.empty((ho, wo, m), x.dtype)
     tmp = np.empty((ho, wo, m), x.dtype)
