@@ -236,6 +236,14 @@ def test_where_the_fast_paths_do_not_apply(monkeypatch):
     assert not called
     assert got.shape == (1, 1, 2, 2)
     assert got[0, 0].tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    # Strides far beyond the input: their phases would be millions of zeros.
+    x = np.arange(2 * 81, dtype=np.float32).reshape(1, 2, 9, 9)
+    w = np.ones((2, 1, 1, 3, 3), np.float32)
+    a = SimpleNamespace(strides=(1000, 1000), dilations=(1, 1), pads_begin=(0, 0),
+                        pads_end=(0, 0), auto_pad="explicit")  # fmt: skip
+    got = convolve(x, w, a)
+    assert not called
+    assert got.reshape(2).tolist() == [x[0, c, :3, :3].sum() for c in range(2)]
 
 
 def test_a_model_run_on_two_threads_gives_the_same_bits(tmp_path):

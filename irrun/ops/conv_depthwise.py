@@ -1,4 +1,4 @@
-"""Depthwise and grouped 2-D convolution, fast.
+"""Depthwise and grouped 2-D convolution, fast (:func:`depthwise`, :func:`grouped`).
 
 The same sums as :func:`irrun.ops.convolution.convolve`'s tap-by-tap loop: each output
 element is its first tap's product, then each further tap's product added in the
@@ -19,6 +19,14 @@ and every tap is one multiply and one add over the whole block.
 Blocks run on the run's threads (:func:`irrun.threads.map_blocks`).  Neither the
 layout nor the blocks change which products are added in which order, so the values
 are the same for every thread count and as the plain loop's.
+
+Grouped filters (several input channels per group, and ordinary filters with many
+more input channels than output ones) use the flat layout too: each tap is one
+product of every group's ``[Co, Ci]`` filter with a contiguous slice of the flat
+input, summed over taps.  That replaces the column matrix of ``taps`` copies of the
+input; the sums are over input channels by BLAS, then over taps in order, another
+order than one product over ``Ci * taps``, so values differ from it within rounding
+(the CPU plugin's order is a third one: same tolerance as the convolutions' tests).
 """
 
 from __future__ import annotations
@@ -40,11 +48,21 @@ _BLOCK_BYTES_LAST = 2 * 2**20
 
 
 def applies(x: np.ndarray, win: Windows) -> bool:
-    """Whether :func:`depthwise` takes ``x`` (2-D planes whose padding is not huge)."""
+    """Whether :func:`depthwise` and :func:`grouped` take ``x``: 2-D planes whose padded
+    copy (with its stride phases) is not much larger than the input, the output and the
+    filter, so that pads and strides far beyond the input cost no memory here."""
     if x.ndim != 4 or 0 in x.shape or 0 in win.out:
         return False
-    padded = math.prod(_reach(win, i) for i in range(2))
-    return padded <= 4 * math.prod(win.sizes) + math.prod(win.out) * math.prod(win.kernel) + 4096
+    reach = [_reach(win, i) for i in range(2)]
+    (sh, sw), (hq, wq) = win.strides, _phase_shape(win)
+    copy = max(reach[0] * reach[1], sh * sw * hq * wq)
+    return copy <= 4 * math.prod(win.sizes) + math.prod(win.out) * math.prod(win.kernel) + 4096
+
+
+def _phase_shape(win: Windows) -> tuple[int, int]:
+    """Rows and columns of each stride phase in :func:`_phases`: as far as the windows
+    reach, and a row past the end, which the last taps' slices run into."""
+    return -(-_reach(win, 0) // win.strides[0]) + 1, -(-_reach(win, 1) // win.strides[1])
 
 
 def _reach(win: Windows, i: int) -> int:
@@ -101,8 +119,7 @@ def _phases(x: np.ndarray, win: Windows) -> tuple[np.ndarray, int]:
     m, h, w = x.shape
     sh, sw = win.strides
     pt, pl = win.pads_begin
-    hq = -(-_reach(win, 0) // sh) + 1  # a row past the end: the last taps read into it
-    wq = -(-_reach(win, 1) // sw)
+    hq, wq = _phase_shape(win)
     buf = np.zeros((m, sh, sw, hq, wq), x.dtype)
     # Input rows and columns that some window reads: [0, reach - pad) within the input.
     h1 = max(0, min(h, _reach(win, 0) - pt))
@@ -161,7 +178,7 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     out = np.empty((batch * groups, co, ho, wo), x.dtype)
     planes = x.reshape(batch * groups * ci, *x.shape[2:])
     taps = w.reshape(groups, co, ci, -1)
-    wq = -(-_reach(win, 1) // win.strides[1])
+    wq = _phase_shape(win)[1]
     rows = max(1, _BLOCK_BYTES // (batch * groups * co * wq * x.itemsize))
     chunks = [(y0, min(ho, y0 + rows)) for y0 in range(0, ho, rows)]
 

@@ -10,6 +10,13 @@ of its filters ``[C_out/G, C_in/G * taps]`` with those columns, summed in f32
 (f16 in f32 and rounded once).  Depthwise filters (one input and one output
 channel per group) skip the matrix product and multiply-add tap by tap.  The
 summation order differs from the CPU plugin's, so values agree within rounding.
+
+Over 1 or 2 spatial dims, depthwise and grouped filters, and ordinary ones with at
+least twice the input channels as outputs, go to :mod:`.conv_depthwise` instead
+(see :func:`_tap_by_tap`): the same depthwise sums in cache-sized blocks on the run's
+threads, and grouped ones as a product per tap with no column matrix.  The paths
+here stay for 3-D planes, the rest of the ordinary filters, channel multipliers, and
+pads or strides so far beyond the input that a padded copy would be huge.
 """
 
 from __future__ import annotations
