@@ -182,9 +182,10 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     rows = max(1, _BLOCK_BYTES // (batch * groups * co * wq * x.itemsize))
     chunks = [(y0, min(ho, y0 + rows)) for y0 in range(0, ho, rows)]
 
-    def run(start: int, stop: int, first: int, last: int) -> None:
+    def run(start: int, stop: int, first: int, last: int, phases=None) -> None:
         m = stop - start
-        phases, _ = _phases(planes[start * ci:stop * ci], win)
+        if phases is None:
+            phases = _phases(planes[start * ci:stop * ci], win)[0]
         phases = phases.reshape(m, ci, *phases.shape[1:])
         index = np.arange(start, stop) % groups
         filters = np.ascontiguousarray(taps[index].transpose(3, 0, 1, 2))  # [taps, m, Co, Ci]
@@ -206,8 +207,9 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     planes_n = batch * groups
     if planes_n >= threads.current() or len(chunks) == 1:
         threads.map_blocks(lambda a, b: run(a, b, 0, len(chunks)), planes_n)
-    else:
-        threads.map_blocks(lambda a, b: run(0, planes_n, a, b), len(chunks))
+    else:  # every block reads all planes: padded once, here
+        phases = _phases(planes, win)[0]
+        threads.map_blocks(lambda a, b: run(0, planes_n, a, b, phases), len(chunks))
     return out.reshape(batch, groups * co, ho, wo)
 
 
