@@ -45,6 +45,10 @@ _NHWC_POSITIONS = 1024
 # mobilenet and convnext shapes).
 _BLOCK_BYTES = 256 * 1024
 _BLOCK_BYTES_LAST = 2 * 2**20
+# Multiply-adds a block handed to a thread must hold at least: the hand-off costs
+# 20-60 us (irrun.threads.map_blocks) and a block's NumPy calls each take the GIL; a
+# million of them take some 0.1 ms (grouped, by BLAS) to 0.3 ms (depthwise).
+_THREAD_WORK = 1_000_000
 
 
 def applies(x: np.ndarray, win: Windows) -> bool:
@@ -87,7 +91,9 @@ def depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
             index = np.arange(a, b) % channels
             kernel(planes[a:b], w[index], win, flat_out[a:b])
 
-    threads.map_blocks(block, batch * channels, min_block=8)
+    # Channels last wants 64 channels or more in a block: its inner loop runs over them.
+    least = max(64 if small else 1, -(-_THREAD_WORK // (w.shape[1] * math.prod(win.out))))
+    threads.map_blocks(block, batch * channels, min_block=least)
     return out
 
 
@@ -205,11 +211,14 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
             out[start:stop, :, y0:y1] = a.reshape(m, co, y1 - y0, wq)[..., :wo]
 
     planes_n = batch * groups
+    work = co * ci * taps.shape[-1] * ho * wq  # multiply-adds of a group
     if planes_n >= threads.current() or len(chunks) == 1:
-        threads.map_blocks(lambda a, b: run(a, b, 0, len(chunks)), planes_n)
+        threads.map_blocks(lambda a, b: run(a, b, 0, len(chunks)), planes_n,
+                           min_block=-(-_THREAD_WORK // work))  # fmt: skip
     else:  # every block reads all planes: padded once, here
         phases = _phases(planes, win)[0]
-        threads.map_blocks(lambda a, b: run(0, planes_n, a, b, phases), len(chunks))
+        threads.map_blocks(lambda a, b: run(0, planes_n, a, b, phases), len(chunks),
+                           min_block=-(-_THREAD_WORK * ho // (work * planes_n * rows)))  # fmt: skip
     return out.reshape(batch, groups * co, ho, wo)
 
 
