@@ -141,7 +141,8 @@ def _all_paths():
 
 @pytest.mark.parametrize("case", [c for c in CASES if not (c.ci == 1 and c.co > 1)][::2],
                          ids=lambda c: f"{c.shape}-g{c.groups}-k{c.kernel}-s{c.strides}")
-def test_the_same_bits_for_any_thread_count(case):
+def test_the_same_bits_for_any_thread_count(case, monkeypatch):
+    monkeypatch.setattr(conv_depthwise, "_THREAD_WORK", 1)  # these small cases split too
     x, w = _inputs(case, seed=3)
     a = _attrs(case)
     outs = []
@@ -154,9 +155,14 @@ def test_the_same_bits_for_any_thread_count(case):
 
 
 def test_blocks_of_a_few_planes_give_the_same_bits(monkeypatch):
-    """Many small blocks (a block of one plane, rows one by one) change nothing."""
+    """Many small blocks (a block of one plane, rows one by one) on three threads change
+    nothing."""
+    splits = []
+    real = threads.map_blocks
+    monkeypatch.setattr(threads, "map_blocks", lambda fn, n, min_block=1: (
+        splits.append((threads.current(), n // min_block)), real(fn, n, min_block))[1])  # fmt: skip
     rng = np.random.default_rng(5)
-    for shape, w_shape in [((2, 20, 33, 35), (20, 1, 1, 3, 3)),
+    for shape, w_shape in [((2, 20, 66, 67), (20, 1, 1, 3, 3)),
                            ((2, 96, 9, 9), (96, 1, 1, 5, 5)),
                            ((2, 12, 31, 29), (3, 4, 4, 3, 3))]:  # fmt: skip
         x = rng.standard_normal(shape).astype(np.float32)
@@ -168,9 +174,12 @@ def test_blocks_of_a_few_planes_give_the_same_bits(monkeypatch):
             with monkeypatch.context() as m:
                 m.setattr(conv_depthwise, "_BLOCK_BYTES", 1)
                 m.setattr(conv_depthwise, "_BLOCK_BYTES_LAST", 1)
+                m.setattr(conv_depthwise, "_THREAD_WORK", 1)
                 with threads.using(3):
                     small = convolve(x, w, a)
             assert np.array_equal(whole, small), (shape, strides)
+    # Every call on three threads was free to give a block to each of them.
+    assert len(splits) >= 6 and all(most >= 3 for n, most in splits if n == 3)
 
 
 def test_depthwise_gives_the_plain_loop_s_bits(monkeypatch):
