@@ -958,3 +958,23 @@ def test_clamp_fast_path_is_the_definition(dtype, lo, hi):
     want = np.where(t < high, t, high).astype(dtype)
     got = _clamp(SimpleNamespace(min=lo, max=hi), x)[0]
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int32, np.int8])
+def test_relu_fast_path_is_the_definition(dtype):
+    """ReLU is ``x > 0 ? x : 0`` bit for bit (NaN and -0.0 give +0.0) on whatever CPU."""
+    from types import SimpleNamespace
+
+    from irrun.ops.elementwise import _relu
+
+    if np.dtype(dtype).kind == "f":
+        special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45], dtype)
+        rand = (np.random.default_rng(2).standard_normal(5000) * 5).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        special = np.array([info.min, info.max, 0, -1, 1], dtype)
+        rand = np.random.default_rng(2).integers(info.min, info.max, 5000, dtype=dtype)
+    x = np.concatenate([special, rand])
+    want = np.where(x > 0, x, dtype(0)).astype(dtype)
+    got = _relu(SimpleNamespace(), x)[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
