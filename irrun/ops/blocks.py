@@ -103,18 +103,7 @@ def across(
     ax = next((i for i, d in enumerate(x.shape[:axis]) if d > 1), None)
     if ax is None:
         return np.asarray(compute(x), dtype=dtype)
-    out = np.empty(x.shape, dtype)
-    inner = x.size // x.shape[ax]
-    lead = (slice(None),) * ax
-    step = max(1, PIECE // max(inner, 1))
-
-    def block(start: int, stop: int) -> None:
-        for a in range(start, stop, step):
-            part = (*lead, slice(a, min(a + step, stop)))
-            out[part] = compute(x[part])
-
-    threads.map_blocks(block, x.shape[ax], -(-MIN_BLOCK // max(inner, 1)))
-    return out
+    return _along(compute, x, ax, np.empty(x.shape, dtype))
 
 
 def reduced(
@@ -138,7 +127,13 @@ def reduced(
     ax = next((i for i, d in enumerate(x.shape[:first]) if d > 1), None)
     if ax is None:
         return np.asarray(compute(x), dtype=dtype)
-    out = np.empty(shape, dtype)
+    return _along(compute, x, ax, np.empty(shape, dtype))
+
+
+def _along(compute: Callable[[np.ndarray], np.ndarray], x: np.ndarray, ax: int,
+           out: np.ndarray) -> np.ndarray:  # fmt: skip
+    """``out`` filled with ``compute`` of ranges of ``x``'s axis ``ax`` (which keeps its
+    place in ``out``), in pieces, on the run's threads."""
     inner = x.size // x.shape[ax]
     lead = (slice(None),) * ax
     step = max(1, PIECE // max(inner, 1))

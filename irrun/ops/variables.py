@@ -123,7 +123,7 @@ def _read_value(a: SimpleNamespace, *args: np.ndarray | None) -> tuple[np.ndarra
     return (initial_zeros(a),)
 
 
-def _assign_v3_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+def _assign_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     return [TensorInfo(inputs[0].shape, inputs[0].element_type)]
 
 
@@ -150,19 +150,13 @@ register(
         doc="the variable's value, or its initial value (input 0, or zeros) while it is unset",
     )
 )  # fmt: skip
-register(
-    OpDef(
-        type="Assign", version=3, since_opset=3, attrs=(_ID,), infer=_assign_v3_infer,
-        kernel=_assign, check=_check_id, shape_attrs=("variable_id",),
-        doc="gives the variable the value the next run reads",
-    )
-)  # fmt: skip
-register(
-    OpDef(
-        type="Assign", version=6, since_opset=6, attrs=(_ID,), infer=_assign_v3_infer,
-        kernel=_assign, check=_check_id, shape_attrs=("variable_id",),
-        doc="gives the variable the value the next run reads",
-    )
-)  # fmt: skip
+for _version in (3, 6):  # alike: Assign-6 only finds its variable by id, not through a ReadValue
+    register(
+        OpDef(
+            type="Assign", version=_version, since_opset=_version, attrs=(_ID,),
+            infer=_assign_infer, kernel=_assign, check=_check_id, shape_attrs=("variable_id",),
+            doc="gives the variable the value the next run reads",
+        )
+    )  # fmt: skip
 
 __all__ = ["dims_compatible", "initial_zeros", "variable_type"]

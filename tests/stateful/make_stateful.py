@@ -38,6 +38,7 @@ tokenizer is given to it, so no openvino_tokenizer/detokenizer IR), and the torc
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 import shutil
@@ -251,21 +252,12 @@ def _ir_facts(xml: Path) -> dict:
     }
 
 
-CPU = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
-
-
 def _alone_on_cpu(model, index, args):
-    model = model.clone()
-    node = model.get_ordered_ops()[index]
-    params = []
-    for i, arg in enumerate(args):
-        if node.input_value(i).get_node().get_type_name() != "Constant":
-            p = ov.opset1.parameter(list(arg.shape), node.input(i).get_element_type())
-            node.input(i).replace_source_output(p.output(0))
-            params.append((p, arg))
-    alone = ov.Model(list(node.outputs()), [p for p, _ in params])
-    r = ov.Core().compile_model(alone, "CPU", CPU)([a for _, a in params])
-    return [np.array(r[k], copy=True) for k in range(len(node.outputs()))]
+    """make_corpus.py's: node ``index`` of ``model`` alone in the CPU plugin (f32, 1 thread)."""
+    spec = importlib.util.spec_from_file_location("make_corpus", HERE.parent / "corpus" / "make_corpus.py")
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    return corpus._alone_on_cpu(model, index, args)
 
 
 def _keep(t):
