@@ -36,6 +36,7 @@ import math
 import numpy as np
 
 from .. import threads
+from . import conv_jit
 from .window import Windows
 
 # Output planes up to this many positions are computed channels last.
@@ -82,6 +83,7 @@ def depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     flat_out = out.reshape(batch * channels, *win.out)
     small = math.prod(win.out) <= _NHWC_POSITIONS
     kernel = _channels_last if small else _flat
+    jit = conv_jit.takes(x)  # the same sums compiled, when IRRUN_JIT=1 asks for it
 
     def block(start: int, stop: int) -> None:
         room = _BLOCK_BYTES_LAST if small else _BLOCK_BYTES
@@ -89,7 +91,7 @@ def depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
         for a in range(start, stop, per):
             b = min(stop, a + per)
             index = np.arange(a, b) % channels
-            kernel(planes[a:b], w[index], win, flat_out[a:b])
+            kernel(planes[a:b], w[index], win, flat_out[a:b], jit)
 
     # Channels last wants 64 channels or more in a block: its inner loop runs over them.
     least = max(64 if small else 1, -(-_THREAD_WORK // (w.shape[1] * math.prod(win.out))))
@@ -149,10 +151,15 @@ def _tap_slice(win: Windows, wq: int, di: int, dj: int) -> tuple[int, int, slice
     return di % sh, dj % sw, slice(offset, offset + win.out[0] * wq)
 
 
-def _flat(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray) -> None:
+def _flat(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray, jit: bool) -> None:
     m = x.shape[0]
     ho, wo = win.out
     phases, wq = _phases(x, win)
+    if jit:
+        where = [_tap_slice(win, wq, di, dj) for _, di, dj in _taps(win)]
+        r, q, start = np.array([(r, q, span.start) for r, q, span in where], np.int64).T.copy()
+        conv_jit.kernels()[0](phases, w, r, q, start, wq, out)
+        return
     acc = np.empty((m, ho * wq), x.dtype)
     tmp = np.empty((m, ho * wq), x.dtype)
     for t, di, dj in _taps(win):
@@ -222,11 +229,16 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     return out.reshape(batch, groups * co, ho, wo)
 
 
-def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray) -> None:
+def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray,
+                   jit: bool) -> None:  # fmt: skip
     m = x.shape[0]
     (sh, sw), (ho, wo) = win.strides, win.out
     buf = _padded_last(x, win)
     weights = np.ascontiguousarray(w.T)  # [taps, m]
+    if jit:
+        _, di, dj = np.array(list(_taps(win)), np.int64).T.copy()
+        conv_jit.kernels()[1](buf, weights, di, dj, sh, sw, out)
+        return
     acc = np.empty((ho, wo, m), x.dtype)
     tmp = np.empty((ho, wo, m), x.dtype)
     for t, di, dj in _taps(win):

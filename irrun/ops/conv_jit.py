@@ -1,0 +1,114 @@
+"""Depthwise 2-D convolution compiled by numba: optional, off by default.
+
+``IRRUN_JIT=1`` in the environment (read once, at the first depthwise convolution)
+sends :func:`irrun.ops.conv_depthwise.depthwise` here for f32 and f64 data (f16 and
+bf16 arrive as f32: the convolution sums them in f32).  Other element types, and
+every run without the variable, stay on the NumPy path, which is the default and the
+oracle of this one (tests/test_conv_jit.py).  numba is the optional extra
+``pip install 'irrun[jit]'``; with the variable set and numba missing, irrun warns
+once and runs the NumPy path, whose values are the same.
+
+Same bits as the NumPy path.  That path computes each output element as its first
+tap's product, then adds each further tap's product in the filter's row-major tap
+order, every operation rounded in the data's type.  The kernel below does exactly
+that per element: ``acc = x0 * w0``, then ``p = x * w; acc = acc + p`` tap by tap, in
+f32 for f32 (numba keeps f32 * f32 in f32).  numba compiles without fast-math, so LLVM
+may not reassociate the sums nor contract a multiply and an add into one fused
+multiply-add (contraction needs the ``contract`` flag, which only ``fastmath`` sets);
+the tests compare bits over a sweep of geometries to hold that.  Padding is the same
+zeros, multiplied like the input (``0 * inf`` is NaN in both), from a zero-padded copy
+of each block of planes.  The inner loop runs along an output row for one tap, which
+LLVM vectorises; the order of the sums per element does not change.
+
+Work splits over the run's threads as the NumPy path's does (:func:`irrun.threads.
+map_blocks`, blocks of ``batch x channels`` planes): the kernel is compiled with
+``nogil``, so blocks run at once.  Compiling takes about a second per element type, at
+the first depthwise convolution of that type in the process (``cache=False``: nothing
+is written to disk next to the package).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+INSTALL_HINT = "pip install 'irrun[jit]'"
+
+
+@functools.cache
+def enabled() -> bool:
+    """Whether ``IRRUN_JIT`` asks for the JIT (``1``, ``true``, ``yes``, ``on``); read
+    once (``enabled.cache_clear()`` reads it again)."""
+    return os.environ.get("IRRUN_JIT", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@functools.cache
+def kernels() -> tuple[Callable[..., None], Callable[..., None]] | None:
+    """The compiled kernels (flat, channels last), or None, with one warning, when numba
+    cannot be imported."""
+    try:
+        import numba
+    except ImportError as e:
+        warnings.warn(
+            f"IRRUN_JIT is set but numba cannot be imported ({e}); depthwise convolutions "
+            f"run on NumPy (same values, slower). Install the optional extra: {INSTALL_HINT}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    jit = numba.njit(cache=False, nogil=True)
+    return jit(_flat), jit(_last)
+
+
+def takes(x: np.ndarray) -> bool:
+    """Whether the JIT computes a depthwise convolution of ``x``: enabled, numba there,
+    and float data (f32, f64)."""
+    return enabled() and x.dtype in (np.float32, np.float64) and kernels() is not None
+
+
+def _flat(ph, w, tr, tq, toff, wq, out):  # pragma: no cover - runs compiled
+    """The flat layout's planes: ``out[p, oy, ox]`` sums ``ph[p, tr[t], tq[t], toff[t] +
+    oy * wq + ox] * w[p, t]`` over taps t in order, each operation rounded."""
+    m, ho, wo = out.shape
+    taps = w.shape[1]
+    for p in range(m):
+        for oy in range(ho):
+            row = out[p, oy]
+            at = toff[0] + oy * wq
+            src = ph[p, tr[0], tq[0], at:at + wo]
+            w0 = w[p, 0]
+            for ox in range(wo):
+                row[ox] = src[ox] * w0
+            for t in range(1, taps):
+                at = toff[t] + oy * wq
+                src = ph[p, tr[t], tq[t], at:at + wo]
+                wt = w[p, t]
+                for ox in range(wo):
+                    prod = src[ox] * wt  # rounded on its own: no fused multiply-add
+                    row[ox] = row[ox] + prod
+
+
+def _last(buf, wts, di, dj, sh, sw, out):  # pragma: no cover - runs compiled
+    """The channels-last layout: ``buf`` [rows, cols, m], ``wts`` [taps, m], ``out``
+    [m, Ho, Wo]; a window's sums run over a vector of channels, tap by tap."""
+    m, ho, wo = out.shape
+    taps = wts.shape[0]
+    acc = np.empty(m, buf.dtype)
+    for oy in range(ho):
+        for ox in range(wo):
+            src = buf[oy * sh + di[0], ox * sw + dj[0]]
+            w0 = wts[0]
+            for c in range(m):
+                acc[c] = src[c] * w0[c]
+            for t in range(1, taps):
+                src = buf[oy * sh + di[t], ox * sw + dj[t]]
+                wt = wts[t]
+                for c in range(m):
+                    prod = src[c] * wt[c]
+                    acc[c] = acc[c] + prod
+            for c in range(m):
+                out[c, oy, ox] = acc[c]
