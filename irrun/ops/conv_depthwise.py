@@ -18,7 +18,9 @@ and every tap is one multiply and one add over the whole block.
 
 Blocks run on the run's threads (:func:`irrun.threads.map_blocks`).  Neither the
 layout nor the blocks change which products are added in which order, so the values
-are the same for every thread count and as the plain loop's.
+are the same for every thread count and as the plain loop's.  With ``IRRUN_JIT=1`` and
+numba installed (optional), :mod:`.conv_jit` runs the depthwise tap loop compiled, on
+the same padded blocks, with the same bits.
 
 Grouped filters (several input channels per group, and ordinary filters with many
 more input channels than output ones) use the flat layout too: each tap is one
