@@ -239,7 +239,9 @@ def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray,
     weights = np.ascontiguousarray(w.T)  # [taps, m]
     if jit:
         _, di, dj = np.array(list(_taps(win)), np.int64).T.copy()
-        conv_jit.kernels()[1](buf, weights, di, dj, sh, sw, out)
+        acc = np.empty((ho, wo, m), x.dtype)
+        conv_jit.kernels()[1](buf, weights, di, dj, sh, sw, acc)
+        out[...] = acc.transpose(2, 0, 1)
         return
     acc = np.empty((ho, wo, m), x.dtype)
     tmp = np.empty((ho, wo, m), x.dtype)

@@ -101,23 +101,21 @@ def _flat(ph, w, tr, tq, toff, wq, out):  # pragma: no cover - runs compiled
                     row[ox] = row[ox] + prod
 
 
-def _last(buf, wts, di, dj, sh, sw, out):  # pragma: no cover - runs compiled
-    """The channels-last layout: ``buf`` [rows, cols, m], ``wts`` [taps, m], ``out``
-    [m, Ho, Wo]; a window's sums run over a vector of channels, tap by tap."""
-    m, ho, wo = out.shape
+def _last(buf, wts, di, dj, sh, sw, acc):  # pragma: no cover - runs compiled
+    """The channels-last layout: ``buf`` [rows, cols, m], ``wts`` [taps, m], ``acc``
+    [Ho, Wo, m]; a window's sums run over a vector of channels, tap by tap."""
+    ho, wo, m = acc.shape
     taps = wts.shape[0]
-    acc = np.empty(m, buf.dtype)
     for oy in range(ho):
         for ox in range(wo):
+            dst = acc[oy, ox]
             src = buf[oy * sh + di[0], ox * sw + dj[0]]
             w0 = wts[0]
             for c in range(m):
-                acc[c] = src[c] * w0[c]
+                dst[c] = src[c] * w0[c]
             for t in range(1, taps):
                 src = buf[oy * sh + di[t], ox * sw + dj[t]]
                 wt = wts[t]
                 for c in range(m):
                     prod = src[c] * wt[c]
-                    acc[c] = acc[c] + prod
-            for c in range(m):
-                out[c, oy, ox] = acc[c]
+                    dst[c] = dst[c] + prod
