@@ -537,7 +537,10 @@ def test_run_with_threads_gives_the_same_outputs_and_says_it(tmp_path, capsys):
             outs[n] = dict(f)
     assert outs["1"].keys() == outs["3"].keys()
     for k in outs["1"]:
-        np.testing.assert_array_equal(outs["1"][k], outs["3"][k])
+        # The demo's convolutions go through BLAS, which with 3 threads may add up a
+        # product in another order (measured: 1e-6 relative under OpenBLAS's Haswell and
+        # Zen kernels); the kernels irrun splits itself are compared bit for bit above.
+        np.testing.assert_allclose(outs["1"][k], outs["3"][k], rtol=1e-5, atol=1e-8)
     assert main(["run", DEMO, "-v"]) == 0  # the cores this process may use
     assert f" on {threads.available()} thread" in capsys.readouterr().err
 
