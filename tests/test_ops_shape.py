@@ -680,12 +680,15 @@ def test_shape_rules_with_unknown_values(tmp_path):
 
 def model_params(nodes):
     """Every Parameter feeding ``nodes``, each once."""
-    found, stack, seen = [], list(nodes), set()
+    # Keyed by id() of wrappers kept alive here: get_node() makes a new Python wrapper at
+    # each call, and a freed one's id can come back for another node (which was then
+    # skipped, now and then).
+    found, stack, seen = [], list(nodes), {}
     while stack:
         n = stack.pop()
-        if id(n) in seen:
+        if id(n) in seen or any(n == m for m in seen.values()):
             continue
-        seen.add(id(n))
+        seen[id(n)] = n
         if n.get_type_name() == "Parameter":
             found.append(n)
         stack.extend(v.get_node() for v in n.input_values())
