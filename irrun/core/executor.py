@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import IrrunError, Location
 from ..ir.registry import ShapeError
+from .arena import keep_freed_memory
 from .binding import Node
 from .graph import LayerGraph
 from .passes import PASSES
@@ -144,6 +145,7 @@ class Plan:
         ``observe``, when given, sees every step of the graph as it finishes, with its
         inputs, its outputs and the seconds its kernel took; they may be dropped right after.
         """
+        keep_freed_memory()  # once per process: tensors reuse the last run's pages
         # NaN, infinities, overflow and underflow are values in the IR's arithmetic, not
         # errors: no kernel may warn of them (kernels that read the flags set their own).
         with np.errstate(all="ignore"):
