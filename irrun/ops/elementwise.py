@@ -628,6 +628,20 @@ def _relu_values(v: np.ndarray) -> np.ndarray:
     return out
 
 
+def relu_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
+    """ReLU of ``x`` written into ``x``, where that gives the kernel's result (f32 or f64,
+    C-contiguous): the same two passes as :func:`_relu_values`; whether it did."""
+    if x.dtype not in (np.float32, np.float64) or not (x.flags.c_contiguous and x.flags.writeable):
+        return False
+
+    def into(v: np.ndarray) -> None:
+        np.fmax(v, v.dtype.type(0), out=v)
+        v += v.dtype.type(0)
+
+    blocks.in_place(into, x)
+    return True
+
+
 register(OpDef(type="Abs", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_abs))
 register(OpDef(type="ReLU", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_relu))
 register(OpDef(type="Negative", version=1, since_opset=1, attrs=(), infer=_infer_signed,
@@ -715,6 +729,28 @@ def _clamp(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
             (lo == 0 and np.signbit(lo)) or (hi == 0 and np.signbit(hi)))):  # fmt: skip
         return (_clamp_exact(x, lo, hi),)
     return (blocks.elementwise(lambda v: _clamp_fast(v, lo, hi), x.shape, x.dtype, (x,)),)
+
+
+def clamp_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
+    """Clamp of ``x`` written into ``x``, where that gives the kernel's result (f32 or
+    f64, C-contiguous, bounds that take :func:`_clamp_fast`): the same passes, NaN found
+    in the result (where max and min keep it); whether it did."""
+    if x.dtype not in (np.float32, np.float64) or not (x.flags.c_contiguous and x.flags.writeable):
+        return False
+    lo, hi = clamp_bounds(x.dtype, attrs.min, attrs.max)
+    if (lo == 0 and np.signbit(lo)) or (hi == 0 and np.signbit(hi)):
+        return False
+
+    def into(v: np.ndarray) -> None:
+        np.maximum(v, lo, out=v)
+        np.minimum(v, hi, out=v)
+        if lo == 0 or hi == 0:
+            v += v.dtype.type(0)
+        if np.isnan(np.minimum.reduce(v, axis=None)):
+            v[np.isnan(v)] = lo if lo < hi else hi
+
+    blocks.in_place(into, x)
+    return True
 
 
 def _clamp_exact(x: np.ndarray, lo: np.generic, hi: np.generic) -> np.ndarray:

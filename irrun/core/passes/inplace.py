@@ -13,6 +13,10 @@ The chain also takes, the same way:
 
 - Gelu, computed into the result where its kernel can (f32, erf mode:
   :func:`irrun.ops.elementwise.gelu_erf_into`), else by its kernel;
+- ReLU and Clamp after a convolution or a residual Add (a CNN's activations), into the
+  result where their fast kernels' passes can run in place (f32 and f64:
+  :func:`irrun.ops.elementwise.relu_into`, :func:`~irrun.ops.elementwise.clamp_into`),
+  else by their kernels;
 - Reshape and Transpose with a constant shape or order (a transformer's heads split
   and merged): a Reshape gives a view in the shape its kernel gives (worked out once per
   input shape); a Transpose gives a view where what reads it takes any strides at BLAS
@@ -29,11 +33,14 @@ from types import SimpleNamespace
 import numpy as np
 
 from ...ir.registry import ShapeError
-from ...ops.elementwise import gelu_erf_into
+from ...ops.elementwise import clamp_into, gelu_erf_into, relu_into
 from ..steps import Step
 
 # Ops whose kernels always return a new array of their own for their first output.
-HEADS = frozenset({"MatMul", "MVN", "Add", "Multiply", "Gelu", "ScaledDotProductAttention"})
+HEADS = frozenset({"MatMul", "MVN", "Add", "Multiply", "Gelu", "ScaledDotProductAttention",
+                   "Convolution", "GroupConvolution"})  # fmt: skip
+# Activations done into the running result: op type -> fn(attrs, array) -> whether it did.
+ACTIVATIONS = {"Gelu": gelu_erf_into, "ReLU": relu_into, "Clamp": clamp_into}
 TAILS = {"Add": np.add, "Multiply": np.multiply}
 # Readers that take a strided view of a Transpose (its last axis kept) at no cost.
 VIEW_READERS = frozenset({"MatMul", "ScaledDotProductAttention"})
@@ -63,14 +70,17 @@ class _Binary:
         return _run(self.step, (value, other) if self.first else (other, value))[0]
 
 
-class _Gelu:
+class _Activation:
+    """Gelu, ReLU or Clamp into the running result where it may, else by its kernel."""
+
     arity = 0
 
     def __init__(self, step: Step) -> None:
         self.step = step
+        self.into = ACTIVATIONS[step.node.op.type]
 
     def __call__(self, value: np.ndarray) -> np.ndarray:
-        if _owned(value) and gelu_erf_into(self.step.attrs, value):
+        if _owned(value) and self.into(self.step.attrs, value):
             return value
         return _run(self.step, (value,))[0]
 
@@ -151,7 +161,16 @@ def _run(step: Step, args) -> tuple[np.ndarray, ...]:
 
 
 def _owned(value: np.ndarray) -> bool:
-    return value.flags.owndata and value.flags.writeable
+    """Whether ``value`` is an array of the chain's own: made by the head's kernel (a
+    new array, or a reshape of a whole new one, as a convolution's product gives), not
+    a view of part of it or of another layout."""
+    if not value.flags.writeable:
+        return False
+    if value.flags.owndata:
+        return True
+    base = value.base
+    return (isinstance(base, np.ndarray) and base.flags.owndata and value.flags.c_contiguous
+            and base.flags.c_contiguous and value.nbytes == base.nbytes)  # fmt: skip
 
 
 def _in_place(value: np.ndarray, other: np.ndarray, owned: bool = True) -> bool:
@@ -242,8 +261,8 @@ def _link(step: Step, slot: int, constants: dict[int, np.ndarray]) -> object | N
         return _Binary(step, step.inputs[0] == slot) if _binary_tail(step, slot) else None
     if step.needed is not None or step.inputs.count(slot) != 1 or step.inputs[0] != slot:
         return None
-    if kind == "Gelu" and len(step.inputs) == 1:
-        return _Gelu(step)
+    if kind in ACTIVATIONS and len(step.inputs) == 1:
+        return _Activation(step)
     if kind in ("Reshape", "Transpose") and len(step.inputs) == 2:
         arg = constants.get(step.inputs[1])
         if arg is None:
