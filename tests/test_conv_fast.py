@@ -20,7 +20,7 @@ from openvino import opset1
 
 import irrun
 from irrun import threads
-from irrun.ops import conv_depthwise, convolution
+from irrun.ops import conv_depthwise, conv_taps, convolution
 from irrun.ops.convolution import convolve
 from tests.ov_oneop import assert_close, run_both
 
@@ -68,6 +68,12 @@ CASES = [
     _case((2, 48, 17, 19), 1, 24, 48, (3, 3), (2, 2), (1, 1), (1, 1), (2, 2)),
     _case((1, 32, 12, 12), 1, 8, 32, (5, 5), (1, 1), (2, 2), (2, 2)),
     _case((1, 64, 10, 10), 1, 16, 64, (3, 3), (1, 1), (1, 1), (1, 1), dtype=np.float16),
+    # ordinary filters, wide outputs: one GEMM per tap (conv_taps)
+    _case((1, 16, 24, 24), 1, 16, 16, (3, 3), (1, 1), (1, 1), (1, 1)),
+    _case((2, 20, 45, 47), 1, 32, 20, (3, 3), (2, 2), (1, 1), (1, 1)),
+    _case((1, 24, 30, 30), 1, 24, 24, (5, 5), (1, 1), (2, 2), (2, 2), (2, 2)),
+    _case((1, 16, 26, 44), 1, 8, 16, (3, 1), (1, 2), (0, 1), (2, 0), auto_pad="same_upper"),
+    _case((1, 16, 24, 24), 1, 16, 16, (3, 3), (1, 1), (1, 1), (1, 1), dtype=np.float16),
     # a channel multiplier: one input channel per group, several outputs (plain path)
     _case((1, 6, 16, 16), 6, 3, 1, (3, 3), (1, 1), (1, 1), (1, 1)),
     # 1-D
@@ -106,23 +112,25 @@ def test_matches_the_plugin(case, tmp_path):
 
 
 def test_the_cases_take_the_fast_paths(monkeypatch):
-    """Every case but the channel multiplier goes through conv_depthwise, every layout."""
+    """Every case but the channel multiplier goes through conv_depthwise, every layout,
+    or conv_taps."""
     seen = []
-    for name in ("_flat", "_channels_last", "grouped"):
-        real = getattr(conv_depthwise, name)
+    for module, name in ((conv_depthwise, "_flat"), (conv_depthwise, "_channels_last"),
+                         (conv_depthwise, "grouped"), (conv_taps, "convolve")):  # fmt: skip
+        real = getattr(module, name)
 
         def spy(*args, real=real, name=name):
             seen.append(name)
             return real(*args)
 
-        monkeypatch.setattr(conv_depthwise, name, spy)
+        monkeypatch.setattr(module, name, spy)
     for case in CASES:
         seen.clear()
         x, w = _inputs(case)
         convolve(x, w, _attrs(case))
         multiplier = case.ci == 1 and case.co > 1
         assert bool(seen) != multiplier, vars(case)
-    assert {"_flat", "_channels_last", "grouped"} <= set(_all_paths())
+    assert {"_flat", "_channels_last", "grouped", "taps"} <= set(_all_paths())
 
 
 def _all_paths():
@@ -131,7 +139,9 @@ def _all_paths():
         x, _ = _inputs(case)
         win = convolution.Windows.of(x.shape[2:], convolution._geometry(_attrs(case),
                                                                          case.kernel))
-        if case.co == case.ci == 1:
+        if conv_taps.takes(x, case.groups, case.co, case.ci, win, np.float32):
+            paths.add("taps")
+        elif case.co == case.ci == 1:
             small = np.prod(win.out) <= conv_depthwise._NHWC_POSITIONS
             paths.add("_channels_last" if small else "_flat")
         elif case.ci > 1:

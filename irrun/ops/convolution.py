@@ -11,12 +11,14 @@ of its filters ``[C_out/G, C_in/G * taps]`` with those columns, summed in f32
 channel per group) skip the matrix product and multiply-add tap by tap.  The
 summation order differs from the CPU plugin's, so values agree within rounding.
 
-Over 1 or 2 spatial dims, depthwise and grouped filters, and ordinary ones with at
-least twice the input channels as outputs, go to :mod:`.conv_depthwise` instead
-(see :func:`_tap_by_tap`): the same depthwise sums in cache-sized blocks on the run's
-threads, and grouped ones as a product per tap with no column matrix.  The paths
-here stay for 3-D planes, the rest of the ordinary filters, channel multipliers, and
-pads or strides so far beyond the input that a padded copy would be huge.
+Over 2 spatial dims, ordinary filters with wide outputs go to :mod:`.conv_taps`: one
+GEMM per tap accumulated in place by BLAS, no column matrix.  Over 1 or 2 spatial
+dims, depthwise and grouped filters, and ordinary ones with at least twice the input
+channels as outputs, go to :mod:`.conv_depthwise` instead (see :func:`_tap_by_tap`):
+the same depthwise sums in cache-sized blocks on the run's threads, and grouped ones
+as a product per tap with no column matrix.  The paths here stay for 3-D planes, the
+rest of the ordinary filters, channel multipliers, and pads or strides so far beyond
+the input that a padded copy would be huge.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from . import conv_depthwise
+from . import conv_depthwise, conv_taps
 from .elementwise import merge_dims, same_element_type
 from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
 
@@ -158,6 +160,9 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
         )
     win = Windows.of(x.shape[2:], _geometry(a, w.shape[3:]))
     work = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x.dtype
+    if n == 2 and conv_taps.takes(x, groups, co, ci, win, work):
+        wide = conv_taps.convolve(x.astype(work, copy=False), w[0].astype(work, copy=False), win)
+        return wide.astype(x.dtype, copy=False)
     if n in (1, 2) and _tap_by_tap(groups, co, ci, math.prod(win.kernel)):
         fast = _fast(x.astype(work, copy=False), w.astype(work, copy=False), win)
         if fast is not None:
