@@ -86,7 +86,7 @@ def _infer(with_indices: bool):
 
 
 # Bytes of input per chunk of planes (see max_pool.CHUNK_BYTES).
-CHUNK_BYTES = 1 << 22
+CHUNK_BYTES = 1 << 20
 
 
 def window_by_window(taps: int, windows: int) -> bool:

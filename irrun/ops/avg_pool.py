@@ -83,7 +83,7 @@ def to_input_type(mean: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 # Bytes of input per chunk of planes (see max_pool.CHUNK_BYTES).
-CHUNK_BYTES = 1 << 22
+CHUNK_BYTES = 1 << 20
 
 _ALL = slice(None)
 

@@ -103,8 +103,10 @@ def infer_max_pool(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Ten
 
 # Bytes of input per chunk of planes: large enough that NumPy's cost per call is
 # spread thin, small enough that a chunk's intermediates stay in the CPU's cache and
-# take little memory next to the tensors themselves.
-CHUNK_BYTES = 1 << 22
+# take little memory next to the tensors themselves.  1 MiB: a chunk's split phases
+# and partial maxima then fit a 2 MiB L2 (W1 1.3x, W3 1.4x, W9 1.45x faster than with
+# 4 MiB on an AVX-512 Xeon, whose OpenVINO pools are fast).
+CHUNK_BYTES = 1 << 20
 
 _ALL = slice(None)
 

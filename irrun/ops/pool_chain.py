@@ -36,8 +36,9 @@ from .max_pool import fmax_fold, has_negative_zero, lowest
 # Larger kernels run layer by layer: the padding bands (and the plan's window counts)
 # grow with the kernel, not with the input, and a chain is for 3x3-like windows.
 MAX_KERNEL = 64
-# Bytes of a chunk's buffer: NumPy's cost per call outweighs what smaller, cached chunks save.
-CHUNK_BYTES = 1 << 22
+# Bytes of a chunk's buffer: as the pools' (max_pool.CHUNK_BYTES); below, NumPy's cost
+# per call outweighs what smaller, cached chunks save.
+CHUNK_BYTES = 1 << 20
 # Elements of the divisor an average broadcasts (a whole number of planes, at least).
 DIVISOR_ELEMENTS = 1 << 14
 # Where in a 4 KiB page each buffer's first output position lies.  Aligned to 32
