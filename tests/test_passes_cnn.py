@@ -1,7 +1,7 @@
 """A CNN's activations run into the convolution's result (irrun.core.passes.inplace).
 
-Convolution and GroupConvolution head in-place chains; ReLU and Clamp (and a residual
-Add) after them work in the convolution's own array.  The fused run must give the bits
+Convolution and GroupConvolution head in-place chains; ReLU, Clamp and Swish (and a
+residual Add) after them work in the convolution's own array.  The fused run must give the bits
 of the layer-by-layer run (``intermediate=True``, each op's own kernel), NaN, infinities
 and signed zeros included, on one thread and on two; and values close to the plugin's.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import openvino as ov
 import pytest
-from openvino import opset1
+from openvino import opset1, opset4
 
 import irrun
 from irrun.core.passes.inplace import InPlaceChain, _Activation
@@ -57,6 +57,7 @@ ACTS = {
     "relu": opset1.relu,
     "relu6": lambda y: opset1.clamp(y, 0.0, 6.0),
     "clamp": lambda y: opset1.clamp(y, -0.5, 0.75),
+    "swish": opset4.swish,
 }
 
 

@@ -372,8 +372,8 @@ def test_pools_of_any_size_are_identical_for_any_thread_count(tmp_path, small_bl
 
 
 def test_a_pool_above_the_real_threshold_is_identical(tmp_path):
-    # 1x64x64x64 f32 is 1 MiB: split with the real MIN_BLOCK_BYTES into blocks of planes.
-    x = _data((1, 64, 64, 64))
+    # 2x64x128x128 f32 is 8 MiB: split with the real MIN_BLOCK_BYTES into blocks of planes.
+    x = _data((2, 64, 128, 128))
     assert x.nbytes >= 2 * window.MIN_BLOCK_BYTES
     model, path = _saved(lambda p: opset8.max_pool(p, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3],
                                                    index_element_type="i64"), [x], tmp_path,

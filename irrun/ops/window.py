@@ -328,11 +328,14 @@ def plane_chunks(planes: int, plane_bytes: int, target: int) -> list[slice]:
     return [slice(i, min(i + per, planes)) for i in range(0, planes, per)]
 
 
-# Bytes of input a thread's block of planes must hold at least.  Handing a block to a
-# thread and waiting for it costs some 20-60 µs (more on a busy machine); pools go
-# through their input at roughly 1-3 GB/s, so 512 KiB is 150-500 µs of work: the hand-off
-# is then a small part of it.  Below, the whole pool runs on the calling thread.
-MIN_BLOCK_BYTES = 1 << 19
+# Bytes of input a thread's block of planes must hold at least, and its chunks (four
+# times the one-thread chunk).  Every NumPy call hands the GIL over, and a thread
+# waiting for it must be woken: on a 2-vCPU VM that wake-up costs about as much as a
+# pool's call over a 1 MiB chunk, so two threads over such chunks ran W9 (32x64x56x56)
+# no faster than one and W1 (1x64x112x112) 1.8x slower.  Blocks of 4 MiB or more in
+# 4 MiB chunks make calls long enough to overlap (W9 1.2x faster on two threads than
+# on one); a smaller input runs on the calling thread in cache-sized chunks.
+MIN_BLOCK_BYTES = 1 << 22
 
 
 def each_chunk(
@@ -343,7 +346,8 @@ def each_chunk(
 
     One thread: over ``chunks`` (the planes in runs of about ``target`` bytes, see
     :func:`plane_chunks`).  More: the planes in one block per thread (see
-    :func:`irrun.threads.map_blocks`), each block in chunks of about ``target`` bytes.
+    :func:`irrun.threads.map_blocks`), each block in chunks of about ``4 * target`` bytes
+    (see :data:`MIN_BLOCK_BYTES`).
     A plane's result never depends on which chunk holds it (pools treat planes one
     by one), so results are the same for any thread count.
     """
@@ -353,7 +357,7 @@ def each_chunk(
         return
 
     def block(start: int, stop: int) -> None:
-        for ch in plane_chunks(stop - start, plane_bytes, target):
+        for ch in plane_chunks(stop - start, plane_bytes, 4 * target):
             body(slice(start + ch.start, start + ch.stop))
 
     threads.map_blocks(block, planes, -(-MIN_BLOCK_BYTES // max(plane_bytes, 1)))
