@@ -49,9 +49,11 @@ _NHWC_POSITIONS = 1024
 _BLOCK_BYTES = 256 * 1024
 _BLOCK_BYTES_LAST = 2 * 2**20
 # Multiply-adds a block handed to a thread must hold at least: the hand-off costs
-# 20-60 us (irrun.threads.map_blocks) and a block's NumPy calls each take the GIL; a
-# million of them take some 0.1 ms (grouped, by BLAS) to 0.3 ms (depthwise).
-_THREAD_WORK = 1_000_000
+# 20-60 us (irrun.threads.map_blocks), and each of a block's NumPy calls (two per tap)
+# hands the GIL over, waking a waiting thread.  On a 2-vCPU VM blocks of a million
+# made two threads slower than one (convnext's 96-channel 7x7 at 56x56: 3.1 -> 4.6 ms)
+# and of four million still did (3.8 ms): so only the largest layers split.
+_THREAD_WORK = 16_000_000
 
 
 def applies(x: np.ndarray, win: Windows) -> bool:
