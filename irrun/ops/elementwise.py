@@ -733,8 +733,8 @@ def _clamp(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def clamp_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
     """Clamp of ``x`` written into ``x``, where that gives the kernel's result (f32 or
-    f64, C-contiguous, bounds that take :func:`_clamp_fast`): the same passes, NaN found
-    in the result (where max and min keep it); whether it did."""
+    f64, C-contiguous, bounds that take :func:`_clamp_fast`): the same passes; whether
+    it did."""
     if x.dtype not in (np.float32, np.float64) or not (x.flags.c_contiguous and x.flags.writeable):
         return False
     lo, hi = clamp_bounds(x.dtype, attrs.min, attrs.max)
@@ -742,12 +742,8 @@ def clamp_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
         return False
 
     def into(v: np.ndarray) -> None:
-        np.maximum(v, lo, out=v)
-        np.minimum(v, hi, out=v)
-        if lo == 0 or hi == 0:
-            v += v.dtype.type(0)
-        if np.isnan(np.minimum.reduce(v, axis=None)):
-            v[np.isnan(v)] = lo if lo < hi else hi
+        np.fmax(v, lo, out=v)
+        _clamp_rest(v, lo, hi)
 
     blocks.in_place(into, x)
     return True
@@ -763,21 +759,22 @@ def _clamp_exact(x: np.ndarray, lo: np.generic, hi: np.generic) -> np.ndarray:
 def _clamp_fast(x: np.ndarray, lo: np.generic, hi: np.generic) -> np.ndarray:
     """:func:`_clamp_exact`'s values in two SIMD passes (ten times faster than np.where).
 
-    np.maximum and np.minimum differ from the definition only where it compares equal
-    zeros (which zero they keep is the CPU's) and at NaN (which they keep): with a +0.0
-    bound every zero of the result becomes +0.0, as the definition gives, by adding +0.0;
-    NaN is looked for with one reduction and set to what the definition makes of it.
-    (A -0.0 bound takes the exact path.)
+    Floats: ``np.fmax`` gives the other operand for NaN, so NaN becomes ``lo``, as the
+    definition makes it (``NaN > lo`` is false), and then no NaN is left for
+    ``np.minimum``.  The two differ from the definition only where it compares equal
+    zeros (which zero they keep is the CPU's): with a +0.0 bound every zero of the
+    result becomes +0.0, as the definition gives, by adding +0.0 (a third pass).  (A
+    -0.0 bound takes the exact path.)  Integers: np.maximum and np.minimum.
     """
-    out = np.maximum(x, lo)
-    np.minimum(out, hi, out=out)
-    if x.dtype.kind != "f":
-        return out
-    if lo == 0 or hi == 0:
-        out += x.dtype.type(0)
-    if np.isnan(np.minimum.reduce(out, axis=None)):
-        out[np.isnan(x)] = lo if lo < hi else hi
+    out = np.fmax(x, lo) if x.dtype.kind == "f" else np.maximum(x, lo)
+    _clamp_rest(out, lo, hi)
     return out
+
+
+def _clamp_rest(out: np.ndarray, lo: np.generic, hi: np.generic) -> None:
+    np.minimum(out, hi, out=out)
+    if out.dtype.kind == "f" and (lo == 0 or hi == 0):
+        out += out.dtype.type(0)
 
 
 register(
@@ -833,12 +830,15 @@ def _swish_pieces(v: np.ndarray, out: np.ndarray, beta: np.ndarray | None) -> No
         np.divide(src, tmp, out=dst)
 
 
-def swish_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
-    """Swish (no beta) of ``x`` written into ``x``, where that gives the kernel's result
-    (f32 or f64, C-contiguous): the same three passes; whether it did."""
+def swish_into(attrs: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = None) -> bool:
+    """Swish of ``x`` written into ``x``, where that gives the kernel's result (f32 or
+    f64, C-contiguous; ``beta`` absent, or a scalar of x's type): the same three passes;
+    whether it did."""
     if x.dtype not in (np.float32, np.float64) or not (x.flags.c_contiguous and x.flags.writeable):
         return False
-    blocks.in_place(lambda v: _swish_pieces(v, v, None), x)
+    if beta is not None and (beta.ndim != 0 or beta.dtype != x.dtype):
+        return False
+    blocks.in_place(lambda v: _swish_pieces(v, v, beta), x)
     return True
 
 

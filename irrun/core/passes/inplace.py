@@ -13,7 +13,7 @@ The chain also takes, the same way:
 
 - Gelu, computed into the result where its kernel can (f32, erf mode:
   :func:`irrun.ops.elementwise.gelu_erf_into`), else by its kernel;
-- ReLU, Clamp and Swish (without beta) after a convolution or a residual Add (a CNN's
+- ReLU, Clamp and Swish after a convolution or a residual Add (a CNN's
   activations), into the result where their kernels' passes can run in place (f32 and
   f64: :func:`irrun.ops.elementwise.relu_into`, :func:`~irrun.ops.elementwise.clamp_into`,
   :func:`~irrun.ops.elementwise.swish_into`), else by their kernels;
@@ -73,18 +73,17 @@ class _Binary:
 
 class _Activation:
     """An activation (:data:`ACTIVATIONS`) into the running result where it may, else by
-    its kernel."""
-
-    arity = 0
+    its kernel; Swish's beta, when it has one, is the chain's argument."""
 
     def __init__(self, step: Step) -> None:
         self.step = step
         self.into = ACTIVATIONS[step.node.op.type]
+        self.arity = len(step.inputs) - 1
 
-    def __call__(self, value: np.ndarray) -> np.ndarray:
-        if _owned(value) and self.into(self.step.attrs, value):
+    def __call__(self, value: np.ndarray, *more: np.ndarray) -> np.ndarray:
+        if _owned(value) and self.into(self.step.attrs, value, *more):
             return value
-        return _run(self.step, (value,))[0]
+        return _run(self.step, (value, *more))[0]
 
 
 class _Reshape:
@@ -263,7 +262,7 @@ def _link(step: Step, slot: int, constants: dict[int, np.ndarray]) -> object | N
         return _Binary(step, step.inputs[0] == slot) if _binary_tail(step, slot) else None
     if step.needed is not None or step.inputs.count(slot) != 1 or step.inputs[0] != slot:
         return None
-    if kind in ACTIVATIONS and len(step.inputs) == 1:
+    if kind in ACTIVATIONS and (len(step.inputs) == 1 or kind == "Swish"):
         return _Activation(step)
     if kind in ("Reshape", "Transpose") and len(step.inputs) == 2:
         arg = constants.get(step.inputs[1])
