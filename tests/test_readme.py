@@ -130,7 +130,7 @@ def test_readme_profile_example_has_the_layers_and_format_irrun_prints(capsys, m
 
 def test_readme_memory_example(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    command = "irrun models/demo.xml --max-memory 100K"
+    command = "irrun models/demo.xml --max-memory 64K"
     assert main(command.split()[1:]) == 1
     captured = capsys.readouterr()
     assert (captured.out, captured.err.rstrip("\n")) == ("", _shown(command))

@@ -212,18 +212,18 @@ class Model:
         more than 16 MiB) or None.  A run whose planned peak is larger is refused before
         anything is computed, naming the layer where it peaks:
 
-        >>> m = load("models/demo.xml", max_memory="100K")
+        >>> m = load("models/demo.xml", max_memory="64K")
         >>> try:
         ...     m.run(np.zeros((1, 3, 32, 32), np.float32))
         ... except IrrunError as exc:
         ...     print(f"{exc.layer}: {exc.message.split(',')[0]}")
-        layer 4 'Relu_58069' (ReLU-v1): the run needs 128 KiB of tensors at this layer
+        layer 5 'pool1' (MaxPool-v1): the run needs 80.0 KiB of tensors at this layer
         >>> m.max_memory = None  # no limit
         >>> m.run(np.zeros((1, 3, 32, 32), np.float32))["probabilities"].shape
         (1, 10)
 
-        (The ReLU's input and output, ``[1,16,32,32]`` floats of 64 KiB each, are alive
-        at once.)
+        (The first convolution's output, ``[1,16,32,32]`` floats of 64 KiB with its ReLU
+        done in place, and the pool's of 16 KiB are alive at once.)
         """
         budget = self._budget_arg
         if isinstance(budget, int):
