@@ -112,8 +112,9 @@ def test_matches_the_plugin(case, tmp_path):
 
 
 def test_the_cases_take_the_fast_paths(monkeypatch):
-    """Every case but the channel multiplier goes through conv_depthwise, every layout,
-    or conv_taps."""
+    """Every case but the channel multiplier and the pointwise ones (1x1 at stride 1
+    without pads: one product with the input as it lies) goes through conv_depthwise,
+    every layout, or conv_taps."""
     seen = []
     for module, name in ((conv_depthwise, "_flat"), (conv_depthwise, "_channels_last"),
                          (conv_depthwise, "grouped"), (conv_taps, "convolve")):  # fmt: skip
@@ -129,7 +130,8 @@ def test_the_cases_take_the_fast_paths(monkeypatch):
         x, w = _inputs(case)
         convolve(x, w, _attrs(case))
         multiplier = case.ci == 1 and case.co > 1
-        assert bool(seen) != multiplier, vars(case)
+        pointwise = convolution._pointwise(_attrs(case), case.kernel)
+        assert bool(seen) != (multiplier or pointwise), vars(case)
     assert {"_flat", "_channels_last", "grouped", "taps"} <= set(_all_paths())
 
 
@@ -281,3 +283,52 @@ def test_a_model_run_on_two_threads_gives_the_same_bits(tmp_path):
     one = next(iter(irrun.load(path, threads=1).run({"x": x}).values()))
     two = next(iter(irrun.load(path, threads=2).run({"x": x}).values()))
     assert np.array_equal(one, two)
+
+
+# Pointwise filters (1x1..., stride 1, no pads): one product with the input as it lies.
+POINTWISE = [
+    # shape, groups, co, ci, pads (explicit) or auto_pad, dtype
+    ((1, 16, 9, 11), 1, 24, 16, "explicit", np.float32),
+    ((2, 12, 7, 5), 3, 2, 4, "explicit", np.float32),  # grouped
+    ((1, 8, 6, 6), 8, 1, 1, "same_upper", np.float32),  # depthwise 1x1: a scale per channel
+    ((1, 8, 6, 6), 1, 4, 8, "valid", np.float16),
+    ((2, 6, 13), 1, 5, 6, "explicit", np.float32),  # 1-D
+    ((1, 4, 3, 4, 5), 2, 3, 2, "same_lower", np.float32),  # 3-D
+]
+
+
+@pytest.mark.parametrize(("shape", "groups", "co", "ci", "auto_pad", "dtype"), POINTWISE)
+def test_pointwise_filters_match_the_plugin_and_a_product(shape, groups, co, ci, auto_pad,
+                                                         dtype, tmp_path):  # fmt: skip
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((groups, co, ci) + (1,) * (len(shape) - 2)).astype(dtype)
+    n = len(shape) - 2
+    geometry = ((1,) * n, (0,) * n, (0,) * n, (2,) * n, auto_pad)  # dilations do not matter
+    a = SimpleNamespace(strides=(1,) * n, dilations=(2,) * n, pads_begin=(0,) * n,
+                        pads_end=(0,) * n, auto_pad=auto_pad)  # fmt: skip
+    assert convolution._pointwise(a, (1,) * n)
+    got, want = run_both(
+        lambda p: opset1.group_convolution(p, opset1.constant(w), *geometry), [x], tmp_path)
+    assert_close(got, want, **(F16_TOL if dtype == np.float16 else F32_TOL), scaled_atol=True)
+    # By hand: each group's [Co, Ci] filter times its channels at every position, in f64.
+    xs = x.astype(np.float64).reshape(shape[0], groups, ci, -1)
+    by_hand = np.einsum("goc,ngcp->ngop", w.reshape(groups, co, ci).astype(np.float64), xs)
+    np.testing.assert_allclose(got.astype(np.float64).reshape(by_hand.shape), by_hand,
+                               rtol=2e-3 if dtype == np.float16 else 1e-5, atol=1e-2)
+
+
+def test_pointwise_needs_stride_1_and_no_pads():
+    a = SimpleNamespace(strides=(1, 1), dilations=(1, 1), pads_begin=(0, 0), pads_end=(0, 0),
+                        auto_pad="explicit")  # fmt: skip
+    assert convolution._pointwise(a, (1, 1))
+    assert not convolution._pointwise(a, (1, 3))
+    assert not convolution._pointwise(SimpleNamespace(**{**vars(a), "strides": (2, 1)}), (1, 1))
+    assert not convolution._pointwise(SimpleNamespace(**{**vars(a), "pads_end": (0, 1)}), (1, 1))
+    # a 1x1 filter with pads reads zeros around the input: the general path, values checked
+    x = np.ones((1, 1, 2, 2), np.float32)
+    w = np.full((1, 1, 1, 1, 1), 3, np.float32)
+    padded = convolve(x, w, SimpleNamespace(**{**vars(a), "pads_begin": (1, 0)}))
+    assert padded.tolist() == [[[[0.0, 0.0], [3.0, 3.0], [3.0, 3.0]]]]
+    empty = convolve(np.ones((0, 2, 3, 3), np.float32), np.ones((1, 4, 2, 1, 1), np.float32), a)
+    assert empty.shape == (0, 4, 3, 3)

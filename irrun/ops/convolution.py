@@ -158,8 +158,17 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
             f"data has {x.shape[1]} channels but the filter expects {groups} x {ci} = "
             f"{groups * ci}"
         )
-    win = Windows.of(x.shape[2:], _geometry(a, w.shape[3:]))
     work = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x.dtype
+    if _pointwise(a, w.shape[3:]):
+        # A 1x1 filter at stride 1 without pads is one product per group with the input as
+        # it lies: no window geometry or tap views (20-40 us a layer, a fifth of a mobile
+        # net's 1x1 layer).
+        batch, planes = x.shape[0], x.shape[2:]
+        cols = x.astype(work, copy=False).reshape(batch, groups, ci, math.prod(planes))
+        filters = w.astype(work, copy=False).reshape(groups, co, ci)
+        out = np.matmul(filters[0], cols[:, 0]) if groups == 1 else np.matmul(filters, cols)
+        return out.reshape(batch, groups * co, *planes).astype(x.dtype, copy=False)
+    win = Windows.of(x.shape[2:], _geometry(a, w.shape[3:]))
     if n == 2 and conv_taps.takes(x, groups, co, ci, win, work):
         wide = conv_taps.convolve(x.astype(work, copy=False), w[0].astype(work, copy=False), win)
         return wide.astype(x.dtype, copy=False)
@@ -189,6 +198,16 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
         cols = cols.reshape(batch, groups, ci * len(taps), positions)
     out = np.matmul(w.reshape(groups, co, ci * len(taps)), cols)
     return out.reshape(batch, groups * co, *win.out).astype(x.dtype, copy=False)
+
+
+def _pointwise(a: SimpleNamespace, kernel: Sequence[int]) -> bool:
+    """Whether a filter of ``kernel`` with these attributes reads each input position once,
+    in place: 1x1..., stride 1, no pads (explicit zeros; auto_pad gives none for 1x1)."""
+    n = len(kernel)
+    return (n > 0 and all(k == 1 for k in kernel) and len(a.strides) == n
+            and all(s == 1 for s in a.strides)
+            and (a.auto_pad != "explicit" or not any((*a.pads_begin, *a.pads_end)))
+            and len(a.pads_begin) in (0, n) and len(a.pads_end) in (0, n))  # fmt: skip
 
 
 def _tap_by_tap(groups: int, co: int, ci: int, taps: int) -> bool:
