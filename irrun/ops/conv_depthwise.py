@@ -94,8 +94,11 @@ def depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
         per = max(64 if small else 1, room // (math.prod(win.out) * x.itemsize))
         for a in range(start, stop, per):
             b = min(stop, a + per)
-            index = np.arange(a, b) % channels
-            kernel(planes[a:b], w[index], win, flat_out[a:b], jit)
+            first = a % channels
+            # The planes' filters: a slice when the block stays within one image.
+            filters = w[first:first + b - a] if first + b - a <= channels \
+                else w[np.arange(a, b) % channels]  # fmt: skip
+            kernel(planes[a:b], filters, win, flat_out[a:b], jit)
 
     # Channels last wants 64 channels or more in a block: its inner loop runs over them.
     least = max(64 if small else 1, -(-_THREAD_WORK // (w.shape[1] * math.prod(win.out))))
@@ -121,6 +124,14 @@ def _taps(win: Windows):
     for i in range(kh):
         for j in range(kw):
             yield i * kw + j, i * dh, j * dw
+
+
+def _tiled(weights: np.ndarray, times: int) -> np.ndarray:
+    """``weights`` [taps, m] repeated ``times`` times along each row: [taps, times * m]
+    (as np.tile, which goes through a slower np.repeat)."""
+    taps, m = weights.shape
+    return np.ascontiguousarray(np.broadcast_to(weights[:, None, :], (taps, times, m))
+                                ).reshape(taps, times * m)  # fmt: skip
 
 
 def _phases(x: np.ndarray, win: Windows) -> tuple[np.ndarray, int]:
@@ -253,7 +264,7 @@ def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray,
         # NumPy's inner loop runs over Wo * m values rather than m (1.2-1.7x faster).
         # Strided, splitting the block into phases first costs more than that gains.
         taps = [(buf[di:di + ho, dj:dj + wo].reshape(ho, wo * m), row)
-                for (_, di, dj), row in zip(_taps(win), np.tile(weights, (1, wo)), strict=True)]
+                for (_, di, dj), row in zip(_taps(win), _tiled(weights, wo), strict=True)]
     else:
         taps = [(buf[di:di + (ho - 1) * sh + 1:sh, dj:dj + (wo - 1) * sw + 1:sw], row)
                 for (_, di, dj), row in zip(_taps(win), weights, strict=True)]
