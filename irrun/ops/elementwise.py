@@ -804,8 +804,8 @@ def _swish(a: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = None):
         raise ValueError(f"beta must be a scalar, got shape {list(beta.shape)}")
 
     def fn(v: np.ndarray) -> np.ndarray:
-        out = np.empty_like(v)
-        _swish_pieces(v, out, beta)
+        out = np.empty(v.shape, v.dtype)  # C order: its flat view is itself
+        _swish_pieces(np.ascontiguousarray(v), out, beta)
         return out
 
     return (float_compute(x, fn),)
@@ -814,7 +814,7 @@ def _swish(a: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = None):
 def _swish_pieces(v: np.ndarray, out: np.ndarray, beta: np.ndarray | None) -> None:
     """``out = v * sigmoid(b v) = v / (1 + exp(-b v))``, in three passes per piece of
     ``blocks.PIECE`` elements (efficientnet's activation: half its run before), whose
-    temporary stays in cache; ``out`` may be ``v``."""
+    temporary stays in cache; ``v`` and ``out`` C-contiguous, ``out`` may be ``v``."""
     flat_v, flat_out = v.reshape(-1), out.reshape(-1)
     piece = min(blocks.PIECE, flat_v.size)
     t = np.empty(piece, v.dtype)
