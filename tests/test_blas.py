@@ -63,7 +63,12 @@ def test_empty_and_k0_products():
      (np.zeros((2, 6), np.float32)[:, ::2], np.zeros((3, 2), np.float32),
       np.zeros((2, 2), np.float32), "contiguous rows"),
      (np.zeros((2, 3), np.int32), np.zeros((3, 2), np.int32), np.zeros((2, 2), np.int32),
-      "no BLAS GEMM")],
+      "no BLAS GEMM"),
+     # rows read backwards, or overlapping: BLAS would read other elements
+     (np.zeros((2, 3), np.float32)[::-1], np.zeros((3, 2), np.float32),
+      np.zeros((2, 2), np.float32), "contiguous rows"),
+     (np.lib.stride_tricks.as_strided(np.zeros(8, np.float32), (2, 3), (4, 4)),
+      np.zeros((3, 2), np.float32), np.zeros((2, 2), np.float32), "contiguous rows")],
 )  # fmt: skip
 def test_what_it_refuses(a, b, c, match):
     with pytest.raises(ValueError, match=match):

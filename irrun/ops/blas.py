@@ -78,10 +78,14 @@ def available(dtype: np.dtype | type) -> bool:
 
 
 def _rows(m: np.ndarray) -> int:
-    """The row stride of a 2-D matrix with contiguous rows, in elements."""
-    if m.ndim != 2 or (m.shape[1] > 1 and m.strides[1] != m.itemsize) or m.strides[0] % m.itemsize:
+    """The row stride of a 2-D matrix of contiguous rows that do not overlap, in elements
+    (what BLAS calls its leading dimension)."""
+    rows, cols = m.shape if m.ndim == 2 else (0, 0)
+    step, size = (m.strides[0], m.itemsize) if m.ndim == 2 else (0, 1)
+    if (m.ndim != 2 or (cols > 1 and m.strides[1] != size) or step % size
+            or (rows > 1 and step < cols * size)):  # fmt: skip
         raise ValueError(f"not a matrix of contiguous rows: shape {m.shape}, strides {m.strides}")
-    return max(m.strides[0] // m.itemsize, m.shape[1], 1)
+    return max(step // size, cols, 1)
 
 
 def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, accumulate: bool) -> None:
