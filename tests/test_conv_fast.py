@@ -26,6 +26,7 @@ from tests.ov_oneop import assert_close, run_both
 
 F32_TOL = {"rtol": 1e-4, "atol": 1e-5}  # as the convolutions of test_ops_compute.py
 F16_TOL = {"rtol": 1e-3, "atol": 1e-3}  # one f16 rounding of the output (2^-11 ~ 5e-4)
+F64_TOL = F32_TOL  # the CPU plugin computes an f64 convolution in f32
 
 
 def _case(shape, groups, co, ci, kernel, strides, pads_begin=None, pads_end=None,
@@ -74,6 +75,7 @@ CASES = [
     _case((1, 24, 30, 30), 1, 24, 24, (5, 5), (1, 1), (2, 2), (2, 2), (2, 2)),
     _case((1, 16, 26, 44), 1, 8, 16, (3, 1), (1, 2), (0, 1), (2, 0), auto_pad="same_upper"),
     _case((1, 16, 24, 24), 1, 16, 16, (3, 3), (1, 1), (1, 1), (1, 1), dtype=np.float16),
+    _case((1, 16, 22, 22), 1, 20, 16, (3, 3), (1, 1), (1, 1), (1, 1), dtype=np.float64),
     # a channel multiplier: one input channel per group, several outputs (plain path)
     _case((1, 6, 16, 16), 6, 3, 1, (3, 3), (1, 1), (1, 1), (1, 1)),
     # 1-D
@@ -107,7 +109,7 @@ def test_matches_the_plugin(case, tmp_path):
     geometry = (case.strides, case.pads_begin, case.pads_end, case.dilations, case.auto_pad)
     got, want = run_both(
         lambda p: opset1.group_convolution(p, opset1.constant(w), *geometry), [x], tmp_path)
-    tol = F16_TOL if case.dtype == np.float16 else F32_TOL
+    tol = {np.float16: F16_TOL, np.float64: F64_TOL}.get(case.dtype, F32_TOL)
     assert_close(got, want, **tol, scaled_atol=True, what=str(vars(case)))
 
 
@@ -332,3 +334,42 @@ def test_pointwise_needs_stride_1_and_no_pads():
     assert padded.tolist() == [[[[0.0, 0.0], [3.0, 3.0], [3.0, 3.0]]]]
     empty = convolve(np.ones((0, 2, 3, 3), np.float32), np.ones((1, 4, 2, 1, 1), np.float32), a)
     assert empty.shape == (0, 4, 3, 3)
+
+
+def test_without_a_known_blas_the_column_matrix_gives_the_same_values(monkeypatch):
+    """Where NumPy's BLAS has no CBLAS GEMM of known interface, conv_taps steps aside."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 16, 24, 24)).astype(np.float32)
+    w = rng.standard_normal((1, 16, 16, 3, 3)).astype(np.float32)
+    a = SimpleNamespace(strides=(1, 1), dilations=(1, 1), pads_begin=(1, 1), pads_end=(1, 1),
+                        auto_pad="explicit")  # fmt: skip
+    fast = convolve(x, w, a)
+    monkeypatch.setattr(conv_taps.blas, "available", lambda dtype: False)
+    called = []
+    monkeypatch.setattr(conv_taps, "convolve", lambda *args: called.append(1))
+    plain = convolve(x, w, a)
+    assert not called
+    np.testing.assert_allclose(fast, plain, rtol=1e-5, atol=1e-5 * float(np.abs(plain).max()))
+
+
+def test_f64_taps_match_an_f64_sum_by_hand():
+    """The plugin computes f64 in f32; by hand in f64, conv_taps' dgemm agrees to 1e-12."""
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 16, 22, 24))
+    w = rng.standard_normal((1, 20, 16, 3, 3))
+    a = SimpleNamespace(strides=(1, 1), dilations=(1, 1), pads_begin=(1, 1), pads_end=(1, 1),
+                        auto_pad="explicit")  # fmt: skip
+    seen = []
+    real = conv_taps.convolve
+    got = convolve(x, w, a) if not conv_taps.blas.available(np.float64) else None
+    if got is None:
+        conv_taps.convolve = lambda *args: (seen.append(1), real(*args))[1]
+        try:
+            got = convolve(x, w, a)
+        finally:
+            conv_taps.convolve = real
+        assert seen
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(np.einsum("oc,nchw->nohw", w[0, :, :, i, j], xp[:, :, i:i + 22, j:j + 24])
+               for i in range(3) for j in range(3))  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
