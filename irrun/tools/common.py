@@ -153,11 +153,14 @@ def load_array_file(path: Path) -> np.ndarray | dict[str, np.ndarray]:
     where = Location(str(path))
     check_magic(path, NPY_MAGIC + ZIP_MAGIC, ".npy or .npz", "input")
     try:
-        loaded = np.load(path, allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded:
-                return {k: loaded[k] for k in loaded.files}
-        return loaded
+        # Opened here, so that it is closed when NumPy fails partway (a broken .npz
+        # otherwise leaves its file open until the garbage collector finds it).
+        with open(path, "rb") as f:
+            loaded = np.load(f, allow_pickle=False)
+            if isinstance(loaded, np.lib.npyio.NpzFile):
+                with loaded:
+                    return {k: loaded[k] for k in loaded.files}
+            return loaded
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise IrrunError(f"cannot read as .npy or .npz: {exc}", where) from None
 

@@ -66,11 +66,16 @@ class _NpzReference(Reference):
         self.description = str(path)
         self._path = path
         check_magic(path, ZIP_MAGIC, ".npz", "reference")
+        # Opened here and closed with the reference, or at once if NumPy fails partway (it
+        # leaves a broken .npz's file open otherwise).
+        self._file = open(path, "rb")  # noqa: SIM115 - kept open for lazy reads, see close
         try:
-            self._npz = np.load(path, allow_pickle=False)
+            self._npz = np.load(self._file, allow_pickle=False)
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            self._file.close()
             raise IrrunError(f"cannot read as .npz: {exc}", Location(str(path))) from None
         if not isinstance(self._npz, np.lib.npyio.NpzFile):
+            self._file.close()
             raise IrrunError(
                 "a single array; the reference must be an .npz keyed by tensor name "
                 "(irrun run -o out.npz writes one) or an irrun run --dump-dir directory",
@@ -89,6 +94,7 @@ class _NpzReference(Reference):
 
     def close(self) -> None:
         self._npz.close()
+        self._file.close()
 
 
 class _DumpReference(Reference):
