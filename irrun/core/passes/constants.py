@@ -24,6 +24,18 @@ class _Constants:
         return self.values
 
 
+def known_constants(schedule: list[tuple[Step, tuple[int, ...]]]) -> dict[int, np.ndarray]:
+    """The slots whose values are known before the run: Consts' and this pass's step's."""
+    known: dict[int, np.ndarray] = {}
+    for step, _ in schedule:
+        values = step.kernel.values if isinstance(step.kernel, _Constants) else None
+        if values is None and step.node.op.type == "Const":
+            values = (step.attrs.value,)
+        if values is not None:
+            known.update(zip(step.outputs, values, strict=True))
+    return known
+
+
 def gather_constants(
     schedule: list[tuple[Step, tuple[int, ...]]], keep: set[int]
 ) -> list[tuple[Step, tuple[int, ...]]]:

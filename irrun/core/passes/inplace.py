@@ -35,6 +35,7 @@ import numpy as np
 from ...ir.registry import ShapeError
 from ...ops.elementwise import clamp_into, gelu_erf_into, relu_into, swish_into
 from ..steps import Step
+from .constants import known_constants
 
 # Ops whose kernels always return a new array of their own for their first output.
 HEADS = frozenset({"MatMul", "MVN", "Add", "Multiply", "Gelu", "ScaledDotProductAttention",
@@ -186,18 +187,6 @@ def _in_place(value: np.ndarray, other: np.ndarray, owned: bool = True) -> bool:
     return all(d in (1, v) for d, v in zip(other.shape, tail, strict=True))
 
 
-def _constants(schedule: list[tuple[Step, tuple[int, ...]]]) -> dict[int, np.ndarray]:
-    """The slots whose values are known before the run: Consts and the constants step's."""
-    known: dict[int, np.ndarray] = {}
-    for step, _ in schedule:
-        values = getattr(step.kernel, "values", None)  # the constants pass's step
-        if values is None and step.node.op.type == "Const":
-            values = (step.attrs.value,)
-        if values is not None:
-            known.update(zip(step.outputs, values, strict=True))
-    return known
-
-
 def fold_in_place(
     schedule: list[tuple[Step, tuple[int, ...]]], keep: set[int]
 ) -> list[tuple[Step, tuple[int, ...]]]:
@@ -209,7 +198,7 @@ def fold_in_place(
             readers.setdefault(slot, []).append(pos)
         for slot in step.outputs:
             made_at[slot] = pos
-    constants = _constants(schedule)
+    constants = known_constants(schedule)
     absorbed: set[int] = set()
     out: list[tuple[Step, tuple[int, ...]]] = []
     for pos, (head, frees) in enumerate(schedule):

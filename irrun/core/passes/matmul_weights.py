@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..steps import Step
+from .constants import known_constants
 
 LIMIT = 64 * 2**20
 
@@ -39,13 +40,7 @@ def transpose_matmul_weights(
     schedule: list[tuple[Step, tuple[int, ...]]], keep: set[int]
 ) -> list[tuple[Step, tuple[int, ...]]]:
     """Give each MatMul with ``transpose_b`` on a small enough 2-D float Const its copy."""
-    constants: dict[int, np.ndarray] = {}
-    for step, _ in schedule:
-        values = getattr(step.kernel, "values", None)  # the constants pass's step
-        if values is None and step.node.op.type == "Const":
-            values = (step.attrs.value,)
-        if values is not None:
-            constants.update(zip(step.outputs, values, strict=True))
+    constants = known_constants(schedule)
     out = []
     for step, frees in schedule:
         weight = constants.get(step.inputs[1]) if len(step.inputs) == 2 else None

@@ -18,7 +18,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..steps import Step
-from .inplace import InPlaceChain, _Binary, _constants, _run
+from .constants import known_constants
+from .inplace import InPlaceChain, _Binary, _run
 from .matmul_weights import _OnTransposed
 
 
@@ -87,7 +88,7 @@ def fuse_shared_inputs(
     slots a joining chain was the last reader of are freed where it was (after the step
     before it), since steps between may still read them.
     """
-    constants = _constants(schedule)
+    constants = known_constants(schedule)
     made_at = {slot: pos for pos, (step, _) in enumerate(schedule) for slot in step.outputs}
     parts = [_parts(step, constants) if step.outputs[0] not in keep else None
              for step, _ in schedule]  # fmt: skip
