@@ -628,10 +628,16 @@ def _relu_values(v: np.ndarray) -> np.ndarray:
     return out
 
 
+def _writable_float(x: np.ndarray) -> bool:
+    """Whether an activation may be done into ``x`` in passes over its flat row: f32 or
+    f64 (narrower floats are computed in f32 and rounded), C-contiguous and writable."""
+    return x.dtype in (np.float32, np.float64) and x.flags.c_contiguous and x.flags.writeable
+
+
 def relu_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
     """ReLU of ``x`` written into ``x``, where that gives the kernel's result (f32 or f64,
     C-contiguous): the same two passes as :func:`_relu_values`; whether it did."""
-    if x.dtype not in (np.float32, np.float64) or not (x.flags.c_contiguous and x.flags.writeable):
+    if not _writable_float(x):
         return False
 
     def into(v: np.ndarray) -> None:
@@ -735,7 +741,7 @@ def clamp_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
     """Clamp of ``x`` written into ``x``, where that gives the kernel's result (f32 or
     f64, C-contiguous, bounds that take :func:`_clamp_fast`): the same passes; whether
     it did."""
-    if x.dtype not in (np.float32, np.float64) or not (x.flags.c_contiguous and x.flags.writeable):
+    if not _writable_float(x):
         return False
     lo, hi = clamp_bounds(x.dtype, attrs.min, attrs.max)
     if (lo == 0 and np.signbit(lo)) or (hi == 0 and np.signbit(hi)):
@@ -834,7 +840,7 @@ def swish_into(attrs: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = 
     """Swish of ``x`` written into ``x``, where that gives the kernel's result (f32 or
     f64, C-contiguous; ``beta`` absent, or a scalar of x's type): the same three passes;
     whether it did."""
-    if x.dtype not in (np.float32, np.float64) or not (x.flags.c_contiguous and x.flags.writeable):
+    if not _writable_float(x):
         return False
     if beta is not None and (beta.ndim != 0 or beta.dtype != x.dtype):
         return False
