@@ -276,4 +276,3 @@ def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray,
             np.multiply(src, row, out=tmp)
             acc += tmp
     out[...] = acc.reshape(ho, wo, m).transpose(2, 0, 1)
-
