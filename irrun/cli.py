@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .errors import IrrunError, UsageError
+from .errors import InternalError, IrrunError, UsageError
 from .tools import benchmark, compare, generate, graph, inspect, ops, run, validate
 from .tools.common import parents
 from .version import __version__
@@ -60,6 +60,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"irrun: error: {exc}", file=sys.stderr)
         return 2
+    except InternalError as exc:  # a bug in irrun, caught at the layer it surfaced in
+        if args.debug:
+            raise
+        print(f"irrun: internal error: {exc}", file=sys.stderr)
+        return 1
     except IrrunError as exc:
         if args.debug:
             raise
@@ -77,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         print(
-            f"irrun: internal error: {type(exc).__name__}: {exc} (run with --debug for details)",
+            f"irrun: internal error: {type(exc).__name__}: {exc} (a bug in irrun: please "
+            "report it; --debug shows the traceback)",
             file=sys.stderr,
         )
         return 1

@@ -3,6 +3,22 @@
 Every problem irrun reports names where it comes from: the file, the line of
 the XML element, and the layer (id, name, type and version).  One line, no
 traceback: that is what a user of a command-line tool can act on.
+
+The exceptions form one tree under :class:`IrrunException`::
+
+    IrrunException
+    ├── IrrunError          a problem with a model or its inputs, located (public)
+    │   ├── UsageError      misuse of the command line or of an API argument (exit 2)
+    │   └── InternalError   a bug in irrun, never the model's fault
+    ├── OpError             an op rejects what it was given (also a ValueError)
+    │   ├── ShapeError      ... by its shape rule
+    │   ├── AttrError       ... by its attributes
+    │   └── KernelError     ... by its kernel, on the data at run time
+    └── LookupFailure       no op for a layer's type and opset (also a LookupError)
+
+The stages that call ops (binding, propagation, the executor) turn an
+:class:`OpError` into an :class:`IrrunError` naming the layer; any other exception
+from an op is an :class:`InternalError`.
 """
 
 from __future__ import annotations
@@ -72,7 +88,11 @@ def _prefix(location: Location | None, layer: LayerRef | None, port: int | None)
     return " ".join(parts)
 
 
-class IrrunError(Exception):
+class IrrunException(Exception):
+    """The root of every exception irrun raises on purpose."""
+
+
+class IrrunError(IrrunException):
     """A problem with a model or its inputs, reported as one line.
 
     >>> pool = LayerRef("3", "pool", "MaxPool", 8)
@@ -119,6 +139,66 @@ class UsageError(IrrunError):
     >>> issubclass(UsageError, IrrunError)
     True
     """
+
+
+class InternalError(IrrunError):
+    """A bug in irrun, caught where it surfaced: the message names the layer that was
+    running and the exception, and says whose fault it is (``--debug`` shows the
+    traceback; the command line prints it as ``irrun: internal error: ...``).
+
+    >>> err = InternalError.wrap(TypeError("bad operand"), Location("m.xml", 7),
+    ...                          LayerRef("3", "clip", "Clamp", 1))
+    >>> print(err)  # doctest: +NORMALIZE_WHITESPACE
+    m.xml:7: layer 3 'clip' (Clamp-v1): TypeError: bad operand (a bug in irrun,
+    not in the model: please report it; --debug shows the traceback)
+    """
+
+    @classmethod
+    def wrap(
+        cls, exc: BaseException, location: Location | None = None, layer: LayerRef | None = None
+    ) -> InternalError:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        return cls(
+            f"{text} (a bug in irrun, not in the model: please report it; "
+            "--debug shows the traceback)",
+            location, layer, code="internal-error",
+        )
+
+    def with_context(
+        self, location: Location | None = None, layer: LayerRef | None = None
+    ) -> InternalError:
+        return InternalError(self.message, self.location or location, self.layer or layer,
+                             self.port, self.code)
+
+
+class OpError(IrrunException, ValueError):
+    """An op rejects its attributes, input shapes or input values; the message names the
+    values that broke it, and the caller adds the layer."""
+
+
+class ShapeError(OpError):
+    """A shape rule rejects its inputs; the message names the values that broke it."""
+
+
+class AttrError(OpError):
+    """A ``<data>`` attribute is missing or has a value OpenVINO would not accept."""
+
+    def __init__(self, attr: str, message: str) -> None:
+        self.attr = attr
+        super().__init__(message)
+
+
+class KernelError(OpError):
+    """A kernel rejects the values it was given at run time (an index out of range, a
+    shape read from a tensor that does not fit): the model's data, not irrun, is wrong."""
+
+
+class LookupFailure(IrrunException, LookupError):
+    """No op for a layer's type and opset; ``unsupported`` when OpenVINO has one irrun lacks."""
+
+    def __init__(self, message: str, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.unsupported = unsupported
 
 
 Level = Literal["error", "warning"]

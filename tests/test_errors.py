@@ -640,7 +640,8 @@ def test_a_bug_in_irrun_is_still_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(irrun.Model, "run", broken_run)
     rc, out, err = run_cli(capsys, "pooling_chain.xml", "-o", "out.npz")
     assert (rc, out) == (1, "")
-    assert err == "irrun: internal error: RuntimeError: boom (run with --debug for details)\n"
+    assert err == ("irrun: internal error: RuntimeError: boom (a bug in irrun: please report "
+                   "it; --debug shows the traceback)\n")
     assert not (tmp_path / "out.npz").exists()
     with pytest.raises(RuntimeError, match="boom"):
         main(["pooling_chain.xml", "--debug"])

@@ -114,7 +114,8 @@ def test_a_run_calls_no_folded_kernel():
     for key in want:
         np.testing.assert_array_equal(got[key], want[key])
     # A run that observes each layer runs them all, folded ones too.
-    with pytest.raises(AssertionError, match="a folded layer ran"):
+    # (What a kernel raises, other than an op's error, is a bug in irrun: reported so.)
+    with pytest.raises(irrun.IrrunError, match="internal error|a folded layer ran"):
         m.run(feeds, on_layer=lambda layer: None)
 
 

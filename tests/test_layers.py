@@ -1,8 +1,9 @@
 """The package's layers: each imports only from itself and the layers below it.
 
 The data's path through irrun is the order of its folders: ``ir`` reads the files
-into plain records, ``ops`` holds the ops' attributes, shape rules and kernels,
-``core`` binds, infers, plans and runs the graph, ``tools`` are the commands, and the
+into plain records, ``ops`` holds the ops' attributes, shape rules and reference
+kernels, ``fast`` the faster kernels checked against them (and what they need:
+threads, BLAS), ``core`` binds, infers, plans and runs the graph, ``tools`` are the commands, and the
 package's face (``irrun``, ``irrun.cli``) assembles them.  Imports are read from the
 source with :mod:`ast` (those inside functions too), so a lazy import that goes up a
 layer or closes a cycle fails here as well.
@@ -23,6 +24,7 @@ LAYERS = [
     ("base", ("irrun.errors", "irrun.frozen", "irrun.threads", "irrun.version")),
     ("ir", ("irrun.ir",)),
     ("ops", ("irrun.ops",)),
+    ("fast", ("irrun.fast",)),
     ("core", ("irrun.core",)),
     ("tools", ("irrun.tools",)),
     ("face", ("irrun", "irrun.cli", "irrun.__main__")),

@@ -327,8 +327,8 @@ def test_a_failing_shape_rule_is_reported_at_its_layer(work, capsys, broken_max_
     # Running re-raises the original error: one line, or its traceback with --debug.
     rc, out, err = run_cli(capsys, "pooling_chain.xml")
     assert (rc, out) == (1, "")
-    assert err == ("irrun: internal error: ZeroDivisionError: division by zero (run with --debug "
-                   "for details)\n")  # fmt: skip
+    assert err == ("irrun: internal error: ZeroDivisionError: division by zero (a bug in irrun: "
+                   "please report it; --debug shows the traceback)\n")
 
 
 def test_a_bug_anywhere_in_the_checker_is_one_finding(work, capsys, monkeypatch):

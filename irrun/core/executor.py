@@ -16,8 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import IrrunError, Location
-from ..ir.registry import ShapeError
+from ..errors import InternalError, IrrunError, Location, OpError
 from .arena import keep_freed_memory
 from .binding import Node
 from .graph import LayerGraph
@@ -164,7 +163,7 @@ class Plan:
                     results = step.kernel(step.attrs, *args)
                 else:
                     results = step.kernel(step.attrs, *args, needed=step.needed)
-            except (ShapeError, ValueError, MemoryError) as exc:
+            except Exception as exc:
                 raise self._error(getattr(exc, "irrun_step", step), exc) from exc
             for slot, value in zip(step.outputs, results, strict=False):
                 values[slot] = value
@@ -185,8 +184,8 @@ class Plan:
             start = clock()
             try:
                 results = step.kernel(step.attrs, *args)
-            except (ShapeError, ValueError, MemoryError) as exc:
-                raise self._error(step, exc) from exc
+            except Exception as exc:
+                raise self._error(getattr(exc, "irrun_step", step), exc) from exc
             seconds = clock() - start
             for slot, value in zip(step.outputs, results, strict=False):
                 values[slot] = value
@@ -196,7 +195,13 @@ class Plan:
         return {s: values[s] for s in wanted}
 
     def _error(self, step: Step, exc: Exception) -> IrrunError:
+        """The error a failed step raises: the op's own reason, or out of memory, at its
+        layer; any other exception is a bug in irrun (:class:`~irrun.errors.InternalError`)."""
         where = Location(str(self.lg.doc.path), step.node.layer.line)
+        if isinstance(exc, IrrunError):  # raised located by a step that runs a body
+            return exc.with_context(where, step.node.ref)
+        if not isinstance(exc, OpError | MemoryError):
+            return InternalError.wrap(exc, where, step.node.ref)
         if isinstance(exc, MemoryError):
             # The planned peak fitted (see Model.max_memory), but the system had less to
             # give by then, or a kernel's scratch space tipped it over.

@@ -10,9 +10,9 @@ the values that a layer that does not fold reads; the plan gives them to each ru
 constants (:attr:`irrun.core.executor.Plan.folded`), and the layers that made them no longer
 run.  A value only folded layers read is dropped as soon as folding is done with it.
 
-Not folded: Parameters and Results, ops with state or randomness (:data:`NEVER`, and any op
-whose OpDef says ``stateful``), and layers with bodies (If, Loop, TensorIterator), which
-run as before.
+Not folded: ops whose OpDef is not ``foldable`` (Parameters, Results, Consts, and ops with
+state or randomness), and layers with bodies (If, Loop, TensorIterator), which run as
+before.
 
 The cap.  Folded values live as long as the model, in memory of their own (a Const is a
 view of the memory-mapped ``.bin``, which costs nothing until it is read).  Values are kept
@@ -58,12 +58,6 @@ from .passes.matmul_weights import LIMIT as TRANSPOSE_LIMIT
 from .passes.matmul_weights import transpose_matmul_weights
 from .propagation import Infos
 from .steps import Step
-
-# Ops never folded: the graph's ends, Consts (constants already), and ops with state or
-# randomness, whose outputs are not a function of their inputs.
-NEVER = frozenset({
-    "Parameter", "Result", "Const", "ReadValue", "Assign", "RandomUniform", "Multinomial",
-})  # fmt: skip
 
 MIN_CAP = 64 * 2**20
 GROWTH = 8  # u4/i4 (half a byte) to f32: the most a decompression chain grows a weight
@@ -147,9 +141,8 @@ def fold_model(plan: Plan, infos: Infos, option: bool | int | None, weights_byte
 
 
 def _may_fold(step: Step) -> bool:
-    op = step.node.op
-    return (op.type not in NEVER and not getattr(op, "stateful", False)
-            and getattr(step.attrs, "sub", None) is None and bool(step.inputs))  # fmt: skip
+    return (step.node.op.foldable and getattr(step.attrs, "sub", None) is None
+            and bool(step.inputs))
 
 
 @dataclass

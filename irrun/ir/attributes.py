@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import AttrError as AttrError  # re-exported for the ops' checks
 from ..errors import Level
 from . import element_types
 from .dims import parse_partial_shape
@@ -27,14 +28,6 @@ class _Required:
 REQUIRED: Any = _Required()
 
 KINDS = ("ints", "int", "float", "bool", "enum", "element_type", "partial_shape", "str")
-
-
-class AttrError(ValueError):
-    """A ``<data>`` attribute is missing or has a value OpenVINO would not accept."""
-
-    def __init__(self, attr: str, message: str) -> None:
-        self.attr = attr
-        super().__init__(message)
 
 
 @dataclass(frozen=True)

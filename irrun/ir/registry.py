@@ -17,6 +17,10 @@ from typing import Any
 
 import numpy as np
 
+# Re-exported: the ops import their errors with OpDef.
+from ..errors import KernelError as KernelError
+from ..errors import LookupFailure as LookupFailure
+from ..errors import ShapeError as ShapeError
 from .attributes import Attr
 from .dims import Shape
 from .element_types import ElementType
@@ -38,10 +42,6 @@ class TensorInfo:
     value: np.ndarray | None = None  # known when the tensor is a constant
 
 
-class ShapeError(ValueError):
-    """A shape rule rejects its inputs; the message names the values that broke it."""
-
-
 # A shape rule: (attributes, input infos) -> output infos. Raises ShapeError.
 ShapeRule = Callable[[SimpleNamespace, Sequence[TensorInfo]], list[TensorInfo]]
 # A kernel: (attributes, input arrays) -> output arrays.  A kernel of an op with
@@ -50,6 +50,10 @@ ShapeRule = Callable[[SimpleNamespace, Sequence[TensorInfo]], list[TensorInfo]]
 Kernel = Callable[..., tuple[np.ndarray | None, ...]]
 # Checks attribute values that no single attribute parser can (lengths, ranges).
 AttrCheck = Callable[[SimpleNamespace], None]
+# A kernel's scratch bytes: (attributes, input infos, output infos) -> bytes.
+Scratch = Callable[[SimpleNamespace, Sequence[TensorInfo], Sequence[TensorInfo]], int]
+# A layer's warnings: (attributes, input infos) -> messages.
+Warn = Callable[[SimpleNamespace, Sequence[TensorInfo]], list[str]]
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,29 @@ class OpDef:
     # The element types each input port takes (names; None or absent: any).  A shape
     # rule never sees another: :func:`register` checks them first, for every op alike.
     input_types: tuple[tuple[str, ...] | None, ...] = ()
+
+    # Facts about the op that the passes, the folding, the memory plan and the checker
+    # read (declared here, never kept as lists of op names elsewhere):
+    # Each output element comes from the input elements at its position (broadcast).
+    elementwise: bool = False
+    # The result may be computed into the memory of the first input, when the run owns it
+    # and nothing else reads it (an activation, a bias added).
+    in_place: bool = False
+    # The kernel always returns a new array of its own for its first output.
+    fresh_output: bool = False
+    # The first output may be a view of the first input (a Reshape's, a Squeeze's).
+    view_output: bool = False
+    # The kernel reads any strided view of its inputs as fast as a contiguous array.
+    view_reader: bool = False
+    # The outputs are a function of the inputs alone (no state, no randomness, not an end
+    # of the graph), so that a layer of constants may be computed once at load.
+    foldable: bool = True
+    # Bytes of memory the kernel holds beside its inputs and outputs, at most, for these
+    # attributes, input infos and output infos (shapes static); None: nothing to speak of.
+    scratch: Scratch | None = None
+    # Warnings about a layer that is valid but computes something surprising, from its
+    # attributes and input infos: one message each (validate reports them).
+    warn: Warn | None = None
 
     @property
     def label(self) -> str:
@@ -139,14 +166,6 @@ def describe_versions(type_name: str) -> str:
         last = min(later) - 1 if later else LATEST_OPSET
         parts.append(f"{op.label} (opset{op.since_opset}..{last})")
     return ", ".join(parts)
-
-
-class LookupFailure(LookupError):
-    """No op for a layer's type and opset; ``unsupported`` when OpenVINO has one irrun lacks."""
-
-    def __init__(self, message: str, unsupported: bool = False) -> None:
-        super().__init__(message)
-        self.unsupported = unsupported
 
 
 # OpenVINO's reader builds these from opset2 when a layer says opset1.

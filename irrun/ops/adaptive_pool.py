@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim
@@ -323,7 +324,7 @@ def _max_kernel(
 
 def _check_max(a: SimpleNamespace) -> None:
     if a.index_element_type.name not in ("i32", "i64"):
-        raise ValueError(f"index_element_type must be i32 or i64, got {a.index_element_type.name}")
+        raise KernelError(f"index_element_type must be i32 or i64, got {a.index_element_type.name}")
 
 
 register(

@@ -43,6 +43,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -172,7 +173,7 @@ def _sdpa(a: SimpleNamespace, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     ct = _compute_type(out_dtype)
     q, k, v = (x.astype(ct, copy=False) for x in (q, k, v))
     if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
-        raise ValueError(
+        raise KernelError(
             f"query {format_shape(q.shape)}, key {format_shape(k.shape)} and value "
             f"{format_shape(v.shape)} do not agree on E and S"
         )
@@ -242,7 +243,7 @@ def _fit_sink(scores: np.ndarray, top: np.ndarray, sink: np.ndarray, value_batch
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(
+        raise KernelError(
             f"sink {format_shape(sink.shape)} does not broadcast to the scores' rows "
             f"{format_shape(allowed)}"
         )

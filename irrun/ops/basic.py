@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, TensorInfo, register
 
@@ -42,9 +43,9 @@ def _const(a: SimpleNamespace) -> tuple[np.ndarray, ...]:
 
 def _check_const(a: SimpleNamespace) -> None:
     if any(d < 0 for d in a.shape):
-        raise ValueError(f"shape {list(a.shape)} has a negative dimension")
+        raise KernelError(f"shape {list(a.shape)} has a negative dimension")
     if a.offset < 0 or a.size < 0:
-        raise ValueError(f"offset {a.offset} and size {a.size} must not be negative")
+        raise KernelError(f"offset {a.offset} and size {a.size} must not be negative")
 
 
 def _convert_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -97,10 +98,12 @@ register(
         infer=_parameter_infer,
         kernel=_no_kernel,
         inputs=(0, 0),
+        foldable=False,
     )
 )
 register(
-    OpDef(type="Result", version=1, since_opset=1, attrs=(), infer=_result_infer, kernel=_result)
+    OpDef(type="Result", version=1, since_opset=1, attrs=(), infer=_result_infer, kernel=_result,
+          foldable=False)
 )
 register(
     OpDef(
@@ -117,6 +120,7 @@ register(
         kernel=_const,
         inputs=(0, 0),
         check=_check_const,
+        foldable=False,  # a constant already
     )
 )
 register(

@@ -29,6 +29,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -52,16 +53,16 @@ def check_attrs(a: SimpleNamespace) -> None:
     for name in ("dilations", "pads_begin", "pads_end"):
         values = getattr(a, name)
         if values and len(values) != n:
-            raise ValueError(
+            raise KernelError(
                 f"{name} has {len(values)} values {list(values)} but strides has {n} "
                 f"{list(a.strides)}"
             )
     for name in ("strides", "dilations"):
         if any(v <= 0 for v in getattr(a, name)):
-            raise ValueError(f"{name} must be positive, got {list(getattr(a, name))}")
+            raise KernelError(f"{name} must be positive, got {list(getattr(a, name))}")
     for name in ("pads_begin", "pads_end"):
         if any(v < 0 for v in getattr(a, name)):
-            raise ValueError(f"{name} must not be negative, got {list(getattr(a, name))}")
+            raise KernelError(f"{name} must not be negative, got {list(getattr(a, name))}")
 
 
 def _geometry(a: SimpleNamespace, kernel: Sequence[int]) -> SimpleNamespace:
@@ -152,9 +153,9 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     groups, co, ci = w.shape[:3]
     n = w.ndim - 3
     if x.ndim != n + 2:
-        raise ValueError(f"data has shape {list(x.shape)}, expected rank {n + 2}")
+        raise KernelError(f"data has shape {list(x.shape)}, expected rank {n + 2}")
     if x.shape[1] != groups * ci:
-        raise ValueError(
+        raise KernelError(
             f"data has {x.shape[1]} channels but the filter expects {groups} x {ci} = "
             f"{groups * ci}"
         )
@@ -277,13 +278,13 @@ def _tap_reader(x: np.ndarray, win: Windows) -> Callable[[tuple[int, ...]], np.n
 
 def _same_types(x: np.ndarray, w: np.ndarray) -> None:
     if x.dtype != w.dtype:
-        raise ValueError(f"data is {x.dtype} but the filter is {w.dtype}")
+        raise KernelError(f"data is {x.dtype} but the filter is {w.dtype}")
 
 
 def _convolution(a: SimpleNamespace, x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, ...]:
     _same_types(x, w)
     if w.ndim != x.ndim:
-        raise ValueError(f"filter has shape {list(w.shape)}, expected rank {x.ndim}")
+        raise KernelError(f"filter has shape {list(w.shape)}, expected rank {x.ndim}")
     return (convolve(x, w[None], a),)
 
 
@@ -292,7 +293,7 @@ def _group_convolution(
 ) -> tuple[np.ndarray, ...]:
     _same_types(x, w)
     if w.ndim != x.ndim + 1:
-        raise ValueError(f"filter has shape {list(w.shape)}, expected rank {x.ndim + 1}")
+        raise KernelError(f"filter has shape {list(w.shape)}, expected rank {x.ndim + 1}")
     return (convolve(x, w, a),)
 
 

@@ -28,6 +28,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -43,10 +44,10 @@ def _check(a: SimpleNamespace) -> None:
     conv.check_attrs(a)
     n, extra = len(a.strides), a.output_padding
     if extra and len(extra) != n:
-        raise ValueError(f"output_padding has {len(extra)} values {list(extra)} but strides "
+        raise KernelError(f"output_padding has {len(extra)} values {list(extra)} but strides "
                          f"has {n} {list(a.strides)}")  # fmt: skip
     if any(v < 0 for v in extra):
-        raise ValueError(f"output_padding must not be negative, got {list(extra)}")
+        raise KernelError(f"output_padding must not be negative, got {list(extra)}")
 
 
 def _per_axis(values: Sequence[int], n: int) -> tuple[int, ...]:
@@ -157,12 +158,12 @@ def convolve_transposed(x: np.ndarray, w: np.ndarray, a: SimpleNamespace,
     kernel = w.shape[3:]
     n = len(kernel)
     if x.ndim != n + 2:
-        raise ValueError(f"data has shape {list(x.shape)}, expected rank {n + 2}")
+        raise KernelError(f"data has shape {list(x.shape)}, expected rank {n + 2}")
     if x.shape[1] != groups * ci:
-        raise ValueError(f"data has {x.shape[1]} channels but the filter expects {groups} x "
+        raise KernelError(f"data has {x.shape[1]} channels but the filter expects {groups} x "
                          f"{ci} = {groups * ci}")  # fmt: skip
     if requested is not None and len(requested) != n:
-        raise ValueError(f"output_shape {list(requested)} has {len(requested)} values for {n} "
+        raise KernelError(f"output_shape {list(requested)} has {len(requested)} values for {n} "
                          "spatial dims")  # fmt: skip
     sizes = x.shape[2:]
     where = [window(a, sizes[i], kernel[i], i, None if requested is None else requested[i])
@@ -198,10 +199,10 @@ def _kernel(grouped: bool):
     def kernel(a: SimpleNamespace, x: np.ndarray, w: np.ndarray,
                output_shape: np.ndarray | None = None) -> tuple[np.ndarray, ...]:  # fmt: skip
         if x.dtype != w.dtype:
-            raise ValueError(f"data is {x.dtype} but the filter is {w.dtype}")
+            raise KernelError(f"data is {x.dtype} but the filter is {w.dtype}")
         want = x.ndim + 1 if grouped else x.ndim
         if w.ndim != want:
-            raise ValueError(f"filter has shape {list(w.shape)}, expected rank {want}")
+            raise KernelError(f"filter has shape {list(w.shape)}, expected rank {want}")
         requested = None if output_shape is None else flat_ints(output_shape)
         return (convolve_transposed(x, w if grouped else w[None], a, requested),)
 

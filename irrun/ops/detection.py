@@ -80,6 +80,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape
@@ -103,7 +104,7 @@ NMS_INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold",
 
 def _check_nms(a: SimpleNamespace) -> None:
     if a.output_type.name not in ("i32", "i64"):
-        raise ValueError(f"output_type must be i32 or i64, got {a.output_type.name}")
+        raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
 
 
 def _may_be(d: Dim, n: int) -> bool:
@@ -318,11 +319,11 @@ def _check_roi(a: SimpleNamespace) -> None:
     # before a run does.
     if a.sampling_ratio < 0:
         # torchvision's roi_align(sampling_ratio=-1), its default, converts to this.
-        raise ValueError(f"sampling_ratio {a.sampling_ratio} is negative, which OpenVINO's "
+        raise KernelError(f"sampling_ratio {a.sampling_ratio} is negative, which OpenVINO's "
                          "reference kernel refuses (its CPU plugin returns zeros; for "
                          "torchvision's adaptive sampling it should be 0)")  # fmt: skip
     if a.pooled_h < 0 or a.pooled_w < 0:
-        raise ValueError(f"pooled_h and pooled_w must not be negative, got {a.pooled_h} "
+        raise KernelError(f"pooled_h and pooled_w must not be negative, got {a.pooled_h} "
                          f"and {a.pooled_w} (OpenVINO reads them as a dynamic dim, which "
                          "its CPU plugin refuses to compile)")  # fmt: skip
 
@@ -361,13 +362,13 @@ def _roi_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
     n, channels = data.shape[:2]
     bidx = batch_indices.astype(np.int64)
     if len(bidx) and (bidx.min() < 0 or bidx.max() >= n):
-        raise ValueError(f"batch_indices {bidx.tolist()} must lie in 0..{n - 1}")
+        raise KernelError(f"batch_indices {bidx.tolist()} must lie in 0..{n - 1}")
     out = np.zeros((rois.shape[0], channels, a.pooled_h, a.pooled_w), np.float32)
     if out.size == 0:
         return (out.astype(data.dtype),)
     if data.shape[2] == 0 or data.shape[3] == 0:
         # OpenVINO's kernels would read outside the map (their size - 1 wraps around).
-        raise ValueError(f"ROIAlign cannot sample a feature map of size {list(data.shape[2:])}")
+        raise KernelError(f"ROIAlign cannot sample a feature map of size {list(data.shape[2:])}")
     mode = getattr(a, "aligned_mode", "asymmetric")
     src = np.float32(0.5 if mode == "half_pixel" else 0.0)
     dst = np.float32(0.0 if mode == "asymmetric" else -0.5)
@@ -383,7 +384,7 @@ def _roi_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
     else:
         count_x, count_y = np.ceil(bin_x).astype(np.int64), np.ceil(bin_y).astype(np.int64)
         if (count_x < 0).any() or (count_y < 0).any():
-            raise ValueError("a region with x2 < x1 or y2 < y1 has a negative adaptive sampling "
+            raise KernelError("a region with x2 < x1 or y2 < y1 has a negative adaptive sampling "
                              "ratio, which OpenVINO's reference kernel refuses (its CPU plugin "
                              "returns -0)")  # fmt: skip
     # Channels last: each bilinear tap gathers the C values of a pixel at once.

@@ -37,6 +37,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -227,7 +228,7 @@ def _einsum(a: SimpleNamespace, *xs: np.ndarray) -> tuple[np.ndarray, ...]:
     ids = {label: n for n, label in enumerate(sizes)}
     ell_ids = list(range(len(ids), len(ids) + len(ell)))
     if len(ids) + len(ell) > 52:
-        raise ValueError(
+        raise KernelError(
             f"equation '{a.equation}': {len(ids)} labels and {len(ell)} ellipsis dims "
             "exceed the 52 axes NumPy's einsum can name"
         )

@@ -49,6 +49,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -154,7 +155,7 @@ def broadcast_shapes(
             raise _clash(a, b, mode)
         return out  # type: ignore[return-value]
     if mode != "pdpd":
-        raise ValueError(f"auto_broadcast '{mode}' is not one of {', '.join(AUTO_BROADCASTS)}")
+        raise KernelError(f"auto_broadcast '{mode}' is not one of {', '.join(AUTO_BROADCASTS)}")
     if len(b) > len(a) or axis < -1:
         raise _clash(a, b, mode, "the second input has the higher rank")
     start = len(a) - len(b) if axis == -1 else axis
@@ -205,7 +206,7 @@ def _divide(x: np.ndarray, y: np.ndarray, pythondiv: bool) -> np.ndarray:
     if x.dtype.kind not in "iu":
         return x / y
     if (y == 0).any():
-        raise ValueError("integer division by zero")
+        raise KernelError("integer division by zero")
     if pythondiv:
         return x // y
     # C division truncates toward zero; floor division is one too low where the
@@ -223,7 +224,7 @@ def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x, y = np.broadcast_arrays(x, y)
     negative = np.broadcast_to(negative, x.shape)
     if (negative & (x == 0)).any():
-        raise ValueError("integer 0 raised to a negative power")
+        raise KernelError("integer 0 raised to a negative power")
     out = np.power(x, np.where(negative, 0, y))
     # The real result 1/x**|y| truncates to 0 except for x = 1 (1) and x = -1 (+-1).
     sign = np.where(y % 2 == 0, 1, -1).astype(x.dtype)
@@ -234,7 +235,7 @@ def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _mod(x: np.ndarray, y: np.ndarray, floor: bool) -> np.ndarray:
     if x.dtype.kind in "iu":
         if (y == 0).any():
-            raise ValueError("integer remainder by zero")
+            raise KernelError("integer remainder by zero")
         return np.mod(x, y) if floor else np.fmod(x, y)
     q = x / y
     return x - (np.floor(q) if floor else np.trunc(q)) * y
@@ -262,7 +263,7 @@ def binary_kernel(fn, boolean: bool = False):
 
     def kernel(a: SimpleNamespace, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
         if x.dtype != y.dtype:
-            raise ValueError(f"inputs have different element types: {x.dtype} and {y.dtype}")
+            raise KernelError(f"inputs have different element types: {x.dtype} and {y.dtype}")
         # y's shape a suffix of x's: NumPy's own rules give the same, without checking first.
         suffix = y.ndim <= x.ndim and x.shape[x.ndim - y.ndim :] == y.shape
         if a.auto_broadcast == "numpy" and suffix:
@@ -688,10 +689,10 @@ def _infer_prelu(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tenso
 
 def _prelu(a: SimpleNamespace, x: np.ndarray, slope: np.ndarray) -> tuple[np.ndarray, ...]:
     if x.dtype != slope.dtype:
-        raise ValueError(f"inputs have different element types: {x.dtype} and {slope.dtype}")
+        raise KernelError(f"inputs have different element types: {x.dtype} and {slope.dtype}")
     s = slope.reshape(prelu_slope_shape(x.shape, slope.shape))
     if np.broadcast_shapes(x.shape, s.shape) != x.shape:
-        raise ValueError(f"slope {list(slope.shape)} does not broadcast onto the input "
+        raise KernelError(f"slope {list(slope.shape)} does not broadcast onto the input "
                          f"{list(x.shape)}")  # fmt: skip
     with np.errstate(all="ignore"):
         if x.dtype.kind == "f" and x.dtype.itemsize < 4:
@@ -726,7 +727,7 @@ def clamp_bounds(dtype: np.dtype, lo: float, hi: float) -> tuple[np.generic, np.
 
 def _check_clamp(a: SimpleNamespace) -> None:
     if math.isnan(a.min) or math.isnan(a.max) or a.min > a.max:
-        raise ValueError(f"min ({a.min}) must not be greater than max ({a.max})")
+        raise KernelError(f"min ({a.min}) must not be greater than max ({a.max})")
 
 
 def _clamp(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -807,7 +808,7 @@ def _infer_swish(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tenso
 
 def _swish(a: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = None):
     if beta is not None and beta.ndim != 0:
-        raise ValueError(f"beta must be a scalar, got shape {list(beta.shape)}")
+        raise KernelError(f"beta must be a scalar, got shape {list(beta.shape)}")
 
     def fn(v: np.ndarray) -> np.ndarray:
         out = np.empty(v.shape, v.dtype)  # C order: its flat view is itself

@@ -76,6 +76,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape, map_bounds
 from ..ir.element_types import ELEMENT_TYPES, ElementType
@@ -309,7 +310,7 @@ def _type_name(x: np.ndarray) -> str:
 
 def _check_range4(a: SimpleNamespace) -> None:
     if a.output_type.name not in NUMBERS:
-        raise ValueError(f"output_type must be a numeric type ({', '.join(NUMBERS)}), "
+        raise KernelError(f"output_type must be a numeric type ({', '.join(NUMBERS)}), "
                          f"got {a.output_type.name}")  # fmt: skip
 
 
@@ -446,7 +447,7 @@ def _non_zero(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _check_index_type(a: SimpleNamespace) -> None:
     if a.output_type.name not in INDEX_TYPES:
-        raise ValueError(f"output_type must be i32 or i64, got {a.output_type.name}")
+        raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
 
 
 # --------------------------------------------------------------------------- registration

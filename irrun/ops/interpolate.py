@@ -55,6 +55,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -455,14 +456,14 @@ def _check_v0(a: SimpleNamespace) -> None:
     # OpenVINO reads mode area, but neither its CPU plugin nor its reference kernels
     # compute it: said here, so that validate reports it rather than a run alone.
     if a.mode == "area":
-        raise ValueError(
+        raise KernelError(
             "mode area has no kernel in OpenVINO (neither the CPU plugin nor its reference "
             "implementation computes it), so irrun cannot run it"
         )
     # OpenVINO's Interpolate-0 shape inference ignores pads while its conversion to
     # Interpolate-4 (what the plugins run) applies them: such a layer has no one meaning.
     if any(a.pads_begin) or any(a.pads_end):
-        raise ValueError(
+        raise KernelError(
             f"pads_begin {list(a.pads_begin)} and pads_end {list(a.pads_end)} must be zero "
             "for Interpolate-0"
         )

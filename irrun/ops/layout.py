@@ -24,6 +24,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval, Shape, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -52,7 +53,7 @@ def _check_rank(shape: Shape, op: str) -> None:
 
 def _check_block(a: SimpleNamespace) -> None:
     if a.block_size < 1:
-        raise ValueError(f"block_size must be at least 1, got {a.block_size}")
+        raise KernelError(f"block_size must be at least 1, got {a.block_size}")
 
 
 # --------------------------------------------------------------------------- DepthToSpace
@@ -143,7 +144,7 @@ def _shuffle(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _check_group(a: SimpleNamespace) -> None:
     if a.group < 1:
-        raise ValueError(f"group must be at least 1, got {a.group}")
+        raise KernelError(f"group must be at least 1, got {a.group}")
 
 
 # --------------------------------------------------------------------------- registration

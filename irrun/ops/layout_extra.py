@@ -49,6 +49,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape, format_shape
 from ..ir.element_types import ELEMENT_TYPES
@@ -62,7 +63,7 @@ NUMERIC = ("f64", "f32", "f16", "bf16", *INTEGER)
 
 def _check_index_type(et) -> None:
     if et.name not in INDEX_TYPES:
-        raise ValueError(f"the output type must be i32 or i64, got {et.name}")
+        raise KernelError(f"the output type must be i32 or i64, got {et.name}")
 
 
 def _known_ints(info: TensorInfo) -> list[int] | None:
@@ -123,7 +124,7 @@ def _reverse(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.nd
     try:
         flip = _reverse_axes(a.mode, axes.reshape(-1).tolist(), x.ndim)
     except ShapeError as e:
-        raise ValueError(str(e)) from None
+        raise KernelError(str(e)) from None
     return (np.flip(x, flip).copy() if flip else x.copy(),)
 
 
@@ -164,12 +165,12 @@ def _reverse_sequence(a: SimpleNamespace, x: np.ndarray, lengths: np.ndarray):
     batch, seq = a.batch_axis % x.ndim, a.seq_axis % x.ndim
     n = x.shape[seq]
     if lengths.shape != (x.shape[batch],):
-        raise ValueError(f"seq_lengths {list(lengths.shape)} does not match batch axis "
+        raise KernelError(f"seq_lengths {list(lengths.shape)} does not match batch axis "
                          f"{batch} of size {x.shape[batch]}")  # fmt: skip
     lens = lengths.astype(np.float64) if lengths.dtype.kind == "f" else lengths
     lens = np.trunc(lens).astype(np.int64)
     if (lens < 0).any() or (lens > n).any():
-        raise ValueError(f"seq_lengths {lens.tolist()} must lie in 0..{n} (the size of "
+        raise KernelError(f"seq_lengths {lens.tolist()} must lie in 0..{n} (the size of "
                          f"seq_axis {seq})")  # fmt: skip
     lens = np.maximum(lens, 1)
     pos = np.arange(n)
@@ -287,7 +288,7 @@ def _run_params(x: np.ndarray, arrays, infer, names) -> tuple[list[int], ...]:
         _block_params(infos, names)
         infer(SimpleNamespace(), infos)
     except ShapeError as e:
-        raise ValueError(str(e)) from None
+        raise KernelError(str(e)) from None
     return tuple([int(v) for v in arr.reshape(-1)] for arr in arrays)
 
 
@@ -371,7 +372,7 @@ def _eye_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorI
 def _eye(a: SimpleNamespace, rows, cols, diagonal, batch=None) -> tuple[np.ndarray, ...]:
     r, c, k = (int(np.asarray(v).reshape(-1)[0]) for v in (rows, cols, diagonal))
     if r < 0 or c < 0:
-        raise ValueError(f"num_rows {r} and num_columns {c} must not be negative")
+        raise KernelError(f"num_rows {r} and num_columns {c} must not be negative")
     out = np.eye(r, c, k, dtype=a.output_type.dtype)
     if batch is not None:
         shape = tuple(int(v) for v in batch.reshape(-1))
@@ -404,7 +405,7 @@ def _bucketize_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]):
 
 def _bucketize(a: SimpleNamespace, x: np.ndarray, buckets: np.ndarray):
     if buckets.ndim != 1:
-        raise ValueError(f"buckets must be 1-D, got shape {list(buckets.shape)}")
+        raise KernelError(f"buckets must be 1-D, got shape {list(buckets.shape)}")
     xv, bv = _common(x, buckets)
     side = "left" if a.with_right_bound else "right"
     out = np.searchsorted(bv, xv, side=side)
@@ -482,7 +483,7 @@ def search_rows(s: np.ndarray, v: np.ndarray, right: bool) -> np.ndarray:
 def _search_sorted(a: SimpleNamespace, seq: np.ndarray, values: np.ndarray):
     s, v = _common(seq, values)
     if s.ndim > 1 and (v.ndim != s.ndim or v.shape[:-1] != s.shape[:-1]):
-        raise ValueError(f"sorted_sequence {list(s.shape)} and values {list(v.shape)} do not "
+        raise KernelError(f"sorted_sequence {list(s.shape)} and values {list(v.shape)} do not "
                          f"match")  # fmt: skip
     side = "right" if a.right_mode else "left"
     if s.ndim == 1:
@@ -615,7 +616,7 @@ def _unique(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray | None = None):
     else:
         ax = int(np.asarray(axis).reshape(-1)[0])
         if not -x.ndim <= ax < x.ndim:
-            raise ValueError(f"axis {ax} is out of range for rank {x.ndim}")
+            raise KernelError(f"axis {ax} is out of range for rank {x.ndim}")
         moved = np.moveaxis(x, ax, 0)
         first, inverse, counts = unique_rows(moved.reshape(moved.shape[0], -1), a.sorted)
         out = np.moveaxis(moved[first], 0, ax)
@@ -642,9 +643,9 @@ def _check_patches(a: SimpleNamespace) -> None:
     for name in ("sizes", "strides", "rates"):
         values = getattr(a, name)
         if len(values) != 2:
-            raise ValueError(f"{name} must hold [rows, cols], got {list(values)}")
+            raise KernelError(f"{name} must hold [rows, cols], got {list(values)}")
         if name != "sizes" and min(values) < 1:
-            raise ValueError(f"{name} {list(values)} must be 1 or more")
+            raise KernelError(f"{name} {list(values)} must be 1 or more")
 
 
 def _patch_count(size: int, k: int, stride: int, rate: int, pad: str) -> int:

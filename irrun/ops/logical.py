@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -77,7 +78,7 @@ def _select_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
 def _select(a: SimpleNamespace, cond: np.ndarray, then: np.ndarray,
             other: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
     if then.dtype != other.dtype:
-        raise ValueError(f"then is {then.dtype} but else is {other.dtype}")
+        raise KernelError(f"then is {then.dtype} but else is {other.dtype}")
     _select_shape(cond.shape, then.shape, other.shape, a.auto_broadcast)  # raises if not
     return (np.where(cond.astype(bool, copy=False), then, other),)
 

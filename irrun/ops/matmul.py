@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -59,7 +60,7 @@ def infer_matmul(attrs: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[T
 
 def matmul(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     if a.dtype != b.dtype:
-        raise ValueError(f"inputs have different element types: {a.dtype} and {b.dtype}")
+        raise KernelError(f"inputs have different element types: {a.dtype} and {b.dtype}")
     x, y = a, b
     if attrs.transpose_a and a.ndim > 1:
         x = np.swapaxes(a, -1, -2)

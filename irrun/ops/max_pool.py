@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -76,7 +77,7 @@ def _check(version: int):
     def check(a: SimpleNamespace) -> None:
         check_pool_attributes(with_defaults(a), allow_ceil_torch=version >= 14)
         if version >= 8 and a.index_element_type.name not in ("i32", "i64"):
-            raise ValueError(
+            raise KernelError(
                 f"index_element_type must be i32 or i64, got {a.index_element_type.name}"
             )
 

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape, map_bounds
 from ..ir.element_types import ELEMENT_TYPES
@@ -257,7 +258,7 @@ def _split_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tenso
 
 def _check_split(a: SimpleNamespace) -> None:
     if a.num_splits < 1:
-        raise ValueError(f"num_splits must be at least 1, got {a.num_splits}")
+        raise KernelError(f"num_splits must be at least 1, got {a.num_splits}")
 
 
 def _split(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -437,7 +438,7 @@ def _shape_of(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _check_shape_of(a: SimpleNamespace) -> None:
     if a.output_type.name not in ("i32", "i64"):
-        raise ValueError(f"output_type must be i32 or i64, got {a.output_type.name}")
+        raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
 
 
 # --------------------------------------------------------------------------- Gather
@@ -639,9 +640,9 @@ def _check_strided_slice(a: SimpleNamespace) -> None:
     for name in ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"):
         mask = getattr(a, name)
         if any(v not in (0, 1) for v in mask):
-            raise ValueError(f"{name} {list(mask)} must hold only 0 and 1")
+            raise KernelError(f"{name} {list(mask)} must hold only 0 and 1")
     if sum(a.ellipsis_mask) > 1:
-        raise ValueError(f"ellipsis_mask {list(a.ellipsis_mask)} sets more than one ellipsis")
+        raise KernelError(f"ellipsis_mask {list(a.ellipsis_mask)} sets more than one ellipsis")
 
 
 # --------------------------------------------------------------------------- Broadcast

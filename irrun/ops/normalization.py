@@ -45,6 +45,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -63,7 +64,7 @@ def _split(version: int, items: Sequence):
 
 def _check(a: SimpleNamespace) -> None:
     if not a.epsilon >= 0:
-        raise ValueError(f"epsilon must be at least 0, got {a.epsilon}")
+        raise KernelError(f"epsilon must be at least 0, got {a.epsilon}")
 
 
 def _infer(version: int):
@@ -108,7 +109,7 @@ def batch_norm(x: np.ndarray, gamma, beta, mean, variance, epsilon: float) -> np
     """
     for name, v in zip(NAMES, (gamma, beta, mean, variance), strict=True):
         if v.shape != (x.shape[1],):
-            raise ValueError(f"{name} has shape {list(v.shape)}, expected [{x.shape[1]}]")
+            raise KernelError(f"{name} has shape {list(v.shape)}, expected [{x.shape[1]}]")
     work = x.dtype if x.dtype.itemsize >= 4 else np.dtype(np.float32)
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     g, b, m, v = (np.asarray(s, work).reshape(shape) for s in (gamma, beta, mean, variance))
@@ -121,7 +122,7 @@ def _kernel(version: int):
     def kernel(a: SimpleNamespace, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
         data, stats = _split(version, arrays)
         if data.ndim < 2:
-            raise ValueError(f"data must have rank 2 or more, got shape {list(data.shape)}")
+            raise KernelError(f"data must have rank 2 or more, got shape {list(data.shape)}")
         return (batch_norm(data, *stats, a.epsilon),)
 
     return kernel
@@ -202,7 +203,7 @@ def _mean_weights(n: int, dtype: np.dtype) -> np.ndarray:
 
 def _mvn_check(a: SimpleNamespace) -> None:
     if not a.eps >= 0:
-        raise ValueError(f"eps must be at least 0, got {a.eps}")
+        raise KernelError(f"eps must be at least 0, got {a.eps}")
 
 
 def _mvn_kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -350,7 +351,7 @@ def lrn(x: np.ndarray, axes: tuple[int, ...], alpha: float, beta: float, bias: f
 
 def _lrn_check(a: SimpleNamespace) -> None:
     if a.size < 1:
-        raise ValueError(f"size must be at least 1, got {a.size}")
+        raise KernelError(f"size must be at least 1, got {a.size}")
 
 
 def _lrn_kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -382,9 +383,9 @@ def _mvn0_axes(a: SimpleNamespace, rank: int) -> tuple[int, ...]:
 
 def _mvn0_check(a: SimpleNamespace) -> None:
     if not a.eps >= 0:
-        raise ValueError(f"eps must be at least 0, got {a.eps}")
+        raise KernelError(f"eps must be at least 0, got {a.eps}")
     if a.across_channels is None and not a.reduction_axes:
-        raise ValueError("MVN-0 needs across_channels or reduction_axes")
+        raise KernelError("MVN-0 needs across_channels or reduction_axes")
 
 
 def _mvn0_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -415,7 +416,7 @@ register(
 
 def _gn_check(a: SimpleNamespace) -> None:
     if a.num_groups < 1:
-        raise ValueError(f"num_groups must be a positive integer, got {a.num_groups}")
+        raise KernelError(f"num_groups must be a positive integer, got {a.num_groups}")
 
 
 def _gn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -464,10 +465,10 @@ def group_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int,
     """
     n, c = x.shape[:2]
     if c % groups:
-        raise ValueError(f"{c} channels do not split into {groups} groups")
+        raise KernelError(f"{c} channels do not split into {groups} groups")
     for name, v in (("scale", scale), ("bias", bias)):
         if v.shape != (c,):
-            raise ValueError(f"{name} has shape {list(v.shape)}, expected [{c}]")
+            raise KernelError(f"{name} has shape {list(v.shape)}, expected [{c}]")
     if x.size == 0:
         return x.copy()
     work = _work_type(x.dtype)
@@ -484,7 +485,7 @@ def group_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int,
 def _gn_kernel(a: SimpleNamespace, x: np.ndarray, scale: np.ndarray,
                bias: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
     if x.ndim < 2:
-        raise ValueError(f"data must have rank 2 or more, got shape {list(x.shape)}")
+        raise KernelError(f"data must have rank 2 or more, got shape {list(x.shape)}")
     return (group_norm(x, scale, bias, a.num_groups, a.epsilon),)
 
 

@@ -81,6 +81,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .elementwise import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
@@ -110,7 +111,7 @@ def _infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]
 
 def _check(a: SimpleNamespace) -> None:
     if a.levels < 2:
-        raise ValueError(f"levels ({a.levels}) must be at least 2")
+        raise KernelError(f"levels ({a.levels}) must be at least 2")
 
 
 def _as_indexed(r: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -182,7 +183,7 @@ def _double_to(y: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def _fake_quantize(a: SimpleNamespace, x: np.ndarray, *ranges: np.ndarray) -> tuple[np.ndarray]:
     if len({r.dtype for r in ranges} | {x.dtype}) > 1:
-        raise ValueError("FakeQuantize's inputs must have one element type")
+        raise KernelError("FakeQuantize's inputs must have one element type")
     if a.auto_broadcast == "pdpd":
         il, ih, ol, oh = (broadcast_operands(x, r, "pdpd")[1] for r in ranges)
     else:

@@ -60,6 +60,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -110,7 +111,7 @@ def _normalized(indices: np.ndarray, size: int | np.ndarray, what: str,
         value = int(indices[pos])
         limit = int(np.broadcast_to(size, bad.shape)[pos])
         allowed = f"{-limit}..{limit - 1}" if negative else f"0..{limit - 1}"
-        raise ValueError(
+        raise KernelError(
             f"{what} {value} at {list(map(int, pos))} is out of range for a dim of size "
             f"{limit} (allowed {allowed})"
         )
@@ -281,7 +282,7 @@ def _gather_nd(version: int):
 
 def _check_batch_dims(a: SimpleNamespace) -> None:
     if a.batch_dims < 0:
-        raise ValueError(f"batch_dims must not be negative, got {a.batch_dims}")
+        raise KernelError(f"batch_dims must not be negative, got {a.batch_dims}")
 
 
 # --------------------------------------------------------------------------- ScatterUpdate
@@ -359,7 +360,7 @@ def _scatter_elements(a: SimpleNamespace, data, idx, upd, axis_arr):
     axis = normalize_axis(flat_ints(axis_arr)[0], data.ndim)
     for i, (d, n) in enumerate(zip(data.shape, idx.shape, strict=True)):
         if i != axis and n > d:
-            raise ValueError(f"indices {list(idx.shape)} are larger than data {list(data.shape)} "
+            raise KernelError(f"indices {list(idx.shape)} are larger than data {list(data.shape)} "
                              f"in dim {i}, which is not the axis {axis}")  # fmt: skip
     rows = _normalized(idx, data.shape[axis], "index")
     # Every index element addresses data at its own coordinates with the axis one replaced.
@@ -413,7 +414,7 @@ def _scatter_nd(a: SimpleNamespace, data, idx, upd):
         offsets = offsets * data.shape[j] + tuples[:, j]
     out = data.copy().reshape(_size(data.shape[:k]), _size(data.shape[k:]))
     if upd.size != len(tuples) * out.shape[1]:
-        raise ValueError(
+        raise KernelError(
             f"updates {list(upd.shape)} hold {upd.size} values, not the "
             f"{len(tuples) * out.shape[1]} that indices {list(idx.shape)} address"
         )

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval
@@ -39,7 +40,7 @@ def _attrs(version: int) -> tuple[Attr, ...]:
 
 def _check(a: SimpleNamespace) -> None:
     if a.index_element_type.name not in ("i32", "i64"):
-        raise ValueError(f"index_element_type must be i32 or i64, got {a.index_element_type.name}")
+        raise KernelError(f"index_element_type must be i32 or i64, got {a.index_element_type.name}")
 
 
 def _k_dim(k: int | None, d: Dim) -> Dim:

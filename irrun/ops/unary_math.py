@@ -41,6 +41,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
@@ -145,7 +146,7 @@ def _real_parameters(op: str, names: tuple[str, str], scalars: bool):
 
 def _first(v: np.ndarray, name: str, dtype: np.dtype) -> np.generic:
     if v.size == 0:
-        raise ValueError(f"{name} has no value (shape {list(v.shape)})")
+        raise KernelError(f"{name} has no value (shape {list(v.shape)})")
     return dtype.type(v.reshape(-1)[0])
 
 
@@ -336,7 +337,7 @@ def _convert_promote(a: SimpleNamespace, x: np.ndarray, y: np.ndarray):
     try:
         et = promoted_type(a, *infos)
     except ShapeError as e:
-        raise ValueError(str(e)) from None
+        raise KernelError(str(e)) from None
     assert et is not None
     return convert(x, et.dtype), convert(y, et.dtype)
 

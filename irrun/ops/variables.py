@@ -32,6 +32,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
@@ -49,13 +50,13 @@ def variable_type(a: SimpleNamespace) -> ElementType | None:
 
 def _check_v6(a: SimpleNamespace) -> None:
     if not a.variable_id:
-        raise ValueError("variable_id must not be empty")
+        raise KernelError("variable_id must not be empty")
     variable_type(a)  # raises ValueError naming the text
 
 
 def _check_id(a: SimpleNamespace) -> None:
     if not a.variable_id:
-        raise ValueError("variable_id must not be empty")
+        raise KernelError("variable_id must not be empty")
 
 
 def dims_compatible(a: Shape | None, b: Shape | None) -> bool:
@@ -104,7 +105,7 @@ def initial_zeros(a: SimpleNamespace) -> np.ndarray:
     dims as 0."""
     et = variable_type(a)
     if et is None or a.variable_shape is None:
-        raise ValueError(
+        raise KernelError(
             f"variable '{a.variable_id}' is unset and has no initial value, and its "
             f"variable_type {a.variable_type} / variable_shape "
             f"{format_shape(a.variable_shape)} do not say what zeros to give"
@@ -136,7 +137,7 @@ _ID = Attr("variable_id", "str")
 register(
     OpDef(
         type="ReadValue", version=3, since_opset=3, attrs=(_ID,), infer=_read_value_v3_infer,
-        kernel=_read_value, check=_check_id, shape_attrs=("variable_id",),
+        kernel=_read_value, check=_check_id, shape_attrs=("variable_id",), foldable=False,
         doc="the variable's value, or its initial value (input 0) while it is unset",
     )
 )  # fmt: skip
@@ -146,7 +147,7 @@ register(
         attrs=(_ID, Attr("variable_type", "str", "dynamic"),
                Attr("variable_shape", "partial_shape", None)),
         infer=_read_value_v6_infer, kernel=_read_value, inputs=(0, 1), check=_check_v6,
-        shape_attrs=("variable_id",),
+        shape_attrs=("variable_id",), foldable=False,
         doc="the variable's value, or its initial value (input 0, or zeros) while it is unset",
     )
 )  # fmt: skip
@@ -155,6 +156,7 @@ for _version in (3, 6):  # alike: Assign-6 only finds its variable by id, not th
         OpDef(
             type="Assign", version=_version, since_opset=_version, attrs=(_ID,),
             infer=_assign_infer, kernel=_assign, check=_check_id, shape_attrs=("variable_id",),
+            foldable=False,
             doc="gives the variable the value the next run reads",
         )
     )  # fmt: skip

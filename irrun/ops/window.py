@@ -21,6 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import threads
+from ..errors import KernelError
 from ..ir.dims import DYNAMIC, Dim, Shape, map_bounds
 from ..ir.registry import ShapeError
 
@@ -158,15 +159,15 @@ def check_pool_attributes(a: SimpleNamespace, allow_ceil_torch: bool) -> None:
     """Attribute checks that need no input shape. Raises ValueError."""
     n = len(a.kernel)
     if n == 0:
-        raise ValueError("kernel must not be empty")
+        raise KernelError("kernel must not be empty")
     if a.auto_pad not in AUTO_PADS:
-        raise ValueError(f"auto_pad '{a.auto_pad}' is not one of {', '.join(AUTO_PADS)}")
+        raise KernelError(f"auto_pad '{a.auto_pad}' is not one of {', '.join(AUTO_PADS)}")
     lists = {"strides": a.strides, "pads_begin": a.pads_begin, "pads_end": a.pads_end}
     if hasattr(a, "dilations"):
         lists["dilations"] = a.dilations
     for name, values in lists.items():
         if len(values) != n:
-            raise ValueError(
+            raise KernelError(
                 f"{name} has {len(values)} values {list(values)} "
                 f"but kernel has {n} {list(a.kernel)}"
             )
@@ -174,12 +175,12 @@ def check_pool_attributes(a: SimpleNamespace, allow_ceil_torch: bool) -> None:
         [("dilations", a.dilations)] if hasattr(a, "dilations") else []
     )):
         if any(v <= 0 for v in values):
-            raise ValueError(f"{name} must be positive, got {list(values)}")
+            raise KernelError(f"{name} must be positive, got {list(values)}")
     for name in ("pads_begin", "pads_end"):
         if any(v < 0 for v in lists[name]):
-            raise ValueError(f"{name} must not be negative, got {list(lists[name])}")
+            raise KernelError(f"{name} must not be negative, got {list(lists[name])}")
     if a.rounding_type == "ceil_torch" and not allow_ceil_torch:
-        raise ValueError("rounding_type ceil_torch needs MaxPool-14, AvgPool-14 or AvgPool-16")
+        raise KernelError("rounding_type ceil_torch needs MaxPool-14, AvgPool-14 or AvgPool-16")
 
 
 def with_defaults(a: SimpleNamespace) -> SimpleNamespace:

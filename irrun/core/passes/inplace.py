@@ -32,7 +32,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...ir.registry import ShapeError
 from ...ops.elementwise import clamp_into, gelu_erf_into, relu_into, swish_into
 from ..steps import Step
 from .constants import known_constants
@@ -156,7 +155,7 @@ def _run(step: Step, args) -> tuple[np.ndarray, ...]:
         if step.needed is None:
             return step.kernel(step.attrs, *args)
         return step.kernel(step.attrs, *args, needed=step.needed)
-    except (ShapeError, ValueError, MemoryError) as exc:
+    except Exception as exc:
         if not hasattr(exc, "irrun_step"):
             exc.irrun_step = step  # type: ignore[attr-defined]  # the layer to blame
         raise

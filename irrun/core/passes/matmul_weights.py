@@ -31,7 +31,7 @@ class _OnTransposed:
     def __call__(self, _attrs: object, a: np.ndarray) -> tuple[np.ndarray, ...]:
         try:
             return self.matmul.kernel(self.attrs, a, self.weight)
-        except ValueError as exc:
+        except Exception as exc:
             exc.irrun_step = self.matmul  # type: ignore[attr-defined]  # the layer to blame
             raise
 

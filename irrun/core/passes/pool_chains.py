@@ -11,7 +11,6 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...ir.registry import ShapeError
 from ...ops.pool_chain import ChainPlan, Geometry, Layer, chain_layer
 from ..steps import Step
 
@@ -44,7 +43,7 @@ class PoolChain:
                     results = step.kernel(step.attrs, results[0])
                 else:
                     results = step.kernel(step.attrs, results[0], needed=step.needed)
-            except (ShapeError, ValueError, MemoryError) as exc:
+            except Exception as exc:
                 exc.irrun_step = step  # type: ignore[attr-defined]  # the layer to blame
                 raise
         return results

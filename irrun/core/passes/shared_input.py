@@ -38,7 +38,7 @@ class SharedInput:
     def __call__(self, _attrs: object, a: np.ndarray, *others: np.ndarray):
         try:
             value = self.product.kernel(self.attrs, a, self.weight)[0]
-        except ValueError as exc:
+        except Exception as exc:
             exc.irrun_step = self.product  # type: ignore[attr-defined]  # the layer to blame
             raise
         if value.dtype == self.bias.dtype and value.flags.owndata:
