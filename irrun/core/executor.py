@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import InternalError, IrrunError, Location, OpError
+from ..fast import kernel_for
 from .arena import keep_freed_memory
 from .binding import Node
 from .graph import LayerGraph
@@ -31,10 +32,13 @@ class Plan:
     """Slots and steps for a graph whose layers are all bound."""
 
     def __init__(
-        self, lg: LayerGraph, nodes: Mapping[str, Node], passes: Sequence[Pass] = PASSES
+        self, lg: LayerGraph, nodes: Mapping[str, Node], passes: Sequence[Pass] = PASSES,
+        reference: bool = False,
     ) -> None:
         self.lg = lg
-        self.passes = tuple(passes)  # applied in order to every schedule but an observed one
+        # A reference plan runs each op's reference kernel, and no pass rewrites it.
+        self.reference = reference
+        self.passes = () if reference else tuple(passes)  # applied in order to every schedule
         self.slots: dict[tuple[str, int], int] = {}
         self.steps: list[Step] = []
         self.parameters: dict[str, int] = {}  # Parameter layer id -> slot
@@ -64,7 +68,8 @@ class Plan:
                 self.assigns[node.attrs.variable_id] = outs[0]
             for slot in outs:
                 self.producer[slot] = len(self.steps)
-            self.steps.append(Step(node, node.op.kernel, node.attrs, ins, outs))
+            kernel = kernel_for(node.op, reference)
+            self.steps.append(Step(node, kernel, node.attrs, ins, outs))
         # Slot -> the step that gives its value computed at load (see irrun.core.folding):
         # a run that does not observe each layer reads it instead of running its producers.
         self.folded: dict[int, Step] = {}
