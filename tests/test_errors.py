@@ -637,7 +637,7 @@ def test_a_bug_in_irrun_is_still_one_line(tmp_path, monkeypatch, capsys):
 
     write_ir(tmp_path, DEMO_XML, name="pooling_chain")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(irrun.Model, "run", broken_run)
+    monkeypatch.setattr(irrun.Model, "_execute", broken_run)  # what irrun run calls
     rc, out, err = run_cli(capsys, "pooling_chain.xml", "-o", "out.npz")
     assert (rc, out) == (1, "")
     assert err == ("irrun: internal error: RuntimeError: boom (a bug in irrun: please report "

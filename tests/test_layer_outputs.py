@@ -285,12 +285,21 @@ def _fails(attrs, *args):
 # --- --profile, --profile-json -----------------------------------------------------------
 
 
+def _run_layers(model: irrun.Model) -> list:
+    """The layers a run executes, in the model's order: not the Parameters and Consts (given),
+    the Results (nothing to compute), nor the layers folded at load (computed once then)."""
+    at_load = {step.node.layer.id for step, _ in model.folding.timings}
+    return [layer for layer in _computed_layers(model)
+            if layer.type not in ("Const", "Result") and layer.id not in at_load]
+
+
 def test_profile_lists_every_layer_sorted(capsys):
     model = irrun.load(MODELS / "demo.xml")
-    layers = [(layer.name, layer.type) for layer in _computed_layers(model)]
+    layers = [(layer.name, layer.type) for layer in _run_layers(model)]
     assert main([str(MODELS / "demo.xml"), "--profile", "--iterations", "3"]) == 0
     out = capsys.readouterr().out
-    table = out[out.index("layer "):].splitlines()
+    types_table, layer_table, load_table = out[out.index("op type "):].split("\n\n")
+    table = layer_table.splitlines()
     rows = [re.split(r"\s{2,}", line.strip()) for line in table[1:-1]]
     assert sorted((r[0], r[1].rsplit("-v", 1)[0]) for r in rows) == sorted(layers)
     times = [float(r[2]) for r in rows]
@@ -298,10 +307,21 @@ def test_profile_lists_every_layer_sorted(capsys):
     shares = [float(r[3].rstrip("%")) for r in rows]
     assert abs(sum(shares) - 100) < 0.1 * len(rows)
     total = re.fullmatch(r"total: (\d+) layers, ([\d.]+) ms in layers, ([\d.]+) ms per run "
-                         r"\(median of 3 runs\)", table[-1])
+                         r"\(median of 3 runs, after 1 warm-up run\)", table[-1])
     assert total and int(total[1]) == len(layers)
     assert abs(float(total[2]) - sum(times)) < 0.01 + 1e-3 * len(times)
-    assert "probabilities" in out[: out.index("layer ")]  # the outputs table comes first
+    # The summary by op type sums the layers of each type.
+    kinds = [re.split(r"\s{2,}", line.strip()) for line in types_table.splitlines()[1:]]
+    assert [k[0] for k in kinds] == sorted({r[1] for r in rows},
+                                           key=lambda t: -sum(float(r[2]) for r in rows if r[1] == t))
+    for kind, n, ms, _ in kinds:
+        assert int(n) == sum(r[1] == kind for r in rows)
+        assert abs(float(ms) - sum(float(r[2]) for r in rows if r[1] == kind)) < 0.002 * int(n)
+    # The layers folded at load, apart: the demo's four f16 weights' Converts.
+    loaded = load_table.strip().splitlines()
+    assert re.fullmatch(r"computed once at load, not in a run: 4 layers, [\d.]+ ms", loaded[0])
+    assert sorted(line.split()[1] for line in loaded[2:]) == ["Convert-v1"] * 4
+    assert "probabilities" in out[: out.index("op type ")]  # the outputs table comes first
 
 
 def test_profile_json_is_a_chrome_trace(tmp_path, capsys):
@@ -314,7 +334,7 @@ def test_profile_json_is_a_chrome_trace(tmp_path, capsys):
     events = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert trace["displayTimeUnit"] == "ms" and trace["otherData"]["runs"] == 2
     model = irrun.load(MODELS / "pooling_chain.xml")
-    layers = [layer.name for layer in _computed_layers(model)]
+    layers = [layer.name for layer in _run_layers(model)]
     assert [e["name"] for e in events] == layers * 2
     for e in events:
         assert e["dur"] >= 0 and e["ts"] >= 0 and {"pid", "tid", "cat", "args"} <= set(e)
@@ -323,7 +343,8 @@ def test_profile_json_is_a_chrome_trace(tmp_path, capsys):
         ends = [e["ts"] + e["dur"] for e in run]
         assert all(b["ts"] >= a_end - 1 for a_end, b in zip(ends, run[1:], strict=False))
     stem = next(e for e in events if e["name"] == "stem_pool")
-    assert stem["cat"] == "MaxPool-v8" and stem["args"]["outputs"] == [[1, 3, 8, 8], [1, 3, 8, 8]]
+    # Its indices feed nothing: a run does not compute them, and the profile times that run.
+    assert stem["cat"] == "MaxPool-v8" and stem["args"]["outputs"] == [[1, 3, 8, 8]]
     assert stem["args"]["inputs"] == [[1, 3, 16, 16]]
 
 

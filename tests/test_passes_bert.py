@@ -65,7 +65,7 @@ def _save(model, tmp_path, name="m"):
 
 def _chains(model, name):
     """The schedule's in-place chains, those run on a shared product included."""
-    schedule = model._plan._schedule((model._slot_of(name),))
+    schedule = model._plan.schedule((model._slot_of(name),))
     found = []
     for step, _ in schedule:
         if isinstance(step.kernel, SharedInput):
@@ -96,7 +96,7 @@ def test_a_bert_layer_runs_as_eight_steps_with_the_values_of_each_layer(tmp_path
     model = _save(ov_model, tmp_path)
     feeds = _feeds(rng, 2, 8)
     got = model.run(feeds)["out"]
-    _close(got, model.run(feeds, intermediate=True)["out"])
+    np.testing.assert_array_equal(got, model.run(feeds, intermediate=True)["out"], strict=True)
     compiled = ov.Core().compile_model(
         ov_model, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
     )
@@ -108,10 +108,10 @@ def test_a_bert_layer_runs_as_eight_steps_with_the_values_of_each_layer(tmp_path
         ("MatMul", ["Add", "Add"]), ("MVN", ["Multiply", "Add"]),
         ("MatMul", ["Add", "Gelu"]), ("MatMul", ["Add", "Add"]), ("MVN", ["Multiply", "Add"]),
     ]  # fmt: skip
-    schedule = model._plan._schedule((model._slot_of("out"),))
+    schedule = model._plan.schedule((model._slot_of("out"),))
     assert len(schedule) == 8  # the constants, Q, K and V as one product, six more chains
     (shared,) = [s.kernel for s, _ in schedule if isinstance(s.kernel, SharedInput)]
-    assert shared.weight.shape == (HIDDEN, 3 * HIDDEN) and shared.bias.shape == (3 * HIDDEN,)
+    assert shared.weight.shape == (3 * HIDDEN, HIDDEN) and shared.bias.shape == (3 * HIDDEN,)
     assert shared.columns == [(0, 16), (16, 32), (32, 48)]
     # Every Transpose is a view: of the heads read by the attention, or merged by the Reshape.
     transposes = [link for c in chains for _, link in c.tails if isinstance(link, _Transpose)]
@@ -133,7 +133,7 @@ def test_the_cached_reshape_follows_each_input_shape(tmp_path):
         feeds = _feeds(rng, batch, seq)
         got = model.run(feeds)["out"]
         assert got.shape == (batch, seq, HIDDEN)
-        _close(got, model.run(feeds, intermediate=True)["out"])
+        np.testing.assert_array_equal(got, model.run(feeds, intermediate=True)["out"], strict=True)
 
 
 def _heads_model(tmp_path, order, reader, name="t", reshape_target=None):
@@ -294,7 +294,7 @@ def test_linear_layers_on_one_input_run_as_one_product(tmp_path, options, fused)
         else:
             _close(got[name], each[name])
     wanted = tuple(model._slot_of(n) for n in names)
-    shared = [s.kernel for s, _ in model._plan._schedule(wanted) if isinstance(s.kernel, SharedInput)]
+    shared = [s.kernel for s, _ in model._plan.schedule(wanted) if isinstance(s.kernel, SharedInput)]
     assert sum(len(k.chains) for k in shared) == fused
 
 

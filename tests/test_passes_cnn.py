@@ -40,7 +40,7 @@ def _net(tmp_path, dtype, act, residual, depthwise, name):
 
 
 def _chain(model) -> InPlaceChain | None:
-    schedule = model._plan._schedule((model._slot_of("y"),))
+    schedule = model._plan.schedule((model._slot_of("y"),))
     found = [s.kernel for s, _ in schedule if isinstance(s.kernel, InPlaceChain)]
     return found[0] if found else None
 

@@ -69,7 +69,7 @@ def _assert_same(got: np.ndarray, want: np.ndarray) -> None:
 
 
 def _fused(m) -> bool:
-    schedule = m._plan._schedule(tuple(sorted(m._output_slots.values())))
+    schedule = m._plan.schedule(tuple(sorted(m._output_slots.values())))
     return any(isinstance(step.kernel, PoolChain) for step, _ in schedule)
 
 

@@ -30,7 +30,8 @@ def work(tmp_path, monkeypatch):
     return tmp_path
 
 
-# The demo model has 22 layers (README's profile shows them), and 1 output; pooling_chain
+# A run of the demo model executes 11 of its 22 layers (README's profile shows them: the
+# others are given, or folded at load), and it has 1 output; pooling_chain
 # 2 outputs and a shape error at image[1,3,2,2] (README's validate example), with a warning.
 @pytest.mark.parametrize(
     ("command", "said"),
@@ -38,7 +39,7 @@ def work(tmp_path, monkeypatch):
         ("demo.xml -o out.npz", "irrun: wrote 1 output to out.npz"),
         ("pooling_chain.xml -o out.npz", "irrun: wrote 2 outputs to out.npz"),
         ("run demo.xml -o out.npz --profile-json trace.json",
-         "irrun: wrote 1 output to out.npz\nirrun: wrote the trace of 22 layers to trace.json"),
+         "irrun: wrote 1 output to out.npz\nirrun: wrote the trace of 11 layers to trace.json"),
         ("validate demo.xml -o report.json", "irrun: wrote the report (0 errors, 0 warnings) "
          "to report.json"),
         ("validate pooling_chain.xml --shape image[1,3,2,2] -o report.json",

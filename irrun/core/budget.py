@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import Diagnostic
+from ..fast import fast_kernel, scratch_bytes
 from ..ir.dims import format_shape, is_static
 from ..ir.registry import TensorInfo
 from .binding import Node
@@ -18,6 +19,7 @@ from .memory import (
     tensor_bytes,
 )
 from .propagation import Infos, propagate
+from .steps import Step, parts
 from .subgraphs import Body
 
 # Runs that need less than this are not checked against the memory available: reading
@@ -27,30 +29,71 @@ _UNCHECKED_BYTES = 16 * 2**20
 
 def schedule_peak(
     plan: Plan, infos: Infos, wanted: tuple[int, ...], observed: bool = False
-) -> tuple[Peak, str]:
-    """The peak of the run of ``plan`` computing ``wanted``, and its largest tensor there
-    as ``f32[1,3,8,8]``."""
+) -> tuple[Peak, str, Node | None]:
+    """The peak of the run of ``plan`` computing ``wanted`` (observing every layer, with
+    ``observed``), its largest tensor there as ``f32[1,3,8,8]``, and the layer where it is.
+
+    Each step holds its outputs, and while it runs its kernels' scratch space (as each op
+    declares it for these shapes) and a sub-graph's largest body; an observed run also
+    holds what its tail reads (see :meth:`Plan.observed_schedule`) until the tail has run.
+    """
     sizes: list[int | None] = [None] * len(plan.slots)
     keys: dict[int, tuple[str, int]] = {}
     for key, slot in plan.slots.items():
         sizes[slot] = _info_bytes(infos.get(key))
         keys[slot] = key
-    schedule = plan._schedule(wanted, observed)
-    steps = []
-    for step, frees in schedule:
-        outputs = step.outputs
+    extra: dict[int, str] = {}  # slot past the plan's -> what it stands for
+
+    def held_while_running(what: str, size: int) -> int:
+        sizes.append(size)
+        extra[len(sizes) - 1] = what
+        return len(sizes) - 1
+
+    if observed:
+        schedule, tail = plan.observed_schedule(wanted)
+        kept = {s for step in tail for s in step.inputs}
+        # A tail input made inside a fused step is kept from that step on.
+        inner = {s: i for i, (step, _) in enumerate(schedule) for part in parts(step)
+                 for s in part.outputs if s in kept and s not in step.outputs}
+        last = {s: i for i, step in enumerate(tail) for s in step.inputs}
+        entries = [(step, tuple(s for s in frees if s not in kept)) for step, frees in schedule]
+        entries += [(step, tuple(s for s in step.inputs if last.get(s) == i))
+                    for i, step in enumerate(tail)]
+    else:
+        entries, inner = list(plan.schedule(wanted)), {}
+    steps, nodes = [], []
+    for i, (step, frees) in enumerate(entries):
+        outputs = (*step.outputs, *(s for s, at in inner.items() if at == i))
+        passing = []
         sub = getattr(step.attrs, "sub", None)
         if sub is not None:
-            # A sub-graph layer also holds its largest body's tensors while it runs: a
-            # slot of their peak, dropped at once (see irrun.core.subgraphs).
-            sizes.append(max(body_peak(body) for body in sub.bodies))
-            outputs, frees = (*outputs, len(sizes) - 1), (*frees, len(sizes) - 1)
-        steps.append((outputs, frees, step.node.op.type != "Const"))
+            # A sub-graph layer also holds its largest body's tensors while it runs.
+            passing.append(held_while_running(
+                "the tensors of its body", max(body_peak(body) for body in sub.bodies)))
+        scratch = max((_scratch(plan, part, infos, keys) for part in parts(step)), default=0)
+        if scratch:
+            passing.append(held_while_running("its kernel's scratch space", scratch))
+        steps.append(((*outputs, *passing), (*frees, *passing), step.node.op.type != "Const"))
+        nodes.append(step.node)
     peak = plan_peak(steps, sizes)
-    if peak.slot >= len(plan.slots):
-        return peak, "the tensors of its body"
+    node = nodes[peak.step] if peak.step >= 0 else None
+    if peak.slot in extra:
+        return peak, extra[peak.slot], node
     info = infos.get(keys[peak.slot]) if peak.slot >= 0 else None
-    return peak, _describe_tensor(info)
+    return peak, _describe_tensor(info), node
+
+
+def _scratch(plan: Plan, step: Step, infos: Infos, keys: dict[int, tuple[str, int]]) -> int:
+    """The scratch bytes ``step``'s kernel declares for the shapes in ``infos`` (0 where a
+    shape is not known)."""
+    op = step.node.op
+    if op.scratch is None and fast_kernel(op) is None:
+        return 0
+    ins = [infos.get(keys[s]) for s in step.inputs]
+    outs = [infos.get(keys[s]) for s in step.outputs]
+    if any(i is None or i.element_type is None or not is_static(i.shape) for i in ins + outs):
+        return 0
+    return scratch_bytes(op, step.attrs, ins, outs, plan.reference)
 
 
 def body_peak(body: Body) -> int:
@@ -87,9 +130,7 @@ def budget_findings(
                                for lid in lg.order if nodes[lid].op is not None
                                and nodes[lid].op.type == "Result" and nodes[lid].layer.inputs))  # type: ignore[union-attr]  # fmt: skip
         if results:
-            top, tensor = schedule_peak(plan, infos, results)
-            peak = (top, tensor, plan._schedule(results)[top.step][0].node if top.step >= 0
-                    else None)  # fmt: skip
+            peak = schedule_peak(plan, infos, results)
     largest = max(([peak[0].bytes] if peak else []) + [size for size, _ in sized], default=0)
     if budget == "available":
         if largest <= _UNCHECKED_BYTES:

@@ -11,8 +11,10 @@ rewrites of a schedule (fusing steps, and the like) are passes over it
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,7 +24,7 @@ from .arena import keep_freed_memory
 from .binding import Node
 from .graph import LayerGraph
 from .passes import PASSES
-from .steps import Pass, Schedule, Step
+from .steps import Pass, Schedule, Step, Tap, parts, run_step
 
 # The layer-id part of the slot key of a variable's value: no layer id is empty.
 _VARIABLE = ""
@@ -73,33 +75,31 @@ class Plan:
         # Slot -> the step that gives its value computed at load (see irrun.core.folding):
         # a run that does not observe each layer reads it instead of running its producers.
         self.folded: dict[int, Step] = {}
-        self._schedules: dict[tuple[tuple[int, ...], bool], tuple] = {}
+        self._schedules: dict[tuple, tuple] = {}
 
-    def _schedule(self, wanted: tuple[int, ...], every_step: bool = False) -> Schedule:
-        """:meth:`_make_schedule`'s result, kept for the next run that wants the same.
+    def schedule(self, wanted: tuple[int, ...]) -> Schedule:
+        """The schedule of a run computing ``wanted``, kept for the next run that wants the same.
 
         A dict, not ``lru_cache`` over the bound method: that would hold the plan from
         inside itself, and a dropped model would wait for the cyclic garbage collector.
         """
-        key = (wanted, every_step)
-        found = self._schedules.get(key)
+        found = self._schedules.get(wanted)
         if found is None:
             if len(self._schedules) >= 32:  # a caller asking for ever other outputs
                 self._schedules.clear()
-            found = self._schedules[key] = self._make_schedule(wanted, every_step)
+            found = self._schedules[wanted] = self._make_schedule(wanted)
         return found
 
-    def _make_schedule(self, wanted: tuple[int, ...], every_step: bool = False) -> Schedule:
+    def _make_schedule(self, wanted: tuple[int, ...]) -> Schedule:
         """The steps ``wanted`` needs, each with the slots it is the last reader of.
 
         A step whose op can skip outputs and has some that nothing reads is scheduled
-        as a copy that carries the mask of the used ones.  With ``every_step`` all
-        steps run and compute all their outputs, for an observer that sees each one.
-        Otherwise a slot folded at load (:attr:`folded`) is given by its constant step,
-        and the steps that made it run only for a slot that was not kept.
+        as a copy that carries the mask of the used ones.  A slot folded at load
+        (:attr:`folded`) is given by its constant step, and the steps that made it run
+        only for a slot that was not kept.  Then the passes rewrite the schedule.
         """
-        required: set[int] = set(range(len(self.steps))) if every_step else set()
-        folded = {} if every_step else self.folded
+        required: set[int] = set()
+        folded = self.folded
         given = {s for s in wanted if s in folded}  # folded slots the run reads
         stack = [self.producer[s] for s in wanted if s in self.producer and s not in folded]
         while stack:
@@ -130,13 +130,26 @@ class Plan:
             used = tuple(s in last_reader or s in keep for s in step.outputs)
             # Outputs nobody reads go at once.
             frees[pos].extend(s for s, u in zip(step.outputs, used, strict=True) if not u)
-            if step.node.op.optional_outputs and not all(used) and not every_step:
+            if step.node.op.optional_outputs and not all(used):
                 step = replace(step, needed=used)
             schedule.append((step, tuple(frees[pos])))
-        if not every_step:
-            for rewrite in self.passes:
-                schedule = rewrite(schedule, keep)
+        for rewrite in self.passes:
+            schedule = rewrite(schedule, keep)
         return tuple(schedule)
+
+    def observed_schedule(self, wanted: tuple[int, ...]) -> tuple[Schedule, tuple[Step, ...]]:
+        """What a run that observes every layer executes: the plain run's :meth:`schedule`,
+        whose slots the tail reads kept to the end, then the tail: the layers that
+        schedule does not run (those no wanted slot needs, and those folded at load into
+        a later layer's value), unfused, each with all its outputs."""
+        key = (wanted, "observed")
+        found = self._schedules.get(key)  # type: ignore[call-overload]
+        if found is None:
+            schedule = self.schedule(wanted)
+            covered = {part.node.layer.id for step, _ in schedule for part in parts(step)}
+            tail = tuple(step for step in self.steps if step.node.layer.id not in covered)
+            found = self._schedules[key] = (schedule, tail)  # type: ignore[index]
+        return found
 
     def run(
         self,
@@ -146,22 +159,22 @@ class Plan:
     ) -> dict[int, np.ndarray]:
         """Compute the slots ``wanted`` from ``feeds`` (Parameter slot -> array).
 
-        ``observe``, when given, sees every step of the graph as it finishes, with its
-        inputs, its outputs and the seconds its kernel took; they may be dropped right after.
+        ``observe``, when given, sees each layer of the same plan as it finishes (see
+        :class:`Observer`): the outputs are those of a run without it, bit for bit.
         """
         keep_freed_memory()  # once per process: tensors reuse the last run's pages
         # NaN, infinities, overflow and underflow are values in the IR's arithmetic, not
         # errors: no kernel may warn of them (kernels that read the flags set their own).
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _reference_mode(self.reference):
             if observe is not None:
-                return self._run_observed(feeds, wanted, observe)
+                return self._run_observed(feeds, tuple(wanted), observe)
             return self._run(feeds, wanted)
 
     def _run(self, feeds: Mapping[int, np.ndarray], wanted: Sequence[int]) -> dict[int, np.ndarray]:
         values: dict[int, np.ndarray | None] = dict(feeds)
         for slot in self.variables.values():  # unset unless the caller keeps state
             values.setdefault(slot, None)
-        for step, frees in self._schedule(tuple(wanted)):
+        for step, frees in self.schedule(tuple(wanted)):
             args = [values[s] for s in step.inputs]
             try:
                 if step.needed is None:
@@ -177,26 +190,65 @@ class Plan:
         return {s: values[s] for s in wanted}
 
     def _run_observed(
-        self, feeds: Mapping[int, np.ndarray], wanted: Sequence[int], observe: Observer
+        self, feeds: Mapping[int, np.ndarray], wanted: tuple[int, ...], observe: Observer
     ) -> dict[int, np.ndarray]:
         # Kept apart from run's loop, which stays free of timing and calls.
+        schedule, tail = self.observed_schedule(wanted)
+        if not observe.every_layer:
+            tail = ()
+        read_later = {s for step in tail for s in step.inputs}
+        copies = observe.values or bool(read_later)
         values: dict[int, np.ndarray | None] = dict(feeds)
         for slot in self.variables.values():
             values.setdefault(slot, None)
+        report = observe.report
+
+        def tap(step: Step, args, results: tuple, seconds: float) -> None:
+            for slot, value in zip(step.outputs, results, strict=False):
+                if slot in read_later:  # made inside a fused step: kept for the tail
+                    values[slot] = value
+            try:
+                report(step, args, results, seconds)
+            except BaseException as exc:  # the observer's own, not the layer's: passed on
+                raise _FromObserver(exc) from None
+
         clock = time.perf_counter
-        for step, frees in self._schedule(tuple(wanted), True):
+        for step, frees in schedule:
+            args = [values[s] for s in step.inputs]
+            try:
+                observed = getattr(step.kernel, "observed", None)
+                if observed is not None:
+                    results = observed(args, tap, copies)
+                else:
+                    start = clock()
+                    results = run_step(step, args)
+                    seconds = clock() - start
+                    if step.needed is not None and observe.every_layer:
+                        results = _complete(step, args, results)
+                    tap(step, args, results, seconds)
+            except _FromObserver as passed:
+                raise passed.error from None
+            except Exception as exc:
+                raise self._error(getattr(exc, "irrun_step", step), exc) from exc
+            for slot, value in zip(step.outputs, results, strict=False):
+                values[slot] = value
+            for slot in frees:
+                if slot not in read_later:
+                    values.pop(slot, None)
+        for step in tail:
             args = [values[s] for s in step.inputs]
             start = clock()
             try:
-                results = step.kernel(step.attrs, *args)
+                results = run_step(step, args)
             except Exception as exc:
                 raise self._error(getattr(exc, "irrun_step", step), exc) from exc
             seconds = clock() - start
             for slot, value in zip(step.outputs, results, strict=False):
                 values[slot] = value
-            observe(step, args, tuple(values[s] for s in step.outputs), seconds)
-            for slot in frees:
-                values.pop(slot, None)
+            try:
+                tap(step, args, results, seconds)
+            except _FromObserver as passed:
+                raise passed.error from None
         return {s: values[s] for s in wanted}
 
     def _error(self, step: Step, exc: Exception) -> IrrunError:
@@ -215,7 +267,51 @@ class Plan:
         return IrrunError(str(exc), where, step.node.ref)
 
 
-# Called with a step, its inputs, its outputs and the seconds its kernel took.
-Observer = Callable[
-    [Step, Sequence[np.ndarray | None], tuple[np.ndarray | None, ...], float], None
-]
+@dataclass(frozen=True)
+class Observer:
+    """What a run reports each layer to, and what it needs.
+
+    ``report`` is called with each layer's step, inputs, outputs and the seconds its
+    kernel took, as it finishes (a fused step reports each of its layers).  With
+    ``values``, the outputs reported stay valid after the call (a fused step copies what
+    it later overwrites); without, only their shapes may be read (a profile).  With
+    ``every_layer``, the layers the run does not need (and those folded at load) run
+    after it, unfused, and are reported too; their outputs feed nothing the run returns.
+    """
+
+    report: Tap
+    values: bool = True
+    every_layer: bool = True
+
+
+class _FromObserver(Exception):
+    """Carries what an observer raised through the layer's error handling, unchanged."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _complete(step: Step, args, results: tuple) -> tuple:
+    """``results`` of a step that computed only the outputs the run reads, with the others
+    computed too, by the same kernel on the same inputs (for an observer that sees all)."""
+    rest = tuple(not n for n in step.needed)  # type: ignore[union-attr]
+    more = run_step(replace(step, needed=rest), args)
+    return tuple(a if n else b for a, b, n in zip(results, more, step.needed, strict=True))  # type: ignore[arg-type]
+
+
+# Set while a reference plan runs, so that the plans of sub-graph bodies are reference too.
+_REFERENCE: ContextVar[bool] = ContextVar("irrun_reference", default=False)
+
+
+@contextmanager
+def _reference_mode(on: bool):
+    token = _REFERENCE.set(on)
+    try:
+        yield
+    finally:
+        _REFERENCE.reset(token)
+
+
+def reference_mode() -> bool:
+    """Whether the plan running now is a reference plan (see :class:`Plan`)."""
+    return _REFERENCE.get()

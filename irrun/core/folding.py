@@ -30,9 +30,10 @@ decides by size alone and computes nothing).
 
 A layer whose kernel fails while folding is left unfolded, with all that depends on it: a
 run that needs it reports the error at that layer as it always did.  A run that observes
-every layer (``on_layer``, ``intermediate=True``, ``irrun run --dump`` or ``--profile``,
-``irrun compare``) runs every layer as before, folded or not, and so sees each one's output
-and time.
+every layer (``on_layer``, ``intermediate=True``, ``irrun run --dump``, ``irrun compare``)
+reads the same folded values as any run, so its outputs are the same bits; the layers that
+were folded into a later layer's value run after it, apart, to be seen.  A profile lists
+the layers computed here as load-time work, with the times they took (:attr:`Folding.timings`).
 
 Propagation's values (:attr:`irrun.ir.registry.TensorInfo.value`) are not reused: it folds
 only up to 4096 elements, which cost microseconds, and a value there may come from a shape
@@ -54,8 +55,6 @@ from ..ir.registry import TensorInfo, resolve
 from .binding import Node
 from .executor import Plan
 from .memory import available_memory, format_bytes, parse_size, tensor_bytes
-from .passes.matmul_weights import LIMIT as TRANSPOSE_LIMIT
-from .passes.matmul_weights import transpose_matmul_weights
 from .propagation import Infos
 from .steps import Step
 
@@ -77,6 +76,8 @@ class Folding:
     over_cap_bytes: int = 0
     failed: list[Step] = field(default_factory=list)  # layers whose kernel failed at load
     seconds: float = 0.0
+    # Each layer computed at load, with its kernel's seconds (a profile lists them apart).
+    timings: list[tuple[Step, float]] = field(default_factory=list)
 
     def describe(self) -> list[str]:
         """A line for what was folded, and one for each reason something was not; none for
@@ -208,7 +209,7 @@ def plan_folding(plan: Plan, infos: Infos, cap: int | None) -> None:
 def _constant_step(step: Step, slot: int, value: np.ndarray) -> Step:
     """A step that gives ``value`` for ``slot``, as a Const of ``step``'s layer."""
     node = Node(step.node.layer, _CONST, SimpleNamespace(value=value), step.node.ref)
-    return Step(node, _CONST.kernel, node.attrs, (), (slot,))
+    return Step(node, _CONST.kernel, node.attrs, (), (slot,), folded=True)
 
 
 def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
@@ -220,11 +221,11 @@ def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
     start = time.perf_counter()
     steps, producer = plan.steps, plan.producer
     choice = _choose(plan, infos, cap)
-    foldable, constant, readers = choice.foldable, choice.constant, choice.readers
+    foldable = choice.foldable
     chosen, left, folding = choice.chosen, choice.left, choice.folding
     if not chosen and not left:
         return folding
-    values, failed = _compute(plan, chosen)
+    values, failed = _compute(plan, chosen, folding.timings)
     kept: dict[int, Step] = {}
     for s in chosen:
         value = values.pop(s, None)
@@ -239,11 +240,6 @@ def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
             left.append(s)
             continue
         folding.bytes += size
-        if (transpose_matmul_weights in plan.passes and value.ndim == 2
-                and value.dtype.kind == "f" and value.nbytes <= TRANSPOSE_LIMIT
-                and _only_transposed_weight(s, readers[s], constant)):  # fmt: skip
-            # Laid out so that the MatMul pass's [in, out] copy is a view of it, not a copy.
-            value = np.asfortranarray(value)
         if value.flags.writeable:  # a run's results may be views of it: none may write it
             value = value.view()
             value.flags.writeable = False
@@ -273,7 +269,8 @@ def _ancestors(plan: Plan, slots: list[int], foldable: list[bool]) -> set[int]:
     return found
 
 
-def _compute(plan: Plan, slots: list[int]) -> tuple[dict[int, np.ndarray], list[Step]]:
+def _compute(plan: Plan, slots: list[int], timings: list[tuple[Step, float]]
+             ) -> tuple[dict[int, np.ndarray], list[Step]]:
     """The values of ``slots``, computed from the Consts by the steps they need, each
     intermediate dropped after its last reader; and the steps whose kernel failed.
 
@@ -309,12 +306,14 @@ def _compute(plan: Plan, slots: list[int]) -> tuple[dict[int, np.ndarray], list[
             if any(s in broken for s in step.inputs):
                 broken.update(step.outputs)
             else:
+                start = time.perf_counter()
                 try:
                     results = step.kernel(step.attrs, *[values[s] for s in step.inputs])
                 except Exception:  # the run that needs it reports it
                     failed.append(step)
                     broken.update(step.outputs)
                 else:
+                    timings.append((step, time.perf_counter() - start))
                     for s, value in zip(step.outputs, results, strict=False):
                         if s in keep or reads.get(s):
                             values[s] = value
@@ -323,13 +322,6 @@ def _compute(plan: Plan, slots: list[int]) -> tuple[dict[int, np.ndarray], list[
                 if not reads[s] and s not in keep:
                     values.pop(s, None)
     return values, failed
-
-
-def _only_transposed_weight(slot: int, readers: list[Step], constant: set[int]) -> bool:
-    """Whether every reader of ``slot`` is a MatMul of a run's tensor by it, ``transpose_b``:
-    what :func:`~irrun.core.passes.matmul_weights.transpose_matmul_weights` rewrites."""
-    return all(r.node.op.type == "MatMul" and r.attrs.transpose_b and r.inputs[1] == slot
-               and r.inputs[0] not in constant for r in readers)  # fmt: skip
 
 
 def _held_bytes(value: np.ndarray) -> int:

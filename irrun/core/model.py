@@ -64,6 +64,9 @@ class LayerRun:
     ``outputs`` maps each output's tensor name (see :attr:`Model.tensor_names`) to its
     value, ``ports`` gives their port ids in the same order; ``seconds`` is the time its
     kernel took, ``end`` the :func:`time.perf_counter` reading when it finished.
+    ``folded``: its value was computed at load (``seconds`` is then 0: see
+    :attr:`Model.folding`).  ``apart``: the run did not need it, or it was folded into a
+    later layer's value at load; it ran after the run, only to be seen.
     """
 
     ref: LayerRef
@@ -73,6 +76,8 @@ class LayerRun:
     inputs: tuple[tuple[int, ...], ...]  # the shapes of its inputs
     seconds: float
     end: float
+    folded: bool = False
+    apart: bool = False
 
 
 @dataclass(slots=True)
@@ -125,12 +130,14 @@ class Model:
     def __init__(
         self, xml: str | Path, weights: str | Path | None = None,
         max_memory: int | str | None = "available", fold_constants: bool | int | str | None = True,
-        threads: int | None = None,
+        threads: int | None = None, reference: bool = False,
     ) -> None:  # fmt: skip
         self.path = Path(xml)
         self._weights_arg = weights
         self.max_memory = max_memory
-        self.threads = threads  # type: ignore[assignment]
+        # Reference kernels only, no pass, one thread (see irrun.fast): what irrun's values are.
+        self.reference = bool(reference)
+        self.threads = 1 if reference else threads  # type: ignore[assignment]
         self._fold_arg = fold_option(fold_constants)
         self.weights = Weights(_weights_path(self.path, weights))
         with collection_paused():
@@ -146,7 +153,7 @@ class Model:
             self._infos = checked.infos
             # Parameter id -> shape, after reshape
             self._input_shapes: dict[str, Shape | None] = {}
-            self._plan = Plan(self._graph, self._nodes)
+            self._plan = Plan(self._graph, self._nodes, reference=self.reference)
             # Layers of constants run once, here (see irrun.core.folding); None: not asked.
             self.folding: Folding | None = fold_model(
                 self._plan, self._infos, self._fold_arg, self.weights.size, self._budget_arg)
@@ -166,6 +173,7 @@ class Model:
             "max_memory": self._budget_arg,
             "fold_constants": self._fold_arg,
             "threads": self._threads_arg,  # None: the cores of the process that unpickles
+            "reference": self.reference,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -173,7 +181,7 @@ class Model:
         self.__init__(  # type: ignore[misc]
             _reopened(*state["path"]), None if weights is None else _reopened(*weights),
             state.get("max_memory", "available"), state.get("fold_constants", True),
-            state.get("threads"),
+            state.get("threads"), state.get("reference", False),
         )
         if state["shapes"]:
             types = {lid: self._nodes[lid].attrs.element_type for lid in state["shapes"]}  # type: ignore[union-attr]
@@ -201,6 +209,8 @@ class Model:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 1):  # fmt: skip
             raise UsageError(f"threads must be a count of at least 1, or None, not {value!r}")
+        if self.reference and value != 1:
+            raise UsageError(f"a reference model runs on one thread, not {value!r}")
         self._threads_arg: int | None = value
 
     @property
@@ -257,7 +267,7 @@ class Model:
             if len(self._peaks) >= 32:  # a caller running ever other shapes
                 self._peaks.clear()
             planned = self._peaks[key] = self._plan_peak(shapes, wanted, observed)
-        peak, largest = planned
+        peak, largest, node = planned
         if budget == "available":
             if bucket is not None and peak.bytes * 4 <= _UNCHECKED_BYTES:
                 if len(self._small) >= 256:
@@ -271,8 +281,7 @@ class Model:
         else:
             limit = budget  # type: ignore[assignment]
         if peak.bytes > limit:
-            step = self._plan._schedule(wanted, observed)[peak.step][0]
-            node = step.node
+            assert node is not None
             allowed = ("allowed (--max-memory, or max_memory= in Python)"
                        if budget != "available" else
                        "available to this process (--max-memory, or max_memory= in Python, "
@@ -285,8 +294,8 @@ class Model:
             )  # fmt: skip
 
     def _plan_peak(self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...],
-                   observed: bool) -> tuple[Peak, str]:  # fmt: skip
-        """The run's peak, and its largest tensor there as ``f32[1,3,8,8]``."""
+                   observed: bool) -> tuple[Peak, str, Node | None]:  # fmt: skip
+        """The run's peak, its largest tensor there as ``f32[1,3,8,8]``, and its layer."""
         infos = self._infos
         if self._dynamic:  # the sizes of this run's shapes
             given = {lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
@@ -470,9 +479,15 @@ class Model:
         intermediate: bool = False,
         on_layer: Callable[[LayerRun], None] | None = None,
         state: Mapping[str, np.ndarray | None] | None = None,
+        every_layer: bool = True,
+        values: bool = True,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """:meth:`run`, and with ``state`` (variable id -> value, None while unset) the
-        variables' next values as well (see :class:`irrun.core.state.Request`)."""
+        variables' next values as well (see :class:`irrun.core.state.Request`).
+
+        ``every_layer`` and ``values`` say what ``on_layer`` needs (see
+        :class:`~irrun.core.executor.Observer`): a profile needs neither the layers a run
+        does not execute nor the values of those it does."""
         by_layer = self._check_feeds(feeds)
         if outputs is None:
             wanted = dict(self._output_slots)
@@ -485,18 +500,20 @@ class Model:
         if state is not None:
             feed_slots.update((slot, state.get(var)) for var, slot in self._plan.variables.items())
         kept: dict[str, np.ndarray] = {}
+        slots = tuple(sorted(set(wanted.values()) | set(assigns.values())))
         observe = None
         if intermediate or on_layer is not None:
-            observe = self._observer(kept if intermediate else None, on_layer)
-        slots = tuple(sorted(set(wanted.values()) | set(assigns.values())))
+            every_layer = every_layer or intermediate
+            observe = self._observer(kept if intermediate else None, on_layer, slots,
+                                     every_layer, values or intermediate)
         self._check_memory({lid: a.shape for lid, a in by_layer.items()}, slots,
-                           observe is not None)  # fmt: skip
+                           observe is not None and every_layer)
         with threads.running(self.threads):
-            values = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
-        result = {name: _own(values[slot]) for name, slot in wanted.items()}
+            found = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
+        result = {name: _own(found[slot]) for name, slot in wanted.items()}
         if intermediate:
             result = {**kept, **result}
-        return result, {var: values[slot] for var, slot in assigns.items()}
+        return result, {var: found[slot] for var, slot in assigns.items()}
 
     @property
     def variables(self) -> list[TensorSpec]:
@@ -524,12 +541,14 @@ class Model:
         return Request(self)
 
     def _observer(
-        self, kept: dict[str, np.ndarray] | None, on_layer: Callable[[LayerRun], None] | None
+        self, kept: dict[str, np.ndarray] | None, on_layer: Callable[[LayerRun], None] | None,
+        wanted: tuple[int, ...], every_layer: bool, values: bool,
     ) -> Observer:
         names = self._slot_names
         ports = {slot: port for (_, port), slot in self._plan.slots.items()}
+        apart = {step.node.layer.id for step in self._plan.observed_schedule(wanted)[1]}
 
-        def observe(
+        def report(
             step: Step,
             args: Sequence[np.ndarray | None],
             results: tuple[np.ndarray | None, ...],
@@ -538,16 +557,18 @@ class Model:
             pairs = [(s, v) for s, v in zip(step.outputs, results, strict=True) if v is not None]
             outs = {names[slot]: value for slot, value in pairs}
             # An Assign's output is its input, kept under its producer's name already.
-            if kept is not None and step.node.op.type not in ("Const", "Assign"):
+            # A value folded at load is its layer's output, given as a Const gives its own.
+            if kept is not None and (step.folded or step.node.op.type not in ("Const", "Assign")):
                 kept.update((name, _own(value)) for name, value in outs.items())
             if on_layer is not None:
                 node = step.node
                 shapes = tuple(np.shape(a) for a in args)
                 out_ports = tuple(ports[slot] for slot, _ in pairs)
                 end = time.perf_counter()
-                on_layer(LayerRun(node.ref, node.layer.line, outs, out_ports, shapes, seconds, end))
+                on_layer(LayerRun(node.ref, node.layer.line, outs, out_ports, shapes, seconds, end,
+                                  step.folded, node.layer.id in apart))
 
-        return observe
+        return Observer(report, values, every_layer)
 
     def _slot_of(self, name: str) -> int:
         if name in self._output_slots:
@@ -701,6 +722,7 @@ def _et_name(info: TensorInfo) -> str:
 def load(
     xml: str | Path, weights: str | Path | None = None, max_memory: int | str | None = "available",
     fold_constants: bool | int | str | None = True, threads: int | None = None,
+    reference: bool = False,
 ) -> Model:  # fmt: skip
     """Read, check and plan the model in ``xml`` (weights from ``weights`` or beside it).
 
@@ -711,10 +733,13 @@ def load(
     ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).
     ``threads`` is how many threads runs use (None: the cores this process may use; see
     :attr:`Model.threads`).
+    ``reference=True`` runs each op's reference kernel (:mod:`irrun.ops`), with no pass
+    rewriting the plan and on one thread: the values that define irrun's, slower.  A
+    default run computes the same within the bounds its fast kernels state (:mod:`irrun.fast`).
     Raises :class:`~irrun.errors.IrrunError` naming the file, line and layer when the
     model cannot be run.
     """
-    return Model(xml, weights, max_memory, fold_constants, threads)
+    return Model(xml, weights, max_memory, fold_constants, threads, reference)
 
 
 # Findings of shape and type propagation, which new input shapes replace.

@@ -6,13 +6,16 @@ slots it is the last reader of (dropped once it has run).  A pass takes a schedu
 and the slots the run keeps, and returns a schedule that computes the same: it may
 put one step in the place of several (see :mod:`irrun.core.passes`).
 
-A step made of others whose kernel fails on one of them sets ``irrun_step`` on the
-exception to that step, so that the error names the layer to blame.
+A fused step (made of others by a pass) has a kernel that lists the layers' steps it
+runs (``parts``) and can run observed (``observed``): it computes the same outputs, bit
+for bit, and reports each part to a :data:`Tap` as it finishes, so that a dump, a profile
+or ``intermediate=True`` sees every layer of the very plan a plain run executes.  A part
+that fails is named by :func:`run_step`, so that the error blames its layer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -32,6 +35,30 @@ class Step:
     outputs: tuple[int, ...]
     # Which outputs a scheduled run uses, when the op can skip the others (None: all).
     needed: tuple[bool, ...] | None = None
+    # Gives the value its layer computed at load (see irrun.core.folding), as a Const does.
+    folded: bool = False
+
+
+def run_step(step: Step, args) -> tuple[np.ndarray | None, ...]:
+    """``step``'s kernel on ``args``; an exception from it names ``step`` as the layer to
+    blame (``irrun_step``), unless a part deeper down named one already."""
+    try:
+        if step.needed is None:
+            return step.kernel(step.attrs, *args)
+        return step.kernel(step.attrs, *args, needed=step.needed)
+    except Exception as exc:
+        if not hasattr(exc, "irrun_step"):
+            exc.irrun_step = step  # type: ignore[attr-defined]
+        raise
+
+
+# Reports one layer of an observed run: its step, inputs, outputs and its own seconds.
+Tap = Callable[[Step, Sequence[np.ndarray | None], tuple[np.ndarray | None, ...], float], None]
+
+
+def parts(step: Step) -> tuple[Step, ...]:
+    """The steps of the IR's layers that ``step`` runs: itself, or a fused step's parts."""
+    return getattr(step.kernel, "parts", None) or (step,)
 
 
 # A schedule: each step with the slots it is the last reader of.

@@ -90,7 +90,7 @@ from ..ir.records import IRDocument, MapEntry
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ..ir.weights import Weights
 from .binding import Node, bind
-from .executor import Plan
+from .executor import Plan, reference_mode
 from .graph import LayerGraph, build_graph
 from .propagation import propagate
 
@@ -106,7 +106,7 @@ class Body:
     tag: str
     lg: LayerGraph
     nodes: dict[str, Node]
-    _plan: Plan | None = field(default=None, repr=False)
+    _plans: dict[bool, Plan] = field(default_factory=dict, repr=False)  # by reference mode
     peak: int | None = None  # the bytes it holds at its peak (see irrun.core.budget)
 
     def __repr__(self) -> str:
@@ -146,9 +146,10 @@ class Body:
         return out
 
     def run(self, feeds: Mapping[str, np.ndarray], results: Sequence[str]) -> list[np.ndarray]:
-        plan = self._plan
+        reference = reference_mode()  # a body runs as the plan that runs its layer
+        plan = self._plans.get(reference)
         if plan is None:
-            plan = self._plan = Plan(self.lg, self.nodes)
+            plan = self._plans[reference] = Plan(self.lg, self.nodes, reference=reference)
         slots = [plan.slots[self.source(r)] for r in results]
         got = plan.run({plan.parameters[lid]: v for lid, v in feeds.items()}, slots)
         return [got[s] for s in slots]

@@ -345,13 +345,14 @@ def batch_command(
     files = input_files(in_dir)
     _check_output_dir(in_dir, out_dir, files)
     # Refused here, before any worker starts.
-    model = load(args.model, args.weights, args.max_memory, getattr(args, "fold_cap", True))
+    model = load(args.model, args.weights, args.max_memory, getattr(args, "fold_cap", True),
+                 reference=args.reference)
     if args.shape:
         model.reshape(args.shape)  # the workers' copies are reshaped too: pickles carry it
     jobs = args.jobs or os.cpu_count() or 1
     if getattr(args, "threads", None) is not None:
         model.threads = args.threads
-    elif jobs > 1 and len(files) > 1:  # each worker its share of the cores
+    elif jobs > 1 and len(files) > 1 and not model.reference:  # each worker its cores' share
         model.threads = max(1, threads.available() // min(jobs, len(files)))
     start = time.perf_counter()
     failed: list[str] = []

@@ -367,7 +367,8 @@ def _handle(args: argparse.Namespace) -> int:
     seed = common.random_seed(args)
     clock = time.perf_counter
     start = clock()
-    model = load(args.model, args.weights, args.max_memory, threads=args.threads)
+    model = load(args.model, args.weights, args.max_memory, threads=args.threads,
+                 reference=args.reference)
     load_seconds = clock() - start
     reshape_seconds = None
     if args.shape or args.batch:

@@ -196,6 +196,11 @@ def parents() -> Parents:
         help="refuse a run whose tensors would need more than SIZE at once (512M, 4G, 1T, or "
         "none; default: the memory available to the process)",
     )  # fmt: skip
+    inputs.add_argument(
+        "--reference", action="store_true",
+        help="run the reference kernels only: no fast kernel, no fused step, one thread "
+        "(what irrun's values are defined by; slower)",
+    )
     return Parents(common, inputs)
 
 

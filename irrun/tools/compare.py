@@ -75,6 +75,21 @@ _NOT_COMPUTED = ("Parameter", "Const", "Result")
 # ----------------------------------------------------------------------------- comparing
 
 
+# The backends that compute a reference from the inputs.
+BACKENDS = ("openvino", "reference")
+
+
+def reference_run(model: Model, feeds: Mapping[str, np.ndarray], mark_all: bool) -> Reference:
+    """``model``'s tensors as its reference twin computes them from ``feeds``: the same
+    files and input shapes, loaded with ``reference=True``."""
+    state = model.__getstate__()
+    state["reference"], state["threads"] = True, None
+    twin = Model.__new__(Model)
+    twin.__setstate__(state)
+    values = twin.run(feeds, intermediate=mark_all)
+    return ArrayReference(values, "irrun's reference kernels")
+
+
 class _Stop(Exception):
     """Raised from the layer callback to end the run at the first failure (fail_fast)."""
 
@@ -95,8 +110,10 @@ def compare(
     """Run ``model`` on ``feeds`` and compare its tensors with ``reference``.
 
     ``reference`` is a dict of arrays by tensor name, a path to an .npz or a
-    ``--dump-dir`` directory, or None with ``backend="openvino"`` to run OpenVINO on
-    the same feeds.  ``feeds`` default to the reference's own copy of the inputs when it
+    ``--dump-dir`` directory, or None with a ``backend`` that computes it from the same
+    feeds: ``"openvino"`` (OpenVINO's CPU plugin, in f32) or ``"reference"`` (irrun's
+    reference kernels, unfused, on one thread: what the fast plan is checked against).
+    ``feeds`` default to the reference's own copy of the inputs when it
     holds every one under the input's name (as a dump's inputs.npz does), else to the
     model's random inputs of ``seed`` (0 by default; a ``seed`` given always means random
     inputs); a failure on random inputs says so, with their shapes.  ``atol``
@@ -135,10 +152,11 @@ def compare(
     if backend is not None:
         if reference is not None:
             raise UsageError("give a reference or a backend, not both")
-        if backend != "openvino":
-            raise UsageError(f"unknown reference backend '{backend}' (irrun has: openvino)")
+        if backend not in BACKENDS:
+            raise UsageError(f"unknown reference backend '{backend}' (irrun has: "
+                             f"{', '.join(BACKENDS)})")
     elif reference is None:
-        raise UsageError("no reference: give one, or backend='openvino'")
+        raise UsageError("no reference: give one, or a backend ('openvino' or 'reference')")
     elif isinstance(reference, Reference):
         ref = reference
     elif isinstance(reference, str | Path):
@@ -154,7 +172,9 @@ def compare(
             else:
                 seed = 0 if seed is None else seed
                 feeds, source = model.random_inputs(seed), "random"
-        if ref is None:
+        if ref is None and backend == "reference":
+            ref = reference_run(model, feeds, mark_all)
+        elif ref is None:
             ref = openvino_reference(model, feeds, mark_all)
         report = _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat)
         report.backend = backend is not None
@@ -282,6 +302,12 @@ def _compare(
                 check(name, outputs[name])
     except _Stop:
         report.stopped_early = True
+    # In the model's order, as the layers are listed (a run computes the layers folded at
+    # load, or fused into one step, in an order of its own).
+    if mark_all and not report.stopped_early:  # else the failure stays last, where it stopped
+        order = {ref.id: i for i, (ref, _, _) in enumerate(model.layers())}
+        report.results.sort(key=lambda r: order.get(r.layer.id, len(order)) if r.layer
+                            else len(order))
 
     # A reference that holds the inputs tells whether it was made from the same ones:
     # comparing with values from other inputs is the likeliest mistake of all.
@@ -418,8 +444,9 @@ def register(sub: Any, parents: Parents) -> None:
         "or a directory written by irrun run --dump-dir",
     )  # fmt: skip
     source.add_argument(
-        "--ref-backend", choices=["openvino"],
-        help="run this backend on the same inputs as the reference (OpenVINO's CPU plugin, f32)",
+        "--ref-backend", choices=list(BACKENDS),
+        help="compute the reference from the same inputs: openvino (OpenVINO's CPU plugin, "
+        "f32) or reference (irrun's reference kernels, unfused, one thread)",
     )  # fmt: skip
     p.add_argument(
         "--mark-all", action="store_true",
@@ -455,7 +482,8 @@ def _handler(args: argparse.Namespace) -> int:
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
     # Refuses a --seed that inputs from elsewhere would leave unused.
     random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
-    model = load(args.model, args.weights, args.max_memory, threads=args.threads)
+    model = load(args.model, args.weights, args.max_memory, threads=args.threads,
+                 reference=args.reference)
     feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
     if args.input:
         feeds = read_inputs(model, args.input)

@@ -130,7 +130,7 @@ class TensorResult:
 
 @dataclass
 class Report:
-    """A whole comparison: each tensor's result in the order compared (run order with
+    """A whole comparison: each tensor's result in the order compared (the model's order with
     ``mark_all``), and what was not compared."""
 
     model: str
@@ -147,7 +147,7 @@ class Report:
     # None, "tensors": [{"name", "shape", "dtype"}], "hint": where the reference's inputs
     # may be, as the end of the note on random inputs, or None}.
     inputs: dict[str, Any] | None = None
-    backend: bool = False  # the reference ran here on the same inputs (OpenVINO)
+    backend: bool = False  # the reference ran here on the same inputs (a backend)
 
     @property
     def passed(self) -> bool:

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -82,10 +83,14 @@ class LayerDump:
         except re.error as exc:
             raise ValueError(f"--dump-name {name!r} is not a regular expression: {exc}") from None
         self.entries: list[dict[str, Any]] = []
-        self._count = 0
+        self._index: dict[str, int] = {}  # layer id -> its place in the model, from 1
 
-    def prepare(self, feeds: dict[str, np.ndarray]) -> None:
-        """Make the directory, drop the files of an earlier dump there, save the inputs."""
+    def prepare(self, feeds: dict[str, np.ndarray], layer_ids: Sequence[str] = ()) -> None:
+        """Make the directory, drop the files of an earlier dump there, save the inputs.
+
+        ``layer_ids``, the computed layers in the model's order, number the files: a run
+        reports its layers in an order of its own (fused steps, layers folded at load)."""
+        self._index = {lid: i for i, lid in enumerate(layer_ids, 1)}
         where = Location(str(self.directory))
         if self.directory.exists() and not self.directory.is_dir():
             raise IrrunError("is a file, expected a directory for --dump-dir", where)
@@ -120,13 +125,13 @@ class LayerDump:
         return True
 
     def __call__(self, layer: LayerRun) -> None:
-        self._count += 1
+        index = self._index.setdefault(layer.ref.id, len(self._index) + 1)
         if not self.selects(layer):
             return
         for port, (tensor, value) in zip(layer.ports, layer.outputs.items(), strict=True):
-            name = file_name(self._count, tensor)
+            name = file_name(index, tensor)
             if any(e["file"] == name for e in self.entries[-len(layer.ports) :]):
-                name = file_name(self._count, f"{tensor}_port{port}")  # two names made one
+                name = file_name(index, f"{tensor}_port{port}")  # two names made one
             array = np.asarray(value)
             write_atomically(self.directory / name, lambda f, a=array: np.save(f, a), binary=True)
             self.entries.append(

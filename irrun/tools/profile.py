@@ -1,10 +1,16 @@
 """Per-layer timings of a run (``--profile``, ``--profile-json``).
 
-The table follows benchmark_app's sorted performance counters (layer, type, time,
-share of the total); the JSON file is the Chrome trace-event format that
-onnxruntime's profiler writes, which Perfetto and ``chrome://tracing`` open.
-Times are of the layers' kernels; the run's own bookkeeping between layers shows
-as the difference between the sum over layers and the wall time.
+The profile times the steps a plain run executes (the same plan: fused steps, constants
+folded at load), after a warm-up run: a fused step times each of its layers where it can
+(an in-place chain does), and shares its time among them by their sizes where it cannot
+(one product for several linear layers).  Layers computed once at load are listed apart,
+with the time they took then.
+
+The tables follow benchmark_app's sorted performance counters: a summary per op type,
+then each layer (layer, type, time, share of the total); the JSON file is the Chrome
+trace-event format that onnxruntime's profiler writes, which Perfetto and
+``chrome://tracing`` open.  Times are of the layers' kernels; the run's own bookkeeping
+between layers shows as the difference between the sum over layers and the wall time.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.folding import Folding
 from ..core.model import LayerRun
+from ..errors import LayerRef
 from ..version import __version__
-from .common import positive
+from .common import count, positive
 
 
 def add_arguments(run: argparse.ArgumentParser) -> None:
@@ -57,13 +65,20 @@ class LayerTimes:
 class Profile:
     """The ``on_layer`` callback of profiled runs; call :meth:`start_run` before each run."""
 
-    def __init__(self) -> None:
+    def __init__(self, folding: Folding | None = None, warmups: int = 1) -> None:
         self.layers: dict[str, LayerTimes] = {}
         self.events: list[dict[str, Any]] = []
         self.walls: list[float] = []
+        self.warmups = warmups
         self._origin: float | None = None
         self._run = -1
         self._run_start = 0.0
+        # The layers computed once at load, with their seconds then.
+        self.at_load: list[tuple[str, str, float]] = [
+            (step.node.ref.name, _kind(step.node.ref), seconds)
+            for step, seconds in (folding.timings if folding is not None else ())
+            if step.node.op.type != "Const"
+        ]
 
     def start_run(self, now: float) -> None:
         if self._origin is None:
@@ -75,8 +90,10 @@ class Profile:
         self.walls.append(now - self._run_start)
 
     def __call__(self, layer: LayerRun) -> None:
+        if layer.apart or layer.folded or layer.ref.type == "Const":  # not work a run does
+            return
         ref = layer.ref
-        kind = f"{ref.type}-v{ref.version}" if ref.version is not None else ref.type
+        kind = _kind(ref)
         shapes = tuple(tuple(v.shape) for v in layer.outputs.values())
         times = self.layers.get(ref.id)
         if times is None:
@@ -103,31 +120,43 @@ class Profile:
         )
 
     def table(self) -> str:
-        """Layers by median time, most expensive first, with a total line.
+        """Op types by their layers' summed median times, then layers by median time,
+        most expensive first, with a total line; then the layers computed at load.
 
-        Each layer's share is of the sum over layers; ``runs`` is how many runs the
-        medians are over.
+        Each share is of the sum over layers; ``runs`` is how many runs the medians are over.
         """
         layers = sorted(self.layers.values(), key=lambda t: -t.median)
         total = sum(t.median for t in layers)
+        by_type: dict[str, list[LayerTimes]] = {}
+        for t in layers:
+            by_type.setdefault(t.type, []).append(t)
+        types = sorted(by_type.items(), key=lambda kv: -sum(t.median for t in kv[1]))
+        rows = [("op type", "layers", "ms", "share")]
+        for kind, members in types:
+            ms = sum(t.median for t in members)
+            rows.append((kind, str(len(members)), f"{ms * 1e3:.3f}", _share(ms, total)))
+        lines = _aligned(rows, right_from=1)
+        lines.append("")
         rows = [("layer", "type", "ms", "share")]
         for t in layers:
-            share = 100 * t.median / total if total else 0.0
-            rows.append((t.name, t.type, f"{t.median * 1e3:.3f}", f"{share:.1f}%"))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [
-            "  ".join(
-                cell.rjust(w) if i >= 2 else cell.ljust(w)
-                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-            ).rstrip()
-            for row in rows
-        ]
+            rows.append((t.name, t.type, f"{t.median * 1e3:.3f}", _share(t.median, total)))
+        lines += _aligned(rows, right_from=2)
         wall = statistics.median(self.walls) if self.walls else total
         runs = len(self.walls)
+        warm = f", after {count(self.warmups, 'warm-up run')}" if self.warmups else ""
         lines.append(
             f"total: {len(layers)} layers, {total * 1e3:.3f} ms in layers, {wall * 1e3:.3f} ms "
-            f"per run (median of {runs} run{'s' * (runs != 1)})"
+            f"per run (median of {count(runs, 'run')}{warm})"
         )
+        if self.at_load:
+            spent = sum(seconds for _, _, seconds in self.at_load)
+            lines.append("")
+            lines.append(f"computed once at load, not in a run: "
+                         f"{count(len(self.at_load), 'layer')}, {spent * 1e3:.3f} ms")
+            rows = [("layer", "type", "ms")]
+            for name, kind, seconds in sorted(self.at_load, key=lambda r: -r[2]):
+                rows.append((name, kind, f"{seconds * 1e3:.3f}"))
+            lines += _aligned(rows, right_from=2)
         return "\n".join(lines)
 
     def chrome_trace(self, model: str) -> dict[str, Any]:
@@ -139,5 +168,28 @@ class Profile:
         return {
             "traceEvents": [meta, *self.events],
             "displayTimeUnit": "ms",
-            "otherData": {"model": model, "irrun": __version__, "runs": len(self.walls)},
+            "otherData": {
+                "model": model, "irrun": __version__, "runs": len(self.walls),
+                "warmup_runs": self.warmups,
+                "computed_at_load": [{"name": name, "type": kind, "ms": round(seconds * 1e3, 6)}
+                                     for name, kind, seconds in self.at_load],
+            },
         }
+
+
+def _kind(ref: LayerRef) -> str:
+    return f"{ref.type}-v{ref.version}" if ref.version is not None else ref.type
+
+
+def _share(part: float, total: float) -> str:
+    return f"{100 * part / total if total else 0.0:.1f}%"
+
+
+def _aligned(rows: list[tuple[str, ...]], right_from: int) -> list[str]:
+    """``rows`` as lines of columns two spaces apart, those from ``right_from`` on right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.rjust(w) if i >= right_from else cell.ljust(w)
+                  for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    ]

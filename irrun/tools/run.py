@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,8 @@ def _handle(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
     say = _say if args.verbose else _silent
     start = time.perf_counter()
-    model = load(args.model, args.weights, args.max_memory, args.fold_cap, args.threads)
+    model = load(args.model, args.weights, args.max_memory, args.fold_cap, args.threads,
+                 args.reference)
     say(f"loaded {args.model}: {len(model.layers())} layers, {_ms(start)}")
     for line in model.folding.describe() if model.folding is not None else ():
         say(line)
@@ -92,21 +93,20 @@ def _handle(args: argparse.Namespace) -> int:
         f"{name} {list(np.shape(v))} {np.asarray(v).dtype}" for name, v in feeds.items()
     ))  # fmt: skip
     start = time.perf_counter()
-    profile = Profile() if args.profile or args.profile_json else None
+    profile = Profile(model.folding) if args.profile or args.profile_json else None
     if dumper is not None:
-        dumper.prepare(feeds)
+        dumper.prepare(feeds, [ref.id for ref, _, _ in model.layers() if ref.type != "Parameter"])
     outputs: dict[str, np.ndarray] = {}
     done = False
     try:
+        if profile is not None:  # the first run's set-up is charged to no layer
+            _run_once(model, feeds, args)
         for i in range(args.iterations if profile is not None else 1):
             # The dump is of the first run; later ones only add timings.
             hooks = [h for h in (dumper if i == 0 else None, profile) if h is not None]
             if profile is not None:
                 profile.start_run(time.perf_counter())
-            try:
-                outputs = model.run(feeds, on_layer=_calling(hooks) if hooks else None)
-            except IrrunError as exc:
-                raise _with_shape_hint(exc, model, feeds) if not args.input else exc from None
+            outputs = _run_once(model, feeds, args, hooks, every_layer=dumper in hooks)
             if profile is not None:
                 profile.end_run(time.perf_counter())
         done = True
@@ -133,6 +133,18 @@ def _handle(args: argparse.Namespace) -> int:
             layers = common.count(len(profile.layers), "layer")
             common.say_written(f"the trace of {layers}", args.profile_json, args.quiet)
     return 0
+
+
+def _run_once(model: Model, feeds: dict[str, np.ndarray], args: argparse.Namespace,
+              hooks: Sequence[Callable[[LayerRun], None]] = (), every_layer: bool = True,
+              ) -> dict[str, np.ndarray]:
+    """One run with ``hooks`` on its layers: a dump sees ``every_layer`` and their values,
+    a profile only the times of the layers the run executes."""
+    try:
+        return model._execute(feeds, on_layer=_calling(hooks) if hooks else None,
+                              every_layer=every_layer, values=every_layer)[0]
+    except IrrunError as exc:
+        raise _with_shape_hint(exc, model, feeds) if not args.input else exc from None
 
 
 def fold_cap(text: str) -> int | None:

@@ -14,19 +14,17 @@ from ..steps import Pass
 from .constants import gather_constants
 from .inplace import fold_in_place
 from .kv_cache import grow_kv_cache
-from .matmul_weights import transpose_matmul_weights
 from .pool_chains import fuse_pool_chains
 from .shared_input import fuse_shared_inputs
 
 # Applied in this order: the constants first, so that every constant is ready before any
 # step that a later pass folds into another.
 PASSES: tuple[Pass, ...] = (
-    gather_constants, grow_kv_cache, fuse_pool_chains, transpose_matmul_weights, fold_in_place,
+    gather_constants, grow_kv_cache, fuse_pool_chains, fold_in_place,
     fuse_shared_inputs,
 )  # fmt: skip
 
 __all__ = [
     "PASSES", "fold_in_place", "fuse_pool_chains", "fuse_shared_inputs", "gather_constants",
     "grow_kv_cache",
-    "transpose_matmul_weights",
 ]  # fmt: skip

@@ -13,14 +13,19 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..steps import Step
+from ..steps import Step, Tap
 
 
 class _Constants:
-    def __init__(self, values: tuple[np.ndarray, ...]) -> None:
-        self.values = values
+    def __init__(self, steps: tuple[Step, ...], values: tuple[np.ndarray, ...]) -> None:
+        self.parts, self.values = steps, values
 
     def __call__(self, _attrs: object) -> tuple[np.ndarray, ...]:
+        return self.values
+
+    def observed(self, _args: object, tap: Tap, _copies: bool) -> tuple[np.ndarray, ...]:
+        for step, value in zip(self.parts, self.values, strict=True):
+            tap(step, (), (value,), 0.0)
         return self.values
 
 
@@ -48,6 +53,7 @@ def gather_constants(
     # A Const nothing reads is freed by its own step: freed here at once, as it was.
     frees = tuple(s for _, f in consts for s in f)
     first = consts[0][0]
-    step = Step(first.node, _Constants(values), SimpleNamespace(), (), outputs)
+    parts = tuple(step for step, _ in consts)
+    step = Step(first.node, _Constants(parts, values), SimpleNamespace(), (), outputs)
     rest = [(step_, f) for step_, f in schedule if step_.node.op.type != "Const"]
     return [(step, frees), *rest]

@@ -28,12 +28,13 @@ The chain also takes, the same way:
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import numpy as np
 
 from ...ops.elementwise import clamp_into, gelu_erf_into, relu_into, swish_into
-from ..steps import Step
+from ..steps import Step, Tap, parts, run_step
 from .constants import known_constants
 
 # Ops whose kernels always return a new array of their own for their first output.
@@ -68,7 +69,7 @@ class _Binary:
         if fits and _owned(value):
             self.ufunc(value, other, out=value)
             return value
-        return _run(self.step, (value, other) if self.first else (other, value))[0]
+        return run_step(self.step, (value, other) if self.first else (other, value))[0]
 
 
 class _Activation:
@@ -83,7 +84,7 @@ class _Activation:
     def __call__(self, value: np.ndarray, *more: np.ndarray) -> np.ndarray:
         if _owned(value) and self.into(self.step.attrs, value, *more):
             return value
-        return _run(self.step, (value, *more))[0]
+        return run_step(self.step, (value, *more))[0]
 
 
 class _Reshape:
@@ -99,7 +100,7 @@ class _Reshape:
     def __call__(self, value: np.ndarray) -> np.ndarray:
         shape = self.shapes.get(value.shape)
         if shape is None:
-            made = _run(self.step, (value, self.target))[0]
+            made = run_step(self.step, (value, self.target))[0]
             self.shapes[value.shape] = made.shape
         else:
             made = value.reshape(shape)
@@ -118,7 +119,7 @@ class _Transpose:
 
     def __call__(self, value: np.ndarray) -> np.ndarray:
         if value.ndim not in self.perms:
-            made = _run(self.step, (value, self.order))[0]  # checks the order
+            made = run_step(self.step, (value, self.order))[0]  # checks the order
             axes = tuple(int(a) for a in self.order.reshape(-1)) or tuple(range(value.ndim))[::-1]
             # A view only where the last axis stays last: BLAS then reads it as it is.
             viewed = self.view and value.ndim >= 2 and axes[-1] == value.ndim - 1
@@ -126,7 +127,7 @@ class _Transpose:
             return made
         perm = self.perms[value.ndim]
         if perm is None:
-            return _run(self.step, (value, self.order))[0]
+            return run_step(self.step, (value, self.order))[0]
         return value.transpose(perm)
 
 
@@ -137,9 +138,10 @@ class InPlaceChain:
         self.head = head
         self.tails = tails  # (the op's step, how the chain runs it)
         self.arity = len(head.inputs)
+        self.parts = (*parts(head), *(step for step, _ in tails))
 
     def __call__(self, _attrs: object, *args: np.ndarray) -> tuple[np.ndarray, ...]:
-        value = _run(self.head, args[: self.arity])[0]
+        value = run_step(self.head, args[: self.arity])[0]
         at = self.arity
         for _, link in self.tails:
             if link.arity:  # type: ignore[attr-defined]
@@ -149,16 +151,51 @@ class InPlaceChain:
                 value = link(value)  # type: ignore[operator]
         return (value,)
 
+    def observed(self, args: list, tap: Tap, copies: bool) -> tuple[np.ndarray, ...]:
+        """:meth:`__call__`, reporting each layer; with ``copies``, what a later op of the
+        chain overwrites in place is reported as a copy."""
+        head_args = args[: self.arity]
+        inner = getattr(self.head.kernel, "observed", None)
+        if inner is not None:  # a fused head (a MatMul on its transposed weight)
+            value = inner(head_args, copied(tap, copies and bool(self.tails)), copies)[0]
+        else:
+            start = time.perf_counter()
+            value = run_step(self.head, head_args)[0]
+            seconds = time.perf_counter() - start
+            tap(self.head, head_args, (value.copy() if copies else value,), seconds)
+        return (run_links(self.tails, value, iter(args[self.arity :]), tap, copies),)
 
-def _run(step: Step, args) -> tuple[np.ndarray, ...]:
-    try:
-        if step.needed is None:
-            return step.kernel(step.attrs, *args)
-        return step.kernel(step.attrs, *args, needed=step.needed)
-    except Exception as exc:
-        if not hasattr(exc, "irrun_step"):
-            exc.irrun_step = step  # type: ignore[attr-defined]  # the layer to blame
-        raise
+
+def run_links(tails: list[tuple[Step, object]], value: np.ndarray, others, tap: Tap,
+              copies: bool) -> np.ndarray:
+    """A chain's tail ops on ``value``, as :meth:`InPlaceChain.__call__` runs them, each
+    reported to ``tap`` with its time; with ``copies``, each result but the last as a copy
+    (a later op may work in place on it)."""
+    clock = time.perf_counter
+    last = len(tails) - 1
+    for i, (step, link) in enumerate(tails):
+        if link.arity:  # type: ignore[attr-defined]
+            other = next(others)
+            start = clock()
+            result = link(value, other)  # type: ignore[operator]
+            seconds = clock() - start
+            inputs = (value, other)
+        else:
+            start = clock()
+            result = link(value)  # type: ignore[operator]
+            seconds = clock() - start
+            inputs = (value,)
+        value = result
+        tap(step, inputs, (value.copy() if copies and i < last else value,), seconds)
+    return value
+
+
+def copied(tap: Tap, copies: bool) -> Tap:
+    """``tap``, given copies of the outputs when ``copies`` (they are overwritten later)."""
+    if not copies:
+        return tap
+    return lambda step, args, results, seconds: tap(
+        step, args, tuple(r.copy() if r is not None else None for r in results), seconds)
 
 
 def _owned(value: np.ndarray) -> bool:
