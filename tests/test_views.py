@@ -75,7 +75,7 @@ def model_and_feeds(request):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_every_view_gives_the_plain_runs_bits(model_and_feeds, threads):
-    path, model, feeds = model_and_feeds
+    _, model, feeds = model_and_feeds
     model.threads = threads
     plain = model.run(feeds)
     assert_same_bits(model.run(feeds), plain, "a second plain run")
