@@ -105,7 +105,7 @@ def test_readme_output_is_current(command, capsys, monkeypatch, tmp_path):
 
 
 def test_readme_dump_example(capsys, monkeypatch, tmp_path):
-    # Run where the README's relative "dump" goes to a scratch directory.
+    # Run where docs/cli.md's relative "dump" goes to a scratch directory.
     for name in ("demo.xml", "demo.bin"):
         (tmp_path / "models").mkdir(exist_ok=True)
         (tmp_path / "models" / name).write_bytes((ROOT / "models" / name).read_bytes())

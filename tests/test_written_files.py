@@ -30,8 +30,8 @@ def work(tmp_path, monkeypatch):
     return tmp_path
 
 
-# The demo model has 22 layers (README's profile shows them), and 1 output; pooling_chain
-# 2 outputs and a shape error at image[1,3,2,2] (README's validate example), with a warning.
+# The demo model has 22 layers (docs/cli.md's profile shows them), and 1 output; pooling_chain
+# 2 outputs and a shape error at image[1,3,2,2] (the README's validate example), with a warning.
 @pytest.mark.parametrize(
     ("command", "said"),
     [
