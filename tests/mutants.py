@@ -536,14 +536,14 @@ ALLOWED_RUN_FAILURES: list[tuple[str, Callable[[Mutant, str, str], bool]]] = [
     # model is valid for some values and not for the random ones.
     ("made-up input values", lambda m, err, checked: m.change.endswith("-> 'Parameter'")),
     # Tensors larger than the memory left: validate warns of them (over-budget), and run
-    # refuses them before it starts (README, --max-memory).
+    # refuses them before it starts (docs/cli.md, --max-memory).
     ("over the memory budget",
      lambda m, err, checked: "a run would be refused" in checked and " of tensors at this "
      "layer, more than the " in err),
 ]  # fmt: skip
 
 
-# Errors validate reports that stop no load, by design (README, "What irrun validate
+# Errors validate reports that stop no load, by design (docs/cli.md, "What irrun validate
 # checks"; tests/test_cli.py, tests/test_load_fast.py): declared dims and precisions
 # (OpenVINO re-infers them) and the schema's checks that are stricter than OpenVINO's
 # reader (a second <data>, an unknown element: OpenVINO reads past them, and so does run).

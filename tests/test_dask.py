@@ -1,4 +1,4 @@
-"""The README's Dask recipe, run as written on a local cluster of two worker processes."""
+"""The docs' Dask recipe, run as written on a local cluster of two worker processes."""
 
 from __future__ import annotations
 
@@ -20,12 +20,14 @@ MODELS = ROOT / "models"
 
 
 def recipe() -> str:
-    """The first Python block under the README's "Scale-out with Dask" heading."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Scale-out with Dask\n", 1)[1]
-    block = re.search(r"```python\n(.*?)```", section, re.S)
-    assert block, "the README's Dask section has no Python block"
-    return block.group(1)
+    """The first Python block under the "Scale-out with Dask" heading of the README or docs/."""
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        section = re.split(r"^#+ Scale-out with Dask\n", page.read_text(), maxsplit=1, flags=re.M)
+        if len(section) == 2:
+            block = re.search(r"```python\n(.*?)```", section[1], re.S)
+            assert block, f"the Dask section of {page.name} has no Python block"
+            return block.group(1)
+    raise AssertionError("neither README.md nor docs/ has a 'Scale-out with Dask' section")
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,7 @@ def client():
 @pytest.fixture(scope="module")
 def run_dir():
     namespace: dict = {"__name__": "readme_recipe"}
-    exec(compile(recipe(), "README.md (Scale-out with Dask)", "exec"), namespace)
+    exec(compile(recipe(), "Scale-out with Dask", "exec"), namespace)
     return namespace["run_dir"]
 
 

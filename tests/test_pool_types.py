@@ -73,7 +73,7 @@ def _values(name: str, shape, seed: int) -> np.ndarray:
     if name == "u32":
         x[rng.random(shape) < 0.2] = 2**32 - 1  # -1 in i32
     extremes = rng.random(shape) < 0.1
-    # i64 too runs as i32 in the plugin; irrun keeps it (README): i32's range only.
+    # i64 too runs as i32 in the plugin; irrun keeps it (docs/semantics.md): i32's range only.
     x[extremes] = rng.choice([max(info.min, -(2**31)), min(info.max, 2**24)], int(extremes.sum()))
     return x.astype(dtype)
 
@@ -88,7 +88,7 @@ def _same_bits(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     return (got.view(width) == want.view(width)) | both_nan
 
 
-# f64: the plugin computes in f32, irrun keeps f64 (README, "deliberately differs").
+# f64: the plugin computes in f32, irrun keeps f64 (docs/semantics.md, "deliberately differs").
 COMPARED = [t for t in POOL_TYPES if t != "f64"]
 
 

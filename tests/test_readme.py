@@ -1,4 +1,4 @@
-"""The command-line output shown in the README is what irrun prints."""
+"""The command-line output shown in the README and in docs/ is what irrun prints."""
 
 from __future__ import annotations
 
@@ -10,13 +10,23 @@ import pytest
 from irrun.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+# The pages that show commands with their output: the README's tour and the docs.
+PAGES = {
+    path.relative_to(ROOT).as_posix(): path.read_text()
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+}
 
 
 def _shown(command: str) -> str:
-    block = re.search(r"\$ " + re.escape(command) + r"\n(.*?)\n```", README, re.S)
-    assert block, f"README shows no output for {command!r}"
-    return block.group(1)
+    """The output shown under ``$ command``, on whichever pages show it: the same on each."""
+    shown = {
+        page: block.group(1)
+        for page, text in PAGES.items()
+        for block in re.finditer(r"\$ " + re.escape(command) + r"\n(.*?)\n```", text, re.S)
+    }
+    assert shown, f"neither README.md nor docs/ shows output for {command!r}"
+    assert len(set(shown.values())) == 1, f"{sorted(shown)} show {command!r} differently"
+    return next(iter(shown.values()))
 
 
 def _timeless(text: str) -> str:
@@ -95,7 +105,7 @@ def test_readme_output_is_current(command, capsys, monkeypatch, tmp_path):
 
 
 def test_readme_dump_example(capsys, monkeypatch, tmp_path):
-    # Run where the README's relative "dump" goes to a scratch directory.
+    # Run where docs/cli.md's relative "dump" goes to a scratch directory.
     for name in ("demo.xml", "demo.bin"):
         (tmp_path / "models").mkdir(exist_ok=True)
         (tmp_path / "models" / name).write_bytes((ROOT / "models" / name).read_bytes())

@@ -303,7 +303,7 @@ def test_int_lists_openvino_refuses(write_ir, text):
 @pytest.mark.parametrize("text", ["1, 2_0", "1, 2abc", "1.7, 2", "3x, 2"])
 def test_int_list_numeric_prefixes_are_refused(write_ir, text):
     # OpenVINO reads the leading digits and drops the rest; irrun refuses such a value
-    # deliberately (README), since it is a mistake in the file, not a number.
+    # deliberately (docs/semantics.md), since it is a mistake in the file, not a number.
     ov_attrs, parsed = read_both(write_ir, "AvgPool", "opset1", avg_data(strides=text))
     assert ov_attrs is not None
     assert isinstance(parsed, AttrError) and "not an integer" in str(parsed)

@@ -30,9 +30,9 @@ def work(tmp_path, monkeypatch):
     return tmp_path
 
 
-# A run of the demo model executes 11 of its 22 layers (README's profile shows them: the
-# others are given, or folded at load), and it has 1 output; pooling_chain
-# 2 outputs and a shape error at image[1,3,2,2] (README's validate example), with a warning.
+# A run of the demo model executes 11 of its 22 layers (docs/cli.md's profile shows them:
+# the others are given, or folded at load), and it has 1 output; pooling_chain 2 outputs
+# and a shape error at image[1,3,2,2] (the README's validate example), with a warning.
 @pytest.mark.parametrize(
     ("command", "said"),
     [

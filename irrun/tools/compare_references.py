@@ -311,7 +311,7 @@ def _config_for(ovm: Any, notes: list[str]) -> dict[str, Any]:
     quantize the activations they multiply to 8 bits on the fly, even with the f32 hint,
     unless DYNAMIC_QUANTIZATION_GROUP_SIZE is 0.  FakeQuantize layers: it runs them with
     INT8 kernels whatever it is told, so a value near a quantization boundary can land
-    one level away (see the README's "Quantized and compressed models").
+    one level away (see docs/semantics.md, "Quantized and compressed models").
     """
     config = dict(OPENVINO_CONFIG)
     quantize = compressed = in_f16 = 0

@@ -4,7 +4,7 @@ Every op type of OpenVINO's opsets 1 to 16 (``irrun.ir.opsets``, read off OpenVI
 IR reader) with the opsets that introduced each of its versions, and which of those
 versions irrun's registry holds.  A version is named by the opset that introduced it,
 as OpenVINO's documentation names them (ScaledDotProductAttention-13, Range-4).
-``--markdown`` prints the table the README holds (``tests/test_op_coverage.py`` checks
+``--markdown`` prints the table docs/ops.md holds (``tests/test_op_coverage.py`` checks
 that it is current); ``--json`` is for scripts; ``--missing`` keeps the versions irrun
 lacks.
 """
@@ -30,7 +30,7 @@ def register(sub: Any, parents: Parents) -> None:
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print JSON instead of a table")
     form.add_argument(
-        "--markdown", action="store_true", help="print the README's Markdown table"
+        "--markdown", action="store_true", help="print the Markdown table of docs/ops.md"
     )  # fmt: skip
     parser.add_argument(
         "--missing", action="store_true", help="only the versions irrun does not run"
@@ -81,7 +81,7 @@ def _irrun_text(entry: dict[str, Any]) -> str:
 
 
 def markdown(table: list[dict[str, Any]]) -> str:
-    """The README's table: type, versions by opset of introduction, what irrun runs."""
+    """The table of docs/ops.md: type, versions by opset of introduction, what irrun runs."""
     lines = [
         summary(table) + ".",
         "",
