@@ -19,13 +19,25 @@ the command line reports with exit code 2:
 from .core.generation import Generation, generate
 from .core.model import LayerRun, Model, TensorSpec, load, validate
 from .core.state import Request
-from .errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
+from .errors import (
+    Diagnostic,
+    InternalError,
+    IrrunError,
+    IrrunException,
+    KernelError,
+    LayerRef,
+    Location,
+    UsageError,
+)
 from .version import __version__
 
 __all__ = [
     "Diagnostic",
     "Generation",
+    "InternalError",
     "IrrunError",
+    "IrrunException",
+    "KernelError",
     "LayerRef",
     "LayerRun",
     "Location",

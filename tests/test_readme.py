@@ -123,19 +123,31 @@ def test_readme_profile_example_has_the_layers_and_format_irrun_prints(capsys, m
     monkeypatch.chdir(ROOT)
     command = "irrun models/demo.xml --profile --iterations 20"
     main(command.split()[1:])
-    printed = capsys.readouterr().out.rstrip("\n").split("\n")
-    shown = _shown(command).split("\n")
-    assert len(printed) == len(shown)
-    assert_same_output("\n".join(printed[:3]), "\n".join(shown[:3]))  # outputs, blank line
-    assert printed[3].split() == shown[3].split() == ["layer", "type", "ms", "share"]
+    printed = capsys.readouterr().out.rstrip("\n").split("\n\n")
+    shown = _shown(command).split("\n\n")
+    assert len(printed) == len(shown) == 4  # outputs, op types, layers, computed at load
+    assert_same_output(printed[0], shown[0])
 
-    def rows(lines: list[str]) -> list[tuple[str, ...]]:
-        return sorted(tuple(line.split()[:2]) for line in lines)
+    def rows(table: str) -> tuple[list[str], list[tuple[str, ...]]]:
+        """The header's words, and each row's words but the times and shares, sorted."""
+        head, *body = table.split("\n")
+        return head.split(), sorted(tuple(w for w in line.split() if not re.fullmatch(
+            r"[\d.]+%?", w) or w.isdigit()) for line in body)
 
-    assert rows(printed[4:-1]) == rows(shown[4:-1])
+    assert rows(printed[1]) == rows(shown[1])
+    assert rows(printed[1])[0] == ["op", "type", "layers", "ms", "share"]
+    *layers, total = printed[2].split("\n")
+    *shown_layers, shown_total = shown[2].split("\n")
+    assert rows("\n".join(layers)) == rows("\n".join(shown_layers))
     number = r"\d+\.\d{3}"
-    pattern = rf"total: 22 layers, {number} ms in layers, {number} ms per run \(median of 20 runs\)"
-    assert re.fullmatch(pattern, printed[-1]) and re.fullmatch(pattern, shown[-1])
+    pattern = (rf"total: 11 layers, {number} ms in layers, {number} ms per run \(median of 20 "
+               r"runs, after 1 warm-up run\)")
+    assert re.fullmatch(pattern, total) and re.fullmatch(pattern, shown_total)
+    first, *loaded = printed[3].split("\n")
+    shown_first, *shown_loaded = shown[3].split("\n")
+    pattern = rf"computed once at load, not in a run: 4 layers, {number} ms"
+    assert re.fullmatch(pattern, first) and re.fullmatch(pattern, shown_first)
+    assert rows("\n".join(loaded)) == rows("\n".join(shown_loaded))
 
 
 def test_readme_memory_example(capsys, monkeypatch):
