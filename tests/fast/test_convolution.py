@@ -190,8 +190,8 @@ def cases(draw, kind: str):
     return x, w, a
 
 
-def _dispatched(kind):
-    @settings(max_examples=30, deadline=None,
+def _dispatched(kind, examples=30):
+    @settings(max_examples=examples, deadline=None,
               suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
     @given(case=cases(kind))
     def test(case):
@@ -209,6 +209,13 @@ test_taps_against_the_reference = _dispatched("taps")
 test_depthwise_against_the_reference = _dispatched("depthwise")
 test_grouped_against_the_reference = _dispatched("grouped")
 test_columns_against_the_reference = _dispatched("columns")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", PATHS)
+def test_a_long_sweep_of_each_path(kind):
+    """The same, 500 cases a path (``python -m pytest -m slow``)."""
+    _dispatched(kind, examples=500)()
 
 
 def test_empty_batch_and_channels_take_the_reference():
