@@ -528,6 +528,12 @@ def test_convolution_matches_cpu(case, tmp_path):
     factory = opset1.group_convolution if case.grouped else opset1.convolution
     got, want = run_both(lambda p: factory(p, opset1.constant(w), *geometry), [x], tmp_path)
     assert_close(got, want, rtol=1e-4, atol=1e-5, scaled_atol=True, what=str(vars(case)))
+    # The reference kernel alone (a run may take a fast kernel): the same tolerance.
+    op = resolve("GroupConvolution" if case.grouped else "Convolution", "opset1")
+    a = SimpleNamespace(strides=case.strides, dilations=case.dilations, auto_pad=case.auto_pad,
+                        pads_begin=case.pads_begin, pads_end=case.pads_end)  # fmt: skip
+    (alone,) = op.kernel(a, x, w)
+    assert_close(alone, want, rtol=1e-4, atol=1e-5, scaled_atol=True, what=str(vars(case)))
 
 
 def test_convolution_cases_cover_the_attributes():

@@ -16,6 +16,7 @@ itself, and no pass rewrites its plan.  Nothing in :mod:`irrun.ops` imports this
 package (``tests/test_layers.py`` fails if something does).
 """
 
+from . import convolution  # noqa: F401  (registers its fast kernels)
 from .registry import (
     Dispatch,
     FastKernel,

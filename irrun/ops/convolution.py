@@ -1,30 +1,52 @@
-"""Convolution-1 and GroupConvolution-1 over 1, 2 or 3 spatial dims.
+"""Convolution-1 and GroupConvolution-1 over 1, 2 or 3 spatial dims: the reference.
 
-Geometry is the pooling windows' (:mod:`irrun.ops.window`): the kernel is the
-filter's spatial shape, the output size uses floor rounding and ``auto_pad``
-resolves pads the same way.  Padding is zeros.
+A Convolution is a GroupConvolution of one group (its filter ``[Co, Ci, *K]`` read as
+``[1, Co, Ci, *K]``).  With ``G`` groups, data ``x`` ``[N, G*Ci, *S]`` and filter ``w``
+``[G, Co, Ci, *K]``, output channel ``g*Co + o`` at output position ``y`` is
 
-Computation: the padded input is cut into one strided view per kernel tap
-(im2col, never a loop over output pixels) and each group is one matrix product
-of its filters ``[C_out/G, C_in/G * taps]`` with those columns, summed in f32
-(f16 in f32 and rounded once).  Depthwise filters (one input and one output
-channel per group) skip the matrix product and multiply-add tap by tap.  The
-summation order differs from the CPU plugin's, so values agree within rounding.
+    out[n, g*Co + o, y] = sum over c < Ci and taps k of
+                          x[n, g*Ci + c, y*strides + k*dilations - pads_begin] * w[g, o, c, k]
 
-Over 2 spatial dims, ordinary filters with wide outputs go to :mod:`.conv_taps`: one
-GEMM per tap accumulated in place by BLAS, no column matrix.  Over 1 or 2 spatial
-dims, depthwise and grouped filters, and ordinary ones with at least twice the input
-channels as outputs, go to :mod:`.conv_depthwise` instead (see :func:`_tap_by_tap`):
-the same depthwise sums in cache-sized blocks on the run's threads, and grouped ones
-as a product per tap with no column matrix.  The paths here stay for 3-D planes, the
-rest of the ordinary filters, channel multipliers, and pads or strides so far beyond
-the input that a padded copy would be huge.
+over the taps whose input position lies inside ``x``: the padding is zeros, and a
+position in it contributes nothing (not even ``0 * w``: an infinite weight on a padded
+tap gives no NaN, as in the CPU plugin, which skips the padding too).
+
+Geometry is the pooling windows' (:mod:`irrun.ops.window`), with the filter's spatial
+shape as the kernel and floor rounding: ``out = floor((S + pb + pe - d*(K-1) - 1) / s)
++ 1`` per axis.  ``auto_pad="explicit"`` takes ``pads_begin``/``pads_end``; ``valid`` pads
+nothing; ``same_upper`` and ``same_lower`` pad so that ``ceil(S/s)`` windows fit, the odd
+pad at the end (upper) or the beginning (lower), whatever the pads attributes say.
+
+Arithmetic (:func:`convolve`): for each tap, in the filter's row-major order, one matrix
+product of the tap's ``[Co, Ci]`` filter with what the tap reads (a strided view of the
+input, no padded copy), added into an accumulator of zeros.  f32 and f64 are computed
+in their own type; f16 and bf16 in f32, rounded once at the end; integers in their own
+type, wrapping.  So each output element is a sum of ``Ci * prod(K)`` rounded products:
+over ``Ci`` in the order of NumPy's BLAS, then over the taps in order, from +0 (a sum of
+zeros is +0, never -0).  The work and the memory follow the input, the output and the
+filter whatever the pads, strides and dilations (:func:`scratch`): a tap adds into the
+box of output positions whose input lies inside the input, found in closed form.
+
+Where the CPU plugin differs:
+
+- It sums in its own order (oneDNN's blocking), so floating values differ within
+  rounding.  Any order of a sum of ``K = Ci * prod(kernel)`` rounded products is within
+  ``gamma_K * sum |x * w|`` of the exact sum (``gamma_K = K*u / (1 - K*u)``, ``u = 2**-24``
+  for f32): irrun and the plugin agree within twice that, and ``tests/fast/
+  test_convolution.py`` checks that bound against the plugin and between irrun's paths.
+- f64 is computed in f32 by the plugin (its values are f32's), in f64 here.
+- Integers are computed in f32 by the plugin (exact below 2**24), with i8 and u8
+  results saturated and i64 narrowed as i32; here in their own type, wrapping, as
+  before: they agree while the sums stay below 2**24 in magnitude and in range.
+
+The fast kernels for these ops (one GEMM per tap, the depthwise and grouped tap loops,
+the pointwise product, the column matrix, threads) are in :mod:`irrun.fast.convolution`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import SimpleNamespace
 
 import numpy as np
@@ -33,7 +55,6 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from . import conv_depthwise, conv_taps
 from .elementwise import merge_dims, same_element_type
 from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
 
@@ -140,8 +161,44 @@ def _in_channels(fs, grouped: bool) -> Dim | None:
     return None
 
 
+def work_type(dtype: np.dtype) -> np.dtype:
+    """The type a convolution of ``dtype`` data sums in: f32 for floats narrower than
+    f32 (f16, bf16), else the data's own."""
+    narrow = dtype.itemsize < 4 and dtype.kind not in "biu"
+    return np.dtype(np.float32) if narrow else np.dtype(dtype)
+
+
+def geometry(a: SimpleNamespace, x_shape: Sequence[int], w_shape: Sequence[int]) -> Windows:
+    """The windows of a convolution of data ``x_shape`` with a ``[G, Co, Ci, *K]`` filter."""
+    return Windows.of(tuple(x_shape[2:]), _geometry(a, tuple(w_shape[3:])))
+
+
+def tap_box(win: Windows, tap: Sequence[int]) -> tuple[tuple[slice, ...], tuple[slice, ...]] | None:
+    """Where one tap of the filter adds and what it reads: the output positions whose
+    input position ``y*s + tap*d - pads_begin`` lies inside the input (a box, one slice
+    per axis), and those input positions (strided slices); None when there are none.
+
+    >>> win = Windows((5,), (3,), (2,), (1,), (1,), (1,), (3,))  # 5 positions, 3 windows
+    >>> tap_box(win, (0,)), tap_box(win, (2,))
+    (((slice(1, 3, None),), (slice(1, 4, 2),)), ((slice(0, 2, None),), (slice(1, 4, 2),)))
+    """
+    into, take = [], []
+    for size, s, d, pb, out, k in zip(win.sizes, win.strides, win.dilations, win.pads_begin,
+                                      win.out, tap, strict=True):  # fmt: skip
+        offset = k * d - pb  # the input position output 0 reads
+        lo = max(0, -(offset // s))  # the first output reading at or past input 0
+        hi = min(out, -((offset - size) // s))  # past the last one reading before size
+        if lo >= hi:
+            return None
+        first = lo * s + offset
+        into.append(slice(lo, hi))
+        take.append(slice(first, first + (hi - lo - 1) * s + 1, s))
+    return tuple(into), tuple(take)
+
+
 def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
-    """Grouped convolution of ``x`` [N, G*Ci, *S] with ``w`` [G, Co, Ci, *K].
+    """Grouped convolution of ``x`` [N, G*Ci, *S] with ``w`` [G, Co, Ci, *K] (see the
+    module's docstring): a new array of x's type.
 
     >>> x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
     >>> w = np.array([1, 0, -1], np.float32).reshape(1, 1, 1, 3)
@@ -150,7 +207,34 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
     >>> convolve(x, w, a).tolist()
     [[[-1.0, -2.0, -2.0, -2.0]]]
     """
+    check_shapes(x, w)
     groups, co, ci = w.shape[:3]
+    batch = x.shape[0]
+    win = geometry(a, x.shape, w.shape)
+    work = work_type(x.dtype)
+    xg = x.reshape(batch, groups, ci, *win.sizes)
+    acc = np.zeros((batch, groups, co, *win.out), work)
+    for tap in np.ndindex(*win.kernel):
+        box = tap_box(win, tap)
+        if box is not None:  # else every position this tap reads is padding
+            into, take = box
+            acc[(..., *into)] += _product(w[(..., *tap)], xg[(..., *take)], work)
+    return acc.reshape(batch, groups * co, *win.out).astype(x.dtype, copy=False)
+
+
+def _product(filt: np.ndarray, seen: np.ndarray, work: np.dtype) -> np.ndarray:
+    """A tap's ``[G, Co, Ci]`` filter times what it reads, ``[N, G, Ci, *box]``, summed
+    over ``Ci``: ``[N, G, Co, *box]`` in ``work``."""
+    batch, groups, ci, *box = seen.shape
+    # Rows in C order whatever the input's layout: NumPy's product picks its BLAS call
+    # (and so its order of summation) by the operands' layout.
+    cols = seen.astype(work, order="C").reshape(batch, groups, ci, math.prod(box))
+    return np.matmul(filt.astype(work), cols).reshape(batch, groups, filt.shape[1], *box)
+
+
+def check_shapes(x: np.ndarray, w: np.ndarray) -> None:
+    """``x`` [N, G*Ci, *S] and ``w`` [G, Co, Ci, *K] fit each other."""
+    groups, _, ci = w.shape[:3]
     n = w.ndim - 3
     if x.ndim != n + 2:
         raise KernelError(f"data has shape {list(x.shape)}, expected rank {n + 2}")
@@ -159,121 +243,48 @@ def convolve(x: np.ndarray, w: np.ndarray, a: SimpleNamespace) -> np.ndarray:
             f"data has {x.shape[1]} channels but the filter expects {groups} x {ci} = "
             f"{groups * ci}"
         )
-    work = np.float32 if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x.dtype
-    if _pointwise(a, w.shape[3:]):
-        # A 1x1 filter at stride 1 without pads is one product per group with the input as
-        # it lies: no window geometry or tap views (20-40 us a layer, a fifth of a mobile
-        # net's 1x1 layer).
-        batch, planes = x.shape[0], x.shape[2:]
-        cols = x.astype(work, copy=False).reshape(batch, groups, ci, math.prod(planes))
-        filters = w.astype(work, copy=False).reshape(groups, co, ci)
-        out = np.matmul(filters[0], cols[:, 0]) if groups == 1 else np.matmul(filters, cols)
-        return out.reshape(batch, groups * co, *planes).astype(x.dtype, copy=False)
-    win = Windows.of(x.shape[2:], _geometry(a, w.shape[3:]))
-    if n == 2 and conv_taps.takes(x, groups, co, ci, win, work):
-        wide = conv_taps.convolve(x.astype(work, copy=False), w[0].astype(work, copy=False), win)
-        return wide.astype(x.dtype, copy=False)
-    if n in (1, 2) and _tap_by_tap(groups, co, ci, math.prod(win.kernel)):
-        fast = _fast(x.astype(work, copy=False), w.astype(work, copy=False), win)
-        if fast is not None:
-            return fast.astype(x.dtype, copy=False)
-    read = _tap_reader(x.astype(work, copy=False), win)
-    w = w.astype(work, copy=False)
-    batch = x.shape[0]
-    taps = list(win.taps())
-    if co == 1 and ci == 1:
-        # Depthwise: one multiply-add per tap over the whole output beats a
-        # product of 1 x taps matrices per channel.
-        flat = w.reshape(groups, len(taps))
-        acc = np.zeros((batch, groups, *win.out), work)
-        bcast = (1, groups) + (1,) * n
-        for t, tap in enumerate(taps):
-            acc += read(tap) * flat[:, t].reshape(bcast)
-        return acc.astype(x.dtype, copy=False)
-    positions = int(np.prod(win.out, dtype=np.int64))
-    # Columns [N, G, Ci * taps, P] in the filter's (channel, tap) order.
-    if len(taps) == 1:  # 1x1 filters: the (strided) input is the columns, often uncopied
-        cols = read(taps[0]).reshape(batch, groups, ci, positions)
-    else:
-        cols = np.stack([read(tap) for tap in taps], axis=2)
-        cols = cols.reshape(batch, groups, ci * len(taps), positions)
-    out = np.matmul(w.reshape(groups, co, ci * len(taps)), cols)
-    return out.reshape(batch, groups * co, *win.out).astype(x.dtype, copy=False)
 
 
-def _pointwise(a: SimpleNamespace, kernel: Sequence[int]) -> bool:
-    """Whether a filter of ``kernel`` with these attributes reads each input position once,
-    in place: 1x1..., stride 1, no pads (explicit zeros; auto_pad gives none for 1x1)."""
-    n = len(kernel)
-    return (n > 0 and all(k == 1 for k in kernel) and len(a.strides) == n
-            and all(s == 1 for s in a.strides)
-            and (a.auto_pad != "explicit" or not any((*a.pads_begin, *a.pads_end)))
-            and len(a.pads_begin) in (0, n) and len(a.pads_end) in (0, n))  # fmt: skip
-
-
-def _tap_by_tap(groups: int, co: int, ci: int, taps: int) -> bool:
-    """Whether :mod:`.conv_depthwise` is faster than one product with a column matrix.
-
-    Depthwise and grouped filters always (small products per group).  Ordinary ones when
-    the column matrix, ``taps`` copies of the input, costs more than summing ``taps``
-    products of the output's size: at least twice the input channels as output ones,
-    and enough of them for each tap's product to be efficient (densenet's 128 -> 32
-    3x3: 1.7x faster; 64 -> 64 and 256 -> 256 are not).
-    """
-    if groups > 1:
-        return ci > 1 or co == 1  # a channel multiplier (one input, many outputs) is not
-    return taps > 1 and ci >= 32 and 2 * co <= ci
-
-
-def _fast(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray | None:
-    """:mod:`.conv_depthwise` for depthwise or grouped filters over 1-D or 2-D planes
-    (1-D as planes of one row), or None where it does not apply."""
-    rank = x.ndim
-    if rank == 3:
-        x, w = x[:, :, None, :], w[..., None, :]
-        win = Windows((1, *win.sizes), (1, *win.kernel), (1, *win.strides),
-                      (1, *win.dilations), (0, *win.pads_begin), (0, *win.pads_end),
-                      (1, *win.out))  # fmt: skip
-    if not conv_depthwise.applies(x, win):
+def static_shapes(inputs: Sequence[TensorInfo], grouped: bool):
+    """(data shape, filter shape as [G, Co, Ci, *K], data dtype) when all are known and
+    static, else None: what the scratch estimates read."""
+    data, filt = inputs[:2]
+    shapes = (data.shape, filt.shape)
+    if data.element_type is None or any(
+        s is None or not all(isinstance(v, int) for v in s) for s in shapes
+    ):
         return None
-    if w.shape[1] == w.shape[2] == 1:
-        out = conv_depthwise.depthwise(x, w.reshape(w.shape[0], -1), win)
-    else:
-        out = conv_depthwise.grouped(x, w, win)
-    return out[:, :, 0] if rank == 3 else out
+    w_shape = tuple(filt.shape) if grouped else (1, *filt.shape)
+    if len(w_shape) != len(data.shape) + 1:
+        return None
+    return tuple(data.shape), w_shape, data.element_type.dtype
 
 
-def _tap_reader(x: np.ndarray, win: Windows) -> Callable[[tuple[int, ...]], np.ndarray]:
-    """A function from a tap to what it reads for every window, ``[N, C, *out]``.
+def _scratch(grouped: bool):
+    def scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+        """:func:`convolve`'s memory beside its inputs and output: a tap's view of the
+        input and its product (each at most the input positions a tap reads, never more
+        than the input's), the filter in the work type, and the accumulator when it is
+        not the output's type (f16, bf16)."""
+        known = static_shapes(inputs, grouped)
+        if known is None:
+            return 0
+        x_shape, w_shape, dtype = known
+        try:
+            win = geometry(a, x_shape, w_shape)
+        except ShapeError:
+            return 0
+        groups, co, ci = w_shape[:3]
+        size = work_type(dtype).itemsize
+        box = math.prod(min(o, n) for o, n in zip(win.out, win.sizes, strict=True))
+        lanes = x_shape[0] * groups
+        need = lanes * (ci + co) * box * size + groups * co * ci * size
+        if work_type(dtype) != dtype:
+            need += lanes * co * math.prod(win.out) * size
+        return need
 
-    Usually a strided view of the input padded with zeros.  Pads, strides or dilations
-    far beyond the input would make that padded copy huge (2^31 pads of a 3x3 input are
-    gigabytes of zeros), so then each tap is gathered instead, by index arrays of
-    ``out x kernel`` per axis that point past the input's end, at one appended zero,
-    for a tap in the padding: the work follows the input, the output and the filter,
-    whatever the attributes.  Both give the same values.
-    """
-    reach = [(o - 1) * st + (k - 1) * d + 1 for o, st, k, d in
-             zip(win.out, win.strides, win.kernel, win.dilations, strict=True)]  # fmt: skip
-    padded = math.prod(max(r, pb + n) for r, pb, n in zip(reach, win.pads_begin, win.sizes,
-                                                          strict=True))  # fmt: skip
-    if padded <= 2 * math.prod(win.sizes) + math.prod(win.out) * math.prod(win.kernel) + 4096:
-        xp = win.padded(x, 0)
-        return lambda tap: win.tap_view(xp, tap)
-    n = len(win.sizes)
-    extended = np.pad(x, [(0, 0)] * (x.ndim - n) + [(0, 1)] * n)  # one zero past each axis
-    index = []
-    for size, k, st, d, pb, o in zip(win.sizes, win.kernel, win.strides, win.dilations,
-                                     win.pads_begin, win.out, strict=True):  # fmt: skip
-        # Python integers where int64 could overflow (pads near 2^63).
-        big = max(o * st, pb, k * d) >= 2**62
-        pos = (np.arange(o, dtype=object if big else np.int64)[:, None] * st - pb
-               + np.arange(k, dtype=object if big else np.int64)[None, :] * d)  # fmt: skip
-        inside = (pos >= 0) & (pos < size)
-        index.append(np.where(inside, pos, size).astype(np.intp))  # [out, kernel]
-    lead = (slice(None),) * (x.ndim - n)
-    return lambda tap: extended[lead + np.ix_(*(ix[:, j] for ix, j in zip(index, tap,
-                                                                         strict=True)))]
+    return scratch
 
 
 def _same_types(x: np.ndarray, w: np.ndarray) -> None:
@@ -301,11 +312,13 @@ register(
     OpDef(
         type="Convolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(False),
         kernel=_convolution, inputs=(2, 2), check=check_attrs, shape_attrs=SHAPE_ATTRS,
+        fresh_output=True, scratch=_scratch(False),
     )
 )  # fmt: skip
 register(
     OpDef(
         type="GroupConvolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(True),
         kernel=_group_convolution, inputs=(2, 2), check=check_attrs, shape_attrs=SHAPE_ATTRS,
+        fresh_output=True, scratch=_scratch(True),
     )
 )  # fmt: skip

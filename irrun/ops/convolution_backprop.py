@@ -23,6 +23,7 @@ the CPU plugin's, so values agree within rounding.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -195,6 +196,29 @@ def convolve_transposed(x: np.ndarray, w: np.ndarray, a: SimpleNamespace,
     return acc.reshape(batch, groups * co, *acc.shape[3:]).astype(x.dtype)
 
 
+def _scratch(grouped: bool):
+    def scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+        """:func:`convolve_transposed`'s memory beside its inputs and output: the data and
+        the filter in the work type, every tap's contribution (``taps`` times the
+        output channels at each input position) and the accumulator."""
+        data, filt = inputs[:2]
+        shapes = (data.shape, filt.shape, outputs[0].shape if outputs else None)
+        if data.element_type is None or any(
+            s is None or not all(isinstance(v, int) for v in s) for s in shapes
+        ):
+            return 0
+        x_shape, w_shape, out_shape = shapes
+        size = max(4, data.element_type.dtype.itemsize)
+        n = len(x_shape) - 2
+        taps = math.prod(w_shape[-n:]) if n else 1
+        contributions = x_shape[0] * out_shape[1] * taps * math.prod(x_shape[2:])
+        need = math.prod(x_shape) + math.prod(w_shape) + contributions + math.prod(out_shape)
+        return need * size
+
+    return scratch
+
+
 def _kernel(grouped: bool):
     def kernel(a: SimpleNamespace, x: np.ndarray, w: np.ndarray,
                output_shape: np.ndarray | None = None) -> tuple[np.ndarray, ...]:  # fmt: skip
@@ -213,13 +237,13 @@ register(
     OpDef(
         type="ConvolutionBackpropData", version=1, since_opset=1, attrs=ATTRS,
         infer=_infer(False), kernel=_kernel(False), inputs=(2, 3), check=_check,
-        shape_attrs=SHAPE_ATTRS,
+        shape_attrs=SHAPE_ATTRS, fresh_output=True, scratch=_scratch(False),
     )
 )  # fmt: skip
 register(
     OpDef(
         type="GroupConvolutionBackpropData", version=1, since_opset=1, attrs=ATTRS,
         infer=_infer(True), kernel=_kernel(True), inputs=(2, 3), check=_check,
-        shape_attrs=SHAPE_ATTRS,
+        shape_attrs=SHAPE_ATTRS, fresh_output=True, scratch=_scratch(True),
     )
 )  # fmt: skip

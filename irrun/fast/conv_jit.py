@@ -1,21 +1,22 @@
 """Depthwise 2-D convolution compiled by numba: optional, off by default.
 
 ``IRRUN_JIT=1`` in the environment (read once, at the first depthwise convolution)
-sends :func:`irrun.ops.conv_depthwise.depthwise` here for f32 and f64 data (f16 and
+sends :func:`irrun.fast.conv_depthwise.depthwise` here for f32 and f64 data (f16 and
 bf16 arrive as f32: the convolution sums them in f32).  Other element types, and
 every run without the variable, stay on the NumPy path, which is the default and the
-oracle of this one (tests/test_conv_jit.py).  numba is the optional extra
+oracle of this one (tests/fast/test_conv_jit.py).  numba is the optional extra
 ``pip install 'irrun[jit]'``; with the variable set and numba missing, irrun warns
 once and runs the NumPy path, whose values are the same.
 
-Same bits as the NumPy path.  That path computes each output element as its first
-tap's product, then adds each further tap's product in the filter's row-major tap
-order, every operation rounded in the data's type.  The kernels here do exactly that
-per element: ``acc = x0 * w0``, then ``p = x * w; acc = acc + p`` tap by tap, in f32 for
+Same bits as the NumPy path and the reference.  Those compute each output element as
++0 plus its first tap's product, then add each further tap's product in the filter's
+row-major tap order, every operation rounded in the data's type.  The kernels here do
+exactly that per element: ``acc = zero + x0 * w0`` (``zero`` a +0 of the data's type,
+passed in), then ``p = x * w; acc = acc + p`` tap by tap, in f32 for
 f32 (numba keeps f32 * f32 in f32).  numba compiles without fast-math, so LLVM may not
 reassociate the sums nor contract a multiply and an add into one fused multiply-add
 (contraction needs the ``contract`` flag, which only ``fastmath`` sets; the compiled
-code holds no ``vfmadd`` on an AVX-512/FMA machine), and tests/test_conv_jit.py
+code holds no ``vfmadd`` on an AVX-512/FMA machine), and tests/fast/test_conv_jit.py
 compares bits over a sweep of geometries, magnitudes, infinities and NaNs.
 
 The kernels read the NumPy path's own padded copies of each block of planes (the flat
@@ -79,11 +80,13 @@ def takes(x: np.ndarray) -> bool:
     return enabled() and x.dtype in (np.float32, np.float64) and kernels() is not None
 
 
-def _flat(ph, w, tr, tq, toff, wq, out):  # pragma: no cover - runs compiled
+def _flat(ph, w, tr, tq, toff, wq, zero, out):  # pragma: no cover - runs compiled
     """The flat layout's planes: ``out[p, oy, ox]`` sums ``ph[p, tr[t], tq[t], toff[t] +
-    oy * wq + ox] * w[p, t]`` over taps t in order, each operation rounded."""
+    oy * wq + ox] * w[p, t]`` over taps t in order from ``zero[0]``, each operation
+    rounded."""
     m, ho, wo = out.shape
     taps = w.shape[1]
+    z = zero[0]
     for p in range(m):
         for oy in range(ho):
             row = out[p, oy]
@@ -91,7 +94,7 @@ def _flat(ph, w, tr, tq, toff, wq, out):  # pragma: no cover - runs compiled
             src = ph[p, tr[0], tq[0], at:at + wo]
             w0 = w[p, 0]
             for ox in range(wo):
-                row[ox] = src[ox] * w0
+                row[ox] = z + src[ox] * w0
             for t in range(1, taps):
                 at = toff[t] + oy * wq
                 src = ph[p, tr[t], tq[t], at:at + wo]
@@ -101,18 +104,20 @@ def _flat(ph, w, tr, tq, toff, wq, out):  # pragma: no cover - runs compiled
                     row[ox] = row[ox] + prod
 
 
-def _last(buf, wts, di, dj, sh, sw, acc):  # pragma: no cover - runs compiled
+def _last(buf, wts, di, dj, sh, sw, zero, acc):  # pragma: no cover - runs compiled
     """The channels-last layout: ``buf`` [rows, cols, m], ``wts`` [taps, m], ``acc``
-    [Ho, Wo, m]; a window's sums run over a vector of channels, tap by tap."""
+    [Ho, Wo, m]; a window's sums run over a vector of channels, tap by tap, from
+    ``zero[0]``."""
     ho, wo, m = acc.shape
     taps = wts.shape[0]
+    z = zero[0]
     for oy in range(ho):
         for ox in range(wo):
             dst = acc[oy, ox]
             src = buf[oy * sh + di[0], ox * sw + dj[0]]
             w0 = wts[0]
             for c in range(m):
-                dst[c] = src[c] * w0[c]
+                dst[c] = z + src[c] * w0[c]
             for t in range(1, taps):
                 src = buf[oy * sh + di[t], ox * sw + dj[t]]
                 wt = wts[t]

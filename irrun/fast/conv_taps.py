@@ -1,12 +1,12 @@
 """Ordinary 2-D convolution as one GEMM per tap, accumulated in place (:func:`convolve`).
 
-The column matrix of :func:`irrun.ops.convolution.convolve` copies the input once per
-tap (9 copies for a 3x3 filter) before one product.  Here the input is copied once,
-padded and split into its stride phases as :func:`irrun.ops.conv_depthwise._phases`
+The column matrix (the ``columns`` path of :mod:`.convolution`) copies the input once
+per tap (9 copies for a 3x3 filter) before one product.  Here the input is copied once,
+padded and split into its stride phases as :func:`irrun.fast.conv_depthwise._phases`
 lays it out, so that what a tap reads for every output position is a contiguous slice
 of each channel's flat phase: a ``[Ci, Ho * Wq]`` matrix of contiguous rows, which BLAS
 takes as it is.  Each tap is then one GEMM of its ``[Co, Ci]`` filter with that slice,
-added into the output by GEMM's own ``beta`` (:func:`irrun.ops.blas.gemm`): no column
+added into the output by GEMM's own ``beta`` (:func:`irrun.fast.blas.gemm`): no column
 matrix and no addition pass.  The output is computed on the phase's full width ``Wq``
 (``Wo`` plus the kernel's reach), and the extra columns are dropped at the end.
 
@@ -16,10 +16,13 @@ at 14x14 the same, and at 7x7, where the extra columns are a third of the work, 
 so it is taken for outputs at least :data:`MIN_WIDTH` wide, and for at most twice the
 input channels as outputs (see :func:`takes`).
 
-The sums are over the input channels by BLAS, then over the taps in the filter's order:
-another order than the column matrix's one product over ``Ci * taps``, so values
-differ from it within rounding (the CPU plugin's is a third).  The order does not depend
-on the thread count but BLAS's own blocking does, as for every product.
+The sums are over the input channels by BLAS, then over the taps in the filter's order,
+as the reference's (:mod:`irrun.ops.convolution`), but BLAS's order over the channels
+may differ with the product's width, and the padding's ``0 * w`` terms are added (a
+finite filter's leave the sums as they were, the closing ``+ 0`` gives back the
+reference's +0 for a zero sum): values agree with the reference within rounding.  The
+order does not depend on the thread count but BLAS's own blocking does, as for every
+product.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ import math
 
 import numpy as np
 
+from ..ops.window import Windows
 from . import blas
 from .conv_depthwise import _phases, _tap_slice, _taps, applies
-from .window import Windows
 
 # Output rows at least this wide: the extra Wq - Wo columns stay under a tenth or so.
 MIN_WIDTH = 20
@@ -38,17 +41,17 @@ MIN_WIDTH = 20
 MIN_CHANNELS = 16
 
 
-def takes(x: np.ndarray, groups: int, co: int, ci: int, win: Windows,
+def takes(shape: tuple[int, ...], groups: int, co: int, ci: int, win: Windows,
           dtype: np.dtype | type) -> bool:  # fmt: skip
     """Whether :func:`convolve` computes this convolution: an ordinary (one group) 2-D
     filter of several taps; enough input channels, and not many more outputs (each tap
     reads and writes the whole output where the column matrix copies the input once per
     tap: squeezenet's 16 -> 64 3x3 is 1.7x slower here); wide outputs; computed in
-    ``dtype`` (f32 or f64) by a BLAS of known interface; and a padded copy of ``x`` no
-    larger than the column matrix would be."""
-    return (groups == 1 and x.ndim == 4 and len(win.kernel) == 2 and math.prod(win.kernel) > 1
+    ``dtype`` (f32 or f64) by a BLAS of known interface; and a padded copy of the data
+    (of ``shape``) no larger than the column matrix would be."""
+    return (groups == 1 and len(shape) == 4 and len(win.kernel) == 2 and math.prod(win.kernel) > 1
             and ci >= MIN_CHANNELS and co <= 2 * ci and win.out[1] >= MIN_WIDTH
-            and blas.available(dtype) and applies(x, win))  # fmt: skip
+            and blas.available(dtype) and applies(shape, win))  # fmt: skip
 
 
 def convolve(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
@@ -67,5 +70,5 @@ def convolve(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
         for t, di, dj in _taps(win):
             r, q, span = _tap_slice(win, wq, di, dj)
             blas.gemm(filters[t], phases[n, :, r, q, span], acc, accumulate=t > 0)
-        out[n] = acc.reshape(co, ho, wq)[:, :, :wo]
+        np.add(acc.reshape(co, ho, wq)[:, :, :wo], 0, out=out[n])  # the reference's +0 start
     return out

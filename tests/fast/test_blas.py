@@ -1,4 +1,4 @@
-"""irrun.ops.blas: NumPy's own BLAS GEMM called directly, with accumulation.
+"""irrun.fast.blas: NumPy's own BLAS GEMM called directly, with accumulation.
 
 Products of small integers are exact in any summation order, so they are compared
 bit for bit with NumPy's; random values within rounding of a float64 product.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from irrun.ops import blas
+from irrun.fast import blas
 
 pytestmark = pytest.mark.skipif(
     not blas.available(np.float32),

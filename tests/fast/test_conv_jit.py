@@ -1,7 +1,7 @@
-"""The optional numba JIT of depthwise convolution (irrun.ops.conv_jit, IRRUN_JIT=1).
+"""The optional numba JIT of depthwise convolution (irrun.fast.conv_jit, IRRUN_JIT=1).
 
-The NumPy path (irrun.ops.conv_depthwise) is the default and the oracle: the JIT must
-give its bits exactly, element for element (no tolerance: the JIT promises the same
+The NumPy path (irrun.fast.conv_depthwise) is the default, and it and the JIT must give
+the reference kernel's bits (irrun.ops.convolution.convolve) exactly, element for element (no tolerance: the JIT promises the same
 operations in the same order, without fused multiply-adds).  Swept over geometries
 (both layouts: flat planes and channels last), strides, dilations, pads, auto_pad,
 batch, f32/f64/f16 data and 1/2/3 threads, plus seeded random geometries; then a
@@ -24,8 +24,15 @@ from openvino import opset1
 
 import irrun
 from irrun import threads
-from irrun.ops import conv_jit
-from irrun.ops.convolution import convolve
+from irrun.fast import conv_jit
+from irrun.fast import convolution as fast
+from irrun.ops import convolution as reference
+
+
+def convolve(x, w, a):
+    """The fast kernel, or the reference where the fast one does not apply."""
+    out = fast.convolve(x, w, a)
+    return reference.convolve(x, w, a) if out is NotImplemented else out
 
 
 @pytest.fixture
@@ -49,12 +56,14 @@ def _attrs(strides, dilations, pads_begin, pads_end, auto_pad="explicit"):
 
 
 def _both(switch, x, w, a, n_threads):
-    """The NumPy path's and the JIT's outputs, on ``n_threads`` threads."""
+    """The NumPy path's and the JIT's outputs, on ``n_threads`` threads (the NumPy
+    path's checked against the reference's bits first)."""
     out = []
     for on in (False, True):
         switch(on)
         with threads.using(n_threads):
             out.append(convolve(x, w, a))
+    _same_bits(reference.convolve(x, w, a), out[0])
     return out
 
 

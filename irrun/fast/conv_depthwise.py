@@ -1,11 +1,16 @@
 """Depthwise and grouped 2-D convolution, fast (:func:`depthwise`, :func:`grouped`).
 
-The same sums as :func:`irrun.ops.convolution.convolve`'s tap-by-tap loop: each output
-element is its first tap's product, then each further tap's product added in the
-filter's row-major tap order, in f32 for f16 and f32 data.  What changes is how the
-work is laid out, for memory traffic: the planes of ``batch x channels`` are cut into
-blocks that fit in a core's cache, each block is copied once with its zero padding,
-and every tap is one multiply and one add over the whole block.
+Depthwise: the same sums as the reference (:func:`irrun.ops.convolution.convolve`),
+bit for bit where the filter is finite: each output element is +0 plus its first
+tap's product, then each further tap's product added in the filter's row-major tap
+order, in f32 for f16 and f32 data.  What changes is how the work is laid out, for
+memory traffic: the planes of ``batch x channels`` are cut into blocks that fit in a
+core's cache, each block is copied once with its zero padding, and every tap is one
+multiply and one add over the whole block.  The padding is multiplied here, where the
+reference skips it: ``0 * w`` is a zero that leaves every sum as it was but for the
+sign of a zero sum, which the closing ``+ 0`` (a sum started from +0, as the
+reference's) gives back; an infinite or NaN weight would make ``0 * w`` NaN, so the
+dispatcher (:mod:`.convolution`) sends such filters to the reference.
 
 - Large output planes (more than ``_NHWC_POSITIONS`` positions): each plane is flat.
   The padded plane, split into its ``stride x stride`` phases (rows ``r::s``, columns
@@ -18,17 +23,16 @@ and every tap is one multiply and one add over the whole block.
 
 Blocks run on the run's threads (:func:`irrun.threads.map_blocks`).  Neither the
 layout nor the blocks change which products are added in which order, so the values
-are the same for every thread count and as the plain loop's.  With ``IRRUN_JIT=1`` and
+are the same for every thread count and as the reference's.  With ``IRRUN_JIT=1`` and
 numba installed (optional), :mod:`.conv_jit` runs the depthwise tap loop compiled, on
 the same padded blocks, with the same bits.
 
 Grouped filters (several input channels per group, and ordinary filters with many
 more input channels than output ones) use the flat layout too: each tap is one
 product of every group's ``[Co, Ci]`` filter with a contiguous slice of the flat
-input, summed over taps.  That replaces the column matrix of ``taps`` copies of the
-input; the sums are over input channels by BLAS, then over taps in order, another
-order than one product over ``Ci * taps``, so values differ from it within rounding
-(the CPU plugin's order is a third one: same tolerance as the convolutions' tests).
+input, summed over taps in order: the reference's order, but BLAS's sum over ``Ci``
+may differ with the product's width and the layout, so values agree within rounding
+(the bound of :mod:`irrun.ops.convolution`).
 """
 
 from __future__ import annotations
@@ -38,8 +42,8 @@ import math
 import numpy as np
 
 from .. import threads
+from ..ops.window import Windows
 from . import conv_jit
-from .window import Windows
 
 # Output planes up to this many positions are computed channels last.
 _NHWC_POSITIONS = 1024
@@ -56,11 +60,12 @@ _BLOCK_BYTES_LAST = 2 * 2**20
 _THREAD_WORK = 16_000_000
 
 
-def applies(x: np.ndarray, win: Windows) -> bool:
-    """Whether :func:`depthwise` and :func:`grouped` take ``x``: 2-D planes whose padded
-    copy (with its stride phases) is not much larger than the input, the output and the
-    filter, so that pads and strides far beyond the input cost no memory here."""
-    if x.ndim != 4 or 0 in x.shape or 0 in win.out:
+def applies(shape: tuple[int, ...], win: Windows) -> bool:
+    """Whether :func:`depthwise` and :func:`grouped` take data of ``shape``: 2-D planes
+    whose padded copy (with its stride phases) is not much larger than the input, the
+    output and the filter, so that pads and strides far beyond the input cost no memory
+    here."""
+    if len(shape) != 4 or 0 in shape or 0 in win.out:
         return False
     reach = [_reach(win, i) for i in range(2)]
     (sh, sw), (hq, wq) = win.strides, _phase_shape(win)
@@ -173,7 +178,7 @@ def _flat(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray, jit: bool
     if jit:
         where = [_tap_slice(win, wq, di, dj) for _, di, dj in _taps(win)]
         r, q, start = np.array([(r, q, span.start) for r, q, span in where], np.int64).T.copy()
-        conv_jit.kernels()[0](phases, w, r, q, start, wq, out)
+        conv_jit.kernels()[0](phases, w, r, q, start, wq, np.zeros(1, x.dtype), out)
         return
     acc = np.empty((m, ho * wq), x.dtype)
     tmp = np.empty((m, ho * wq), x.dtype)
@@ -186,7 +191,7 @@ def _flat(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray, jit: bool
         else:
             np.multiply(src, col, out=tmp)
             acc += tmp
-    out[...] = acc.reshape(m, ho, wq)[:, :, :wo]
+    np.add(acc.reshape(m, ho, wq)[:, :, :wo], 0, out=out)  # +0: see the module's docstring
 
 
 def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
@@ -230,7 +235,7 @@ def grouped(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
                 else:
                     np.matmul(filters[t], src, out=b)
                     a += b
-            out[start:stop, :, y0:y1] = a.reshape(m, co, y1 - y0, wq)[..., :wo]
+            np.add(a.reshape(m, co, y1 - y0, wq)[..., :wo], 0, out=out[start:stop, :, y0:y1])
 
     planes_n = batch * groups
     work = co * ci * taps.shape[-1] * ho * wq  # multiply-adds of a group
@@ -253,8 +258,8 @@ def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray,
     if jit:
         _, di, dj = np.array(list(_taps(win)), np.int64).T.copy()
         acc = np.empty((ho, wo, m), x.dtype)
-        conv_jit.kernels()[1](buf, weights, di, dj, sh, sw, acc)
-        out[...] = acc.transpose(2, 0, 1)
+        conv_jit.kernels()[1](buf, weights, di, dj, sh, sw, np.zeros(1, x.dtype), acc)
+        out[...] = acc.transpose(2, 0, 1)  # the JIT started its sums from +0
         return
     acc = np.empty((ho, wo * m), x.dtype)
     tmp = np.empty((ho, wo * m), x.dtype)
@@ -275,4 +280,4 @@ def _channels_last(x: np.ndarray, w: np.ndarray, win: Windows, out: np.ndarray,
         else:
             np.multiply(src, row, out=tmp)
             acc += tmp
-    out[...] = acc.reshape(ho, wo, m).transpose(2, 0, 1)
+    np.add(acc.reshape(ho, wo, m).transpose(2, 0, 1), 0, out=out)

@@ -1,0 +1,1 @@
+"""Tests of irrun.fast: each fast kernel against its reference kernel."""
