@@ -6,7 +6,8 @@ versions irrun's registry holds.  A version is named by the opset that introduce
 as OpenVINO's documentation names them (ScaledDotProductAttention-13, Range-4).
 ``--markdown`` prints the table docs/ops.md holds (``tests/test_op_coverage.py`` checks
 that it is current); ``--json`` is for scripts; ``--missing`` keeps the versions irrun
-lacks.
+lacks.  ``--fast`` lists the fast kernels instead (:mod:`irrun.fast`): for each, the op
+versions it implements, when it applies, and how close to the reference kernel it is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..fast import fast_kernels
 from ..ir import registry
 from ..ir.opsets import OPSETS
 from .common import Parents, dump_json
@@ -35,6 +37,10 @@ def register(sub: Any, parents: Parents) -> None:
     parser.add_argument(
         "--missing", action="store_true", help="only the versions irrun does not run"
     )  # fmt: skip
+    parser.add_argument(
+        "--fast", action="store_true",
+        help="list the fast kernels: the ops they implement, when they apply, how exact",
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.set_defaults(handler=_handle)
 
@@ -104,7 +110,22 @@ def _missing(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def fast_table() -> list[dict[str, Any]]:
+    """One entry per fast kernel, by op type.
+
+    >>> sorted(fast_table()[0])
+    ['applies', 'bound', 'exact', 'in_place', 'type', 'versions']
+    """
+    return [
+        {"type": f.op, "versions": list(f.versions), "applies": f.applies,
+         "exact": f.exact, "bound": f.bound, "in_place": f.into is not None}
+        for f in sorted(fast_kernels(), key=lambda f: (f.op.lower(), f.versions))
+    ]
+
+
 def _handle(args: argparse.Namespace) -> int:
+    if args.fast:
+        return _handle_fast(args)
     table = coverage()
     shown = _missing(table) if args.missing else table
     if args.json:
@@ -117,4 +138,18 @@ def _handle(args: argparse.Namespace) -> int:
             versions = ", ".join(map(str, e["versions"]))
             sys.stdout.write(f"{e['type']:<24} {versions:<10} {_irrun_text(e)}\n")
         print(summary(table), file=sys.stderr)
+    return 0
+
+
+def _handle_fast(args: argparse.Namespace) -> int:
+    table = fast_table()
+    if args.json:
+        dump_json({"fast_kernels": table}, sys.stdout)
+        return 0
+    for e in table:
+        versions = ", ".join(map(str, e["versions"]))
+        exact = "bit-exact" if e["exact"] else f"within {e['bound']}"
+        sys.stdout.write(f"{e['type']} ({versions}): {exact}; {e['applies']}\n")
+    print(f"{len(table)} fast kernels; every other op runs its reference kernel",
+          file=sys.stderr)
     return 0
