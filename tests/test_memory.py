@@ -106,15 +106,16 @@ def test_validate_warns_of_tensors_over_the_budget(wide_pads, capsys):
 
 
 def test_validate_warns_of_a_run_whose_peak_is_over(capsys):
-    # No tensor of the demo is over 64 KiB, but at its first pool the convolution's output
-    # (its ReLU done in place), f32[1,16,32,32], and the pool's, f32[1,16,16,16], are alive
-    # at once: 64 + 16 KiB.
+    # No tensor of the demo is over 64 KiB, but its second convolution holds its input,
+    # f32[1,16,16,16] (16 KiB), its output, f32[1,32,16,16] (32 KiB), and its kernel's
+    # scratch: a column matrix of 144 x 256 floats (144 KiB), the padded input, 16 x 18 x 18
+    # floats (20.25 KiB), and the filter laid out per tap (18 KiB): 230.25 KiB.
     rc, out, _ = run_cli(capsys, "validate", str(DEMO), "--max-memory", "64K")
     assert rc == 0
     assert out.splitlines()[0] == (
-        f"{DEMO}:91: warning: layer 5 'pool1' (MaxPool-v1): a run needs 80.0 KiB of tensors "
-        "at this layer, more than the 64.0 KiB allowed (its output f32[1,16,16,16] is 16.0 KiB); "
-        "it would be refused"
+        f"{DEMO}:143: warning: layer 8 'conv2' (Convolution-v1): a run needs 230 KiB of "
+        "tensors at this layer, more than the 64.0 KiB allowed (its kernel's scratch space is "
+        "182 KiB); it would be refused"
     )
     diags = irrun.validate(DEMO, max_memory=64 * 1024)
     assert [(d.level, d.code) for d in diags] == [("warning", "over-budget")]
@@ -122,14 +123,14 @@ def test_validate_warns_of_a_run_whose_peak_is_over(capsys):
 
 
 def test_the_api_takes_a_budget_and_keeps_it(tmp_path):
-    m = irrun.load(DEMO, max_memory="80K")  # exactly the peak: allowed
+    m = irrun.load(DEMO, max_memory=235776)  # exactly the peak (see above): allowed
     x = np.load(MODELS / "demo.inputs.npz")["image"]
     assert m.run(x)["probabilities"].shape == (1, 10)
-    m.max_memory = 80 * 1024 - 1
-    with pytest.raises(irrun.IrrunError, match=r"needs 80.0 KiB of tensors .* 80.0 KiB allowed"):
+    m.max_memory = 235776 - 1
+    with pytest.raises(irrun.IrrunError, match=r"needs 230 KiB of tensors .* 230 KiB allowed"):
         m.run(x)
     # Pickles carry the budget to worker processes.
-    assert pickle.loads(pickle.dumps(m)).max_memory == 80 * 1024 - 1
+    assert pickle.loads(pickle.dumps(m)).max_memory == 235776 - 1
     m.max_memory = None
     assert m.max_memory is None and m.run(x)["probabilities"].shape == (1, 10)
     for bad in ("lots", -1, 1.5, True):
@@ -199,8 +200,10 @@ def test_random_inputs_too_large_are_refused_before_the_draw(capsys):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc for the limit")
 def test_an_address_space_limit_is_the_budget(tmp_path):
     # Under `ulimit -v` the run is refused up front instead of dying in a MemoryError:
-    # the demo at 2000x2000 needs 244 + 61 MiB at its first pool (the convolution's
-    # output, its ReLU done in place, and the pool's).
+    # the demo at 2000x2000 needs 534 MiB at its first convolution: its input (46 MiB),
+    # its output (244 MiB) and its kernel's scratch (290 MiB: the reference kernel's
+    # product of a tap, as large as the output, and the strided input it reads, made
+    # contiguous; the fast paths decline a column matrix this large).
     script = (
         "import resource, sys\n"
         "from irrun.core.memory import _address_space_used\n"
@@ -213,8 +216,8 @@ def test_an_address_space_limit_is_the_budget(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, timeout=120)  # fmt: skip
     assert done.returncode == 1, done.stderr
-    assert done.stderr.startswith(f"irrun: error: {DEMO}:91: layer 5 'pool1' (MaxPool-v1): "
-                                  "the run needs 305 MiB of tensors at this layer, more than the ")
+    assert done.stderr.startswith(f"irrun: error: {DEMO}:48: layer 3 'conv1' (Convolution-v1): "
+                                  "the run needs 534 MiB of tensors at this layer, more than the ")
     assert "available to this process" in done.stderr and done.stderr.count("\n") == 1
 
 

@@ -31,7 +31,8 @@ def schedule_peak(
     plan: Plan, infos: Infos, wanted: tuple[int, ...], observed: bool = False
 ) -> tuple[Peak, str, Node | None]:
     """The peak of the run of ``plan`` computing ``wanted`` (observing every layer, with
-    ``observed``), its largest tensor there as ``f32[1,3,8,8]``, and the layer where it is.
+    ``observed``), the largest thing held there (``its output f32[1,3,8,8]``, ``its
+    kernel's scratch space``), and the layer where it is.
 
     Each step holds its outputs, and while it runs its kernels' scratch space (as each op
     declares it for these shapes) and a sub-graph's largest body; an observed run also
@@ -42,11 +43,11 @@ def schedule_peak(
     for key, slot in plan.slots.items():
         sizes[slot] = _info_bytes(infos.get(key))
         keys[slot] = key
-    extra: dict[int, str] = {}  # slot past the plan's -> what it stands for
+    extra: dict[int, tuple[str, Node]] = {}  # slot past the plan's -> what, and whose
 
-    def held_while_running(what: str, size: int) -> int:
+    def held_while_running(what: str, size: int, node: Node) -> int:
         sizes.append(size)
-        extra[len(sizes) - 1] = what
+        extra[len(sizes) - 1] = (what, node)
         return len(sizes) - 1
 
     if observed:
@@ -69,18 +70,21 @@ def schedule_peak(
         if sub is not None:
             # A sub-graph layer also holds its largest body's tensors while it runs.
             passing.append(held_while_running(
-                "the tensors of its body", max(body_peak(body) for body in sub.bodies)))
-        scratch = max((_scratch(plan, part, infos, keys) for part in parts(step)), default=0)
+                "the tensors of its body", max(body_peak(body) for body in sub.bodies),
+                step.node))
+        # A fused step's parts run one after the other: it holds the largest one's scratch.
+        scratch, part = max(((_scratch(plan, part, infos, keys), part) for part in parts(step)),
+                            key=lambda pair: pair[0])
         if scratch:
-            passing.append(held_while_running("its kernel's scratch space", scratch))
+            passing.append(held_while_running("its kernel's scratch space", scratch, part.node))
         steps.append(((*outputs, *passing), (*frees, *passing), step.node.op.type != "Const"))
         nodes.append(step.node)
     peak = plan_peak(steps, sizes)
     node = nodes[peak.step] if peak.step >= 0 else None
     if peak.slot in extra:
-        return peak, extra[peak.slot], node
+        return peak, *extra[peak.slot]
     info = infos.get(keys[peak.slot]) if peak.slot >= 0 else None
-    return peak, _describe_tensor(info), node
+    return peak, f"its output {_describe_tensor(info)}", node
 
 
 def _scratch(plan: Plan, step: Step, infos: Infos, keys: dict[int, tuple[str, int]]) -> int:
@@ -160,7 +164,7 @@ def budget_findings(
         found.append(Diagnostic(
             "warning", "over-budget",
             f"a run needs {format_bytes(top.bytes)} of tensors at this layer, more than "
-            f"{room} (its output {tensor} is {format_bytes(top.slot_bytes)}); it would be "
+            f"{room} ({tensor} is {format_bytes(top.slot_bytes)}); it would be "
             "refused", lg.doc.location(step_node.layer.line), step_node.ref,
         ))  # fmt: skip
     return found

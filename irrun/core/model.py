@@ -227,13 +227,14 @@ class Model:
         ...     m.run(np.zeros((1, 3, 32, 32), np.float32))
         ... except IrrunError as exc:
         ...     print(f"{exc.layer}: {exc.message.split(',')[0]}")
-        layer 5 'pool1' (MaxPool-v1): the run needs 80.0 KiB of tensors at this layer
+        layer 8 'conv2' (Convolution-v1): the run needs 230 KiB of tensors at this layer
         >>> m.max_memory = None  # no limit
         >>> m.run(np.zeros((1, 3, 32, 32), np.float32))["probabilities"].shape
         (1, 10)
 
-        (The first convolution's output, ``[1,16,32,32]`` floats of 64 KiB with its ReLU
-        done in place, and the pool's of 16 KiB are alive at once.)
+        (The second convolution holds its input, ``[1,16,16,16]`` floats of 16 KiB, its
+        output of 32 KiB, and 182 KiB of scratch space: the column matrix its kernel
+        multiplies, the padded input and the filter laid out per tap.)
         """
         budget = self._budget_arg
         if isinstance(budget, int):
@@ -288,14 +289,15 @@ class Model:
                        "sets another limit)")  # fmt: skip
             raise IrrunError(
                 f"the run needs {format_bytes(peak.bytes)} of tensors at this layer, more than "
-                f"the {format_bytes(limit)} {allowed}, of which its output {largest} is "
+                f"the {format_bytes(limit)} {allowed}, of which {largest} is "
                 f"{format_bytes(peak.slot_bytes)}",
                 Location(str(self.path), node.layer.line), node.ref, code="over-budget",
             )  # fmt: skip
 
     def _plan_peak(self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...],
                    observed: bool) -> tuple[Peak, str, Node | None]:  # fmt: skip
-        """The run's peak, its largest tensor there as ``f32[1,3,8,8]``, and its layer."""
+        """The run's peak, the largest thing it holds there, and its layer (see
+        :func:`~irrun.core.budget.schedule_peak`)."""
         infos = self._infos
         if self._dynamic:  # the sizes of this run's shapes
             given = {lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
