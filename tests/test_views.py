@@ -137,3 +137,18 @@ def test_a_uniform_classifier_gives_a_uniform_softmax(tmp_path):
         (seen,) = (v for k, v in model.run(feeds, intermediate=True).items()
                    if k in {s.name for s in model.outputs})
         np.testing.assert_array_equal(seen, uniform)
+
+
+def test_the_command_line_runs_and_compares_with_the_reference(capsys):
+    from irrun.cli import main
+
+    demo = str(ROOT / "models" / "demo.xml")
+    inputs = str(ROOT / "models" / "demo.inputs.npz")
+    assert main([demo, "--reference", "--input", inputs, "-q"]) == 0
+    assert capsys.readouterr().out.split()[5:8] == ["probabilities", "[1,", "10]"]
+    assert main(["compare", demo, "--input", inputs, "--ref-backend", "reference",
+                 "--mark-all"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("irrun vs irrun's reference kernels") and "FAILED" not in out
+    assert main([demo, "--reference", "--threads", "2"]) == 2
+    assert "a reference model runs on one thread, not 2" in capsys.readouterr().err

@@ -137,7 +137,7 @@ class Model:
         self.max_memory = max_memory
         # Reference kernels only, no pass, one thread (see irrun.fast): what irrun's values are.
         self.reference = bool(reference)
-        self.threads = 1 if reference else threads  # type: ignore[assignment]
+        self.threads = 1 if reference and threads is None else threads  # type: ignore[assignment]
         self._fold_arg = fold_option(fold_constants)
         self.weights = Weights(_weights_path(self.path, weights))
         with collection_paused():
