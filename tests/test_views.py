@@ -145,7 +145,7 @@ def test_the_command_line_runs_and_compares_with_the_reference(capsys):
     demo = str(ROOT / "models" / "demo.xml")
     inputs = str(ROOT / "models" / "demo.inputs.npz")
     assert main([demo, "--reference", "--input", inputs, "-q"]) == 0
-    assert capsys.readouterr().out.split()[5:8] == ["probabilities", "[1,", "10]"]
+    assert capsys.readouterr().out.split()[6:9] == ["probabilities", "[1,", "10]"]
     assert main(["compare", demo, "--input", inputs, "--ref-backend", "reference",
                  "--mark-all"]) == 0
     out = capsys.readouterr().out
