@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import irrun
 from irrun.core.passes.pool_chains import PoolChain
-from irrun.ops import pool_chain
+from irrun.fast import pool_chain
 from irrun.ops.avg_pool import avg_pool
 from irrun.ops.max_pool import max_pool
 
@@ -172,8 +172,8 @@ def _chains(draw):
 @given(_chains(), st.integers(0, 2**32 - 1), st.sampled_from([1e-40, 1.0, 1e37]),
        st.integers(0, 3))  # fmt: skip
 def test_chain_matches_the_layer_kernels(case, seed, scale, planes_per_chunk):
-    # The layer kernels are checked against OpenVINO elsewhere; the chain must agree
-    # with them bit for bit, in chunks or not, and again when its kept buffer is reused.
+    # The layers' reference kernels are checked against OpenVINO elsewhere; the chain must
+    # agree with them bit for bit, in chunks or not, and again when its kept buffer is reused.
     shape, kernel, pb, pe, kinds = case
     with np.errstate(over="ignore"):  # 3e38 * 1e37 is inf, one more special value
         x = _special(shape, seed) * np.float32(scale)
@@ -188,7 +188,7 @@ def test_chain_matches_the_layer_kernels(case, seed, scale, planes_per_chunk):
             a = SimpleNamespace(kernel=kernel, strides=(1, 1), pads_begin=pb, pads_end=pe,
                                 dilations=(1, 1), rounding_type="floor", auto_pad="explicit",
                                 exclude_pad=layer.exclude_pad)  # fmt: skip
-            want = max_pool(want, a, with_indices=False)[0] if layer.max else avg_pool(want, a)
+            want = max_pool(want, a)[0] if layer.max else avg_pool(want, a)
     for g in got:
         _assert_same(g, want)
 

@@ -1,6 +1,6 @@
 """A pass: runs of consecutive same-size 2-D pools fused into one step each.
 
-The fused step runs the pools' chain kernel (:mod:`irrun.ops.pool_chain`), which makes
+The fused step runs the pools' chain kernel (:mod:`irrun.fast.pool_chain`), which makes
 only the last pool's output; inputs it does not handle go through the layers' own
 kernels one by one.
 """
@@ -11,12 +11,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...ops.pool_chain import ChainPlan, Geometry, Layer, chain_layer
+from ...fast.pool_chain import ChainPlan, Geometry, Layer, chain_layer
 from ..steps import Step
 
 
 class PoolChain:
-    """Consecutive same-size 2-D pools run as one step (see :mod:`irrun.ops.pool_chain`).
+    """Consecutive same-size 2-D pools run as one step (see :mod:`irrun.fast.pool_chain`).
 
     Each pool's output feeds only the next one, so only the last output is made.
     Inputs the chain does not handle (not float32 or not 4-D) go through the
@@ -69,7 +69,7 @@ def fuse_pool_chains(
         j = i + 1
         while (kinds[i] is not None and j < len(schedule) and kinds[j] is not None
                and kinds[j][0] == kinds[i][0]
-               and _feeds_only(schedule[j - 1][0], schedule[j][0], readers, keep)):  # fmt: skip
+               and _feeds_only(schedule[j - 1][0], schedule[j][0], readers, keep)):
             j += 1
         if j - i < 2:
             fused.append(schedule[i])
@@ -101,4 +101,4 @@ def _feeds_only(a: Step, b: Step, readers: dict[int, int], keep: set[int]) -> bo
     """Whether ``b`` reads ``a``'s first output and nothing else reads any of ``a``'s."""
     first, *others = a.outputs
     return (b.inputs == (first,) and readers.get(first, 0) == 1 and first not in keep
-            and not any(readers.get(s, 0) or s in keep for s in others))  # fmt: skip
+            and not any(readers.get(s, 0) or s in keep for s in others))

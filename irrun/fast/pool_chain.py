@@ -14,7 +14,8 @@ them, but for one shortcut: an average divides its padding by NaN, which leaves
 NaN there for a max pool after it.  Chunks of planes go through the whole chain
 while their buffers stay in the CPU's cache.
 
-Results are those of :mod:`.max_pool` and :mod:`.avg_pool` bit for bit:
+Results are those of the layers' kernels (:mod:`irrun.ops.max_pool`,
+:mod:`irrun.ops.avg_pool`) bit for bit:
 
 * averages add their taps in kernel order and divide once by the count, as the
   plugin does; its sum starts at +0.0 and this one at the first tap, which
@@ -31,12 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .max_pool import fmax_fold, has_negative_zero, lowest
+from ..ops.max_pool import lowest
+from .max_pool import fmax_fold, has_negative_zero
 
 # Larger kernels run layer by layer: the padding bands (and the plan's window counts)
 # grow with the kernel, not with the input, and a chain is for 3x3-like windows.
 MAX_KERNEL = 64
-# Bytes of a chunk's buffer: as the pools' (max_pool.CHUNK_BYTES); below, NumPy's cost
+# Bytes of a chunk's buffer: as the pools' (fast.max_pool.CHUNK_BYTES); below, NumPy's cost
 # per call outweighs what smaller, cached chunks save.
 CHUNK_BYTES = 1 << 20
 # Elements of the divisor an average broadcasts (a whole number of planes, at least).
@@ -150,7 +152,7 @@ class ChainPlan:
         # an average's division can, and only then may it have made a -0.0.
         underflows: list[int] = []
         with np.errstate(invalid="ignore", over="ignore", divide="ignore", under="call",
-                         call=lambda kind, flag: underflows.append(flag)):  # fmt: skip
+                         call=lambda kind, flag: underflows.append(flag)):
             return self._run(xp, underflows)
 
     def _run(self, xp: np.ndarray, underflows: list[int]) -> np.ndarray:
@@ -329,10 +331,10 @@ def chain_layer(op_type: str, a) -> tuple[Geometry, Layer] | None:
     pb, pe = tuple(a.pads_begin) or zeros, tuple(a.pads_end) or zeros
     dilations = tuple(getattr(a, "dilations", ())) or (1, 1)
     if (a.auto_pad not in ("explicit", "notset") or tuple(a.strides) != (1, 1)
-            or dilations != (1, 1) or len(pb) != 2 or len(pe) != 2):  # fmt: skip
+            or dilations != (1, 1) or len(pb) != 2 or len(pe) != 2):
         return None
     if any(k < 1 or k > MAX_KERNEL or b < 0 or e < 0 or b + e != k - 1
-           for k, b, e in zip(a.kernel, pb, pe, strict=True)):  # fmt: skip
+           for k, b, e in zip(a.kernel, pb, pe, strict=True)):
         return None
     g = Geometry(tuple(a.kernel), pb, pe)
     return g, Layer(op_type == "MaxPool", getattr(a, "exclude_pad", True))
