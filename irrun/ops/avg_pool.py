@@ -20,6 +20,7 @@ import numpy as np
 
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, TensorInfo, register
+from .pool_checks import warn_empty_windows
 from .window import (
     AUTO_PADS,
     POOL_TYPES,
@@ -153,5 +154,6 @@ for _version, _since, _attrs in ((1, 1, V1_ATTRS), (14, 14, V1_ATTRS), (16, 16, 
             shape_attrs=SHAPE_ATTRS,
             input_types=(POOL_TYPES,),
             scratch=scratch,
+            warn=warn_empty_windows,
         )
     )

@@ -22,6 +22,7 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from .pool_checks import warn_empty_windows
 from .window import (
     AUTO_PADS,
     POOL_TYPES,
@@ -173,5 +174,6 @@ for _version, _since, _attrs in ((1, 1, COMMON_ATTRS), (8, 8, V8_ATTRS), (14, 14
             optional_outputs=_version >= 8,
             input_types=(POOL_TYPES,),
             scratch=scratch,
+            warn=warn_empty_windows,
         )
     )
