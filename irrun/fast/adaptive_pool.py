@@ -26,7 +26,7 @@ from ..ops.adaptive_pool import output_sizes, window_bounds
 from ..ops.avg_pool import accumulator_dtype, to_input_type
 from ..ops.window import computed, computed_type, restored
 from .avg_pool import row_sums
-from .chunks import chunk_scratch, each_chunk, plane_chunks
+from .chunks import each_chunk, in_flight, plane_chunks
 from .registry import FastKernel, register_fast
 
 # Bytes of input per chunk of planes (see fast.max_pool.CHUNK_BYTES).
@@ -197,7 +197,8 @@ def _run_max(a: SimpleNamespace, x: np.ndarray, target: np.ndarray, needed=(True
 
 def scratch(a: SimpleNamespace, inputs, outputs) -> int:
     """A converted copy of the input, the results in the type pooled in (with indices), the
-    plan's gather indices (one per window and tap), and the chunks in flight."""
+    plan's gather indices (one per window and tap), and per chunk in flight its transposed
+    rows, gathered taps and offsets."""
     x = inputs[0]
     size = int(np.prod(x.shape, dtype=object))
     out = int(np.prod(outputs[0].shape, dtype=object))
@@ -205,7 +206,7 @@ def scratch(a: SimpleNamespace, inputs, outputs) -> int:
     windows = int(np.prod(outs, dtype=object))
     taps = int(np.prod([-(-n // o) + 1 for n, o in zip(x.shape[2:], outs, strict=True)],
                        dtype=object))
-    return size * 8 + out * 16 + windows * taps * 8 + chunk_scratch(12 * CHUNK_BYTES)
+    return size * 8 + out * 16 + windows * taps * 8 + 12 * in_flight(size * 8, CHUNK_BYTES)
 
 
 register_fast(

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ops.avg_pool import accumulator_dtype, to_input_type
 from ..ops.window import Windows, computed, computed_type, pool_dilations, restored
-from .chunks import chunk_scratch, each_chunk, plane_chunks
+from .chunks import each_chunk, in_flight, plane_chunks
 from .registry import FastKernel, register_fast
 
 # Outputs per axis that some tap misses, at most (each costs NumPy calls of its own).
@@ -361,13 +361,13 @@ def run(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...] | object:
 
 def scratch(a: SimpleNamespace, inputs, outputs) -> int:
     """A contiguous and a converted copy of the input, the averages in the accumulator
-    type with their conversion back, and the chunks in flight."""
+    type with their conversion back, and per chunk in flight its sums and strips."""
     (x,) = inputs
     size = int(np.prod(x.shape, dtype=object))
     out = int(np.prod(outputs[0].shape, dtype=object))
     item = x.element_type.dtype.itemsize
     acc = accumulator_dtype(computed_type(x.element_type.dtype)).itemsize
-    return size * (item + acc) + 4 * out * acc + chunk_scratch(8 * CHUNK_BYTES)
+    return size * (item + acc) + 4 * out * acc + 8 * in_flight(size * acc, CHUNK_BYTES)
 
 
 register_fast(

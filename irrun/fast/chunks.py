@@ -61,8 +61,9 @@ def each_chunk(
     threads.map_blocks(block, planes, -(-MIN_BLOCK_BYTES // max(plane_bytes, 1)))
 
 
-def chunk_scratch(chunk_bytes: int) -> int:
-    """The most bytes of chunks in flight at once: one per thread the run may use, each
-    up to four times ``chunk_bytes`` when there are several."""
+def in_flight(total_bytes: int, chunk_bytes: int) -> int:
+    """The most bytes of planes in chunks at once: a chunk per thread the run may use (of
+    up to four times ``chunk_bytes`` when there are several), never more than all of
+    them (``total_bytes``).  A kernel's scratch per chunk is a multiple of this."""
     n = threads.available()
-    return chunk_bytes if n <= 1 else n * 4 * chunk_bytes
+    return min(total_bytes, chunk_bytes if n <= 1 else n * 4 * chunk_bytes)

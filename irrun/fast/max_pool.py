@@ -28,7 +28,7 @@ import numpy as np
 
 from ..ops.max_pool import lowest, normalized_axis
 from ..ops.window import Axis, Windows, computed, computed_type, pool_dilations, restored
-from .chunks import chunk_scratch, each_chunk, plane_chunks
+from .chunks import each_chunk, in_flight, plane_chunks
 from .registry import FastKernel, register_fast
 
 # Outputs per axis that some tap misses, at most (each is a NumPy call or a few).
@@ -559,13 +559,14 @@ def _run(version: int):
 
 def scratch(a: SimpleNamespace, inputs, outputs) -> int:
     """A contiguous and a converted copy of the input, the values in the type pooled in,
-    intermediates of a pass over the whole input at most, and the chunks in flight."""
+    and per chunk in flight its passes' intermediates, phase copies and offsets (a pass
+    that keeps the size may hold half the input)."""
     (x,) = inputs
     size = int(np.prod(x.shape, dtype=object))
-    work = computed_type(x.element_type.dtype)
+    work = computed_type(x.element_type.dtype).itemsize
     out = int(np.prod(outputs[0].shape, dtype=object))
-    return (size * (x.element_type.dtype.itemsize + 2 * work.itemsize) + out * work.itemsize
-            + chunk_scratch(8 * CHUNK_BYTES))
+    return (size * (x.element_type.dtype.itemsize + 2 * work) + out * work
+            + 8 * in_flight(size * work, CHUNK_BYTES))
 
 
 for _version in (1, 8, 14):

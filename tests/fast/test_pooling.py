@@ -16,6 +16,7 @@ tests/test_differential.py and the other pool tests.
 
 from __future__ import annotations
 
+import tracemalloc
 from types import SimpleNamespace
 from unittest import mock
 
@@ -257,3 +258,64 @@ def test_the_window_pools_on_two_threads_are_the_reference(op_type):
         got = fast_kernel(op).run(a, x)
     for g, w in zip(got, op.kernel(a, x), strict=True):
         _same(g, w, op.label)
+
+
+# ---------------------------------------------------------------------- scratch
+
+
+SCRATCH_CASES = [
+    ("MaxPool", 8, (2, 16, 40, 42), _attrs()),
+    ("MaxPool", 1, (1, 8, 12, 13, 14), _attrs(n=3, k=2, s=2, p=0)),
+    ("MaxPool", 14, (1, 4, 3, 3), SimpleNamespace(**{**vars(_attrs(p=0, s=1, k=2)),
+                                                     "pads_begin": (5000, 0)})),
+    ("AvgPool", 1, (2, 16, 40, 42), _attrs(s=1, exclude_pad=False)),
+    ("AvgPool", 16, (1, 32, 7, 7), _attrs(k=7, s=1, p=0)),
+    ("AvgPool", 14, (1, 3, 200), _attrs(n=1, k=60, s=1, p=30, exclude_pad=False)),
+]
+
+
+def _peak_beyond(kernel, *args) -> int:
+    """The most bytes ``kernel(*args)`` held at once beyond the outputs it returned."""
+    tracemalloc.start()
+    try:
+        outputs = kernel(*args)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    if outputs is NotImplemented:  # the reference runs instead, checked on its own
+        return 0
+    return peak - sum(o.nbytes for o in outputs if o is not None)
+
+
+@pytest.mark.parametrize(("op_type", "version", "shape", "a"), SCRATCH_CASES,
+                         ids=[f"{t}{v}-{'x'.join(map(str, s))}" for t, v, s, _ in SCRATCH_CASES])
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "u8"])
+def test_the_window_pools_hold_no_more_than_their_scratch(op_type, version, shape, a, dtype):
+    op = _op(op_type, version)
+    et = ELEMENT_TYPES[dtype]
+    x = (np.random.default_rng(2).standard_normal(shape) * 50).astype(np.float32).astype(et.dtype)
+    infos = [TensorInfo(shape, et)]
+    outs = op.infer(a, infos)
+    reference = op.scratch(a, infos, outs)
+    assert _peak_beyond(op.kernel, a, x) <= reference
+    fast = max(fast_kernel(op).scratch(a, infos, outs), reference)  # the plan counts both
+    with threads.using(threads.available()):
+        assert _peak_beyond(fast_kernel(op).run, a, x) <= fast
+
+
+@pytest.mark.parametrize("op_type", ["AdaptiveAvgPool", "AdaptiveMaxPool"])
+@pytest.mark.parametrize(("shape", "outs"), [((2, 16, 13, 13), (7, 7)), ((1, 3, 1000), (3,)),
+                                             ((1, 4, 6, 7, 8), (1, 1, 1))])
+def test_the_adaptive_pools_hold_no_more_than_their_scratch(op_type, shape, outs):
+    op = _op(op_type, 8)
+    a = SimpleNamespace(index_element_type=ELEMENT_TYPES["i64"])
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    target = np.array(outs, np.int64)
+    infos = [TensorInfo(shape, ELEMENT_TYPES["f32"]),
+             TensorInfo((len(outs),), ELEMENT_TYPES["i64"], target)]
+    results = op.infer(a, infos)
+    reference = op.scratch(a, infos, results)
+    assert _peak_beyond(op.kernel, a, x, target) <= reference
+    fast = max(fast_kernel(op).scratch(a, infos, results), reference)
+    with threads.using(threads.available()):
+        assert _peak_beyond(fast_kernel(op).run, a, x, target) <= fast
