@@ -1,8 +1,9 @@
 """Differential tests: irrun against OpenVINO's CPU plugin, in-process.
 
 Every configuration is a small model (one pooling op, or a chain of 2-4) built
-with OpenVINO's Python opset API.  The model is saved as IR and run by irrun,
-and the same in-memory model is compiled for the CPU plugin with f32 inference
+with OpenVINO's Python opset API.  The model is saved as IR and run by irrun
+(in the default mode, and again with its reference kernels only), and the same
+in-memory model is compiled for the CPU plugin with f32 inference
 precision; both get the same seeded input and every output is compared by
 tensor name.  Expected values always come from OpenVINO, never from irrun.
 
@@ -66,8 +67,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-import irrun
+import reference_mode
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset5, opset8, opset14, opset16  # noqa: E402
@@ -434,10 +434,11 @@ def run_cpu(core, cfg: dict[str, Any], x: np.ndarray):
     return outputs, kernels
 
 
-def run_irrun(cfg: dict[str, Any], x: np.ndarray, tmp_path) -> dict[str, np.ndarray]:
+def run_irrun(cfg: dict[str, Any], x: np.ndarray, tmp_path, mode: str = "fast"
+              ) -> dict[str, np.ndarray]:
     path = tmp_path / "m.xml"
     ov.save_model(build_model(cfg), path, compress_to_fp16=False)
-    return irrun.load(path).run({"x": x})
+    return reference_mode.load(path, mode).run({"x": x})
 
 
 # --------------------------------------------------------------------------- comparing
@@ -544,10 +545,11 @@ def expectations(cfg: dict[str, Any], kernels=None):
     return found
 
 
+@pytest.mark.parametrize("mode", reference_mode.MODES)
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[c["id"] for c in CONFIGS])
-def test_matches_cpu_plugin(cfg, core, tmp_path):
+def test_matches_cpu_plugin(cfg, mode, core, tmp_path):
     x = make_input(cfg)
-    got = run_irrun(cfg, x, tmp_path)
+    got = run_irrun(cfg, x, tmp_path, mode)
     want, kernels = run_cpu(core, cfg, x)
     assert sorted(got) == sorted(want)
     for name, (tolerance, empty, index_type) in expectations(cfg, kernels).items():

@@ -104,7 +104,7 @@ def test_run_computes_only_what_is_asked(tmp_path, monkeypatch):
     # A chain of same-size pools runs as one fused step (irrun.core.passes.pool_chains.PoolChain).
     ran = []
     for step, _ in model._plan.schedule((model._slot_of("t2"),)):
-        inner = step.kernel.steps if isinstance(step.kernel, PoolChain) else [step]
+        inner = step.kernel.parts if isinstance(step.kernel, PoolChain) else [step]
         ran += [s.node.layer.name for s in inner]
     assert ran == ["pool0", "pool1", "pool2"]
     assert set(calls) <= set(ran)

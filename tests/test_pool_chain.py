@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import irrun
 from irrun.core.passes.pool_chains import PoolChain
-from irrun.ops import pool_chain
+from irrun.fast import pool_chain
 from irrun.ops.avg_pool import avg_pool
 from irrun.ops.max_pool import max_pool
 
@@ -172,8 +172,8 @@ def _chains(draw):
 @given(_chains(), st.integers(0, 2**32 - 1), st.sampled_from([1e-40, 1.0, 1e37]),
        st.integers(0, 3))  # fmt: skip
 def test_chain_matches_the_layer_kernels(case, seed, scale, planes_per_chunk):
-    # The layer kernels are checked against OpenVINO elsewhere; the chain must agree
-    # with them bit for bit, in chunks or not, and again when its kept buffer is reused.
+    # The layers' reference kernels are checked against OpenVINO elsewhere; the chain must
+    # agree with them bit for bit, in chunks or not, and again when its kept buffer is reused.
     shape, kernel, pb, pe, kinds = case
     with np.errstate(over="ignore"):  # 3e38 * 1e37 is inf, one more special value
         x = _special(shape, seed) * np.float32(scale)
@@ -188,7 +188,7 @@ def test_chain_matches_the_layer_kernels(case, seed, scale, planes_per_chunk):
             a = SimpleNamespace(kernel=kernel, strides=(1, 1), pads_begin=pb, pads_end=pe,
                                 dilations=(1, 1), rounding_type="floor", auto_pad="explicit",
                                 exclude_pad=layer.exclude_pad)  # fmt: skip
-            want = max_pool(want, a, with_indices=False)[0] if layer.max else avg_pool(want, a)
+            want = max_pool(want, a)[0] if layer.max else avg_pool(want, a)
     for g in got:
         _assert_same(g, want)
 
@@ -204,13 +204,87 @@ def test_chain_buffers_are_aligned_and_half_a_page_apart(kernel, pb, pe, shape):
     seen = []
     real = pool_chain.ChainPlan._run_chunk
 
-    def spy(self, xc, bufs, underflows):
+    def spy(self, xc, bufs, *rest):
         for b in bufs:
             views = pool_chain._Views(self, b, xc.shape[0])
             seen.append((views.out.ctypes.data % 4096, views.rows.ctypes.data % 32))
-        return real(self, xc, bufs, underflows)
+        return real(self, xc, bufs, *rest)
 
     with mock.patch.object(pool_chain.ChainPlan, "_run_chunk", spy):
         plan.run(x)
         plan.run(x)  # with the buffer kept from the first run
     assert sorted(seen[:2]) == sorted(seen[2:]) == [(0, 0), (2048, 0)]
+
+
+def _chain_step(m) -> PoolChain:
+    schedule = m._plan._schedule(tuple(sorted(m._output_slots.values())))
+    return next(step.kernel for step, _ in schedule if isinstance(step.kernel, PoolChain))
+
+
+def _bits_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and bool(
+        (a.view(np.uint32) == b.view(np.uint32)).all())
+
+
+@pytest.mark.parametrize("copies", [True, False])
+@pytest.mark.parametrize("planes_per_chunk", [0, 1, 4])
+def test_observed_parts_are_the_layers_outputs(tmp_path, copies, planes_per_chunk):
+    # An observed run of a fused chain tells of each layer as the layers' own kernels
+    # (the fast ones a default run takes, and the reference ones) compute it, bit for
+    # bit, and its own output is the plain run's.
+    shape = (2, 3, 7, 9)
+    kinds = ["max", "avg", "max1", "avg", "max"]
+    path, _ = _save(tmp_path, shape, ov.Type.f32, kinds, (3, 3), [1, 1], [1, 1])
+    fused = _chain_step(irrun.load(path))
+    plane = (shape[2] + 1) * (shape[3] + 1) * 4
+    chunk = planes_per_chunk * plane or pool_chain.CHUNK_BYTES
+    with mock.patch.object(pool_chain, "CHUNK_BYTES", chunk):
+        chain = PoolChain(list(fused.parts), fused.geometry, fused.layers)
+        x = _special(shape, seed=3)
+        chunked = chain._plan(x).per_chunk < chain._plan(x).planes
+        assert chunked == (planes_per_chunk in (1, 4))
+        seen = []
+
+        def tap(step, args, outputs, seconds):
+            # Without copies the arrays are good while tap runs: kept as they are now.
+            seen.append((step, [np.array(a) for a in args],
+                         [None if o is None else np.array(o) for o in outputs], seconds))
+
+        observed = chain.observed((x,), tap, copies)
+        plain = chain(None, x)
+    assert len(observed) == len(plain) == 2 and observed[1] is None and plain[1] is None
+    assert _bits_equal(observed[0], plain[0])
+    assert [s for s, _, _, _ in seen] == list(fused.parts)
+    assert all(seconds >= 0 for _, _, _, seconds in seen)
+    want = x
+    for step, args, outputs, _ in seen:
+        assert len(args) == 1 and len(outputs) == len(step.outputs)
+        assert all(o is None for o in outputs[1:])  # MaxPool-8's indices: not needed
+        kw = {} if step.needed is None else {"needed": step.needed}
+        fast = step.kernel(step.attrs, want, **kw)[0]
+        reference = step.node.op.kernel(step.attrs, want)[0]
+        assert _bits_equal(fast, reference)
+        if copies:
+            assert _bits_equal(args[0], want)
+        else:  # a layer may have overwritten its input in the buffer
+            assert args[0].shape == want.shape and args[0].dtype == want.dtype
+        if copies or not chunked:
+            assert _bits_equal(outputs[0], reference)
+        else:  # only shapes and types: no layer's whole output ever exists
+            assert outputs[0].shape == reference.shape and outputs[0].dtype == reference.dtype
+        want = reference
+    assert _bits_equal(plain[0], want)
+
+
+def test_observed_copies_stay_valid(tmp_path):
+    shape = (1, 2, 6, 6)
+    path, _ = _save(tmp_path, shape, ov.Type.f32, ["max", "avg", "max"], (3, 3), [1, 1], [1, 1])
+    chain = _chain_step(irrun.load(path))
+    kept = []
+    first = _special(shape, seed=1)
+    chain.observed((first,), lambda step, args, outs, s: kept.append((args, outs)), True)
+    snapshot = [(np.array(a[0]), np.array(o[0])) for a, o in kept]
+    chain(None, _special(shape, seed=2))  # the chain's buffers hold other values now
+    chain.observed((_special(shape, seed=3),), lambda *told: None, True)
+    for (args, outs), (a, o) in zip(kept, snapshot, strict=True):
+        assert _bits_equal(args[0], a) and _bits_equal(outs[0], o)

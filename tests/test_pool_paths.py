@@ -1,18 +1,23 @@
-"""The pooling kernels' fast paths against OpenVINO's CPU plugin, bit for bit.
+"""The pooling kernels' fast paths (and the reference kernels) against OpenVINO's CPU
+plugin, bit for bit.
 
 The differential suite draws small shapes, where every pool fits in one chunk of
 planes.  Here shapes are larger, the chunks tiny (so planes are split into many),
 and the inputs full of the values that decide ties: NaN, infinities, f32's lowest,
-and zeros of both signs.  Each case names the path it exercises.
+and zeros of both signs.  Each case names the fast path it exercises.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import reference_mode
 
 import irrun
-from irrun.ops import adaptive_pool, avg_pool, max_pool
+from irrun.fast import adaptive_pool as fast_adaptive_pool
+from irrun.fast import avg_pool as fast_avg_pool
+from irrun.fast import max_pool as fast_max_pool
+from irrun.ops import adaptive_pool
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset8, opset14  # noqa: E402
@@ -103,11 +108,12 @@ def core():
 @pytest.fixture()
 def tiny_chunks(monkeypatch):
     """Chunks of a few planes, so that every path runs over several chunks."""
-    for module in (max_pool, avg_pool, adaptive_pool):
+    modules = (fast_max_pool, fast_avg_pool, fast_adaptive_pool)
+    for module in modules:
         monkeypatch.setattr(module, "CHUNK_BYTES", 3000)
         module._plan.cache_clear()
     yield
-    for module in (max_pool, avg_pool, adaptive_pool):
+    for module in modules:
         module._plan.cache_clear()
 
 
@@ -115,9 +121,10 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype(f"u{a.dtype.itemsize}"))
 
 
+@pytest.mark.parametrize("mode", reference_mode.MODES)
 @pytest.mark.parametrize("kind", ["normal", "ties", "special", "relu"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_matches_cpu_plugin_bit_for_bit(name, kind, core, tmp_path, tiny_chunks):
+def test_matches_cpu_plugin_bit_for_bit(name, kind, mode, core, tmp_path, tiny_chunks):
     shape, build = CASES[name]
     x = _values(shape, kind)
     p = opset1.parameter(list(shape), ov.Type.f32, name="x")
@@ -128,7 +135,7 @@ def test_matches_cpu_plugin_bit_for_bit(name, kind, core, tmp_path, tiny_chunks)
     model = ov.Model(outs, [p], name)
     ov.save_model(model, tmp_path / "m.xml", compress_to_fp16=False)
     want = core.compile_model(model, "CPU", CPU_CONFIG)(x)
-    got = irrun.load(tmp_path / "m.xml").run({"x": x})
+    got = reference_mode.load(tmp_path / "m.xml", mode).run({"x": x})
     for i in range(len(outs)):
         w, g = want[i], got[f"y{i}"]
         assert g.shape == w.shape and g.dtype == w.dtype, (i, g.shape, w.shape)
@@ -184,14 +191,19 @@ def test_unused_index_output_is_not_computed(tmp_path, monkeypatch):
     assert both["indices"][0, 1, 0, 0] == 64 + 9
 
 
+@pytest.mark.parametrize("mode", reference_mode.MODES)
 @pytest.mark.parametrize("kind", ["normal", "ties", "special"])
 @pytest.mark.parametrize("shape", [(2, 5, 6, 7), (1, 3, 4, 5, 6), (3, 4, 33)])
-def test_global_adaptive_average_adds_in_row_major_order(shape, kind, tiny_chunks):
+def test_global_adaptive_average_adds_in_row_major_order(shape, kind, mode, tiny_chunks):
     # OpenVINO's plugin turns an all-ones AdaptiveAvgPool into ReduceMean, so the
-    # oracle here is the reference's order, spelled out: f32 additions from +0.0 in
-    # row-major order, one division.
+    # oracle here is the plugin's pooling order, spelled out: f32 additions from +0.0
+    # in row-major order, one division.
     x = _values(shape, kind, seed=2)
-    got = adaptive_pool.adaptive_avg_pool(x, (1,) * (len(shape) - 2))
+    target = np.ones(len(shape) - 2, np.int64)
+    if mode == "reference":
+        (got,) = adaptive_pool._avg_kernel(None, x, target)
+    else:
+        (got,) = fast_adaptive_pool._run_avg(None, x, target)
     planes = x.reshape(shape[0] * shape[1], -1)
     want = np.empty(len(planes), np.float32)
     with np.errstate(invalid="ignore", over="ignore"):

@@ -30,7 +30,8 @@ import irrun
 from irrun import threads
 from irrun.cli import main
 from irrun.errors import UsageError
-from irrun.ops import blocks, window
+from irrun.fast import chunks
+from irrun.ops import blocks
 
 THREADS = (1, 2, 3, 4)
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +46,7 @@ def small_blocks(monkeypatch):
 
     Yields the number of blocks of each split, to check that the work did split.
     """
-    monkeypatch.setattr(window, "MIN_BLOCK_BYTES", 1)
+    monkeypatch.setattr(chunks, "MIN_BLOCK_BYTES", 1)
     monkeypatch.setattr(blocks, "MIN_SPLIT", 2)
     monkeypatch.setattr(blocks, "MIN_BLOCK", 6)
     monkeypatch.setattr(blocks, "PIECE", 3)
@@ -312,8 +313,9 @@ POOL_CASES = [
     ((2, 5, 9, 8), lambda x: opset8.adaptive_max_pool(
         x, opset1.constant(np.array([4, 3], np.int64)), "i32")),
     ((1, 2, 3, 4), lambda x: opset8.adaptive_avg_pool(
-        x, opset1.constant(np.array([5, 7], np.int64)))),  # windows overlap: window by window
+        x, opset1.constant(np.array([5, 7], np.int64)))),  # windows overlap
 ]
+PAST_THE_INPUT = {5, 10}
 
 
 @pytest.mark.parametrize("case", range(len(POOL_CASES)))
@@ -325,7 +327,8 @@ def test_pools_are_identical_for_any_thread_count_and_exact(case, tmp_path, smal
     ov.save_model(model, path, compress_to_fp16=False)
     found = _runs(path, [x])
     _assert_identical(found)
-    assert max(small_blocks) > 1
+    # Windows past the input go to the reference kernel, which never splits.
+    assert max(small_blocks, default=1) > 1 or case in PAST_THE_INPUT
     # Bit for bit the plugin's, on one thread as tests/test_pool_*.py check it.
     want = run_cpu(model, [x])
     for got, w in zip(found[4].values(), want, strict=True):
@@ -374,7 +377,7 @@ def test_pools_of_any_size_are_identical_for_any_thread_count(tmp_path, small_bl
 def test_a_pool_above_the_real_threshold_is_identical(tmp_path):
     # 2x64x128x128 f32 is 8 MiB: split with the real MIN_BLOCK_BYTES into blocks of planes.
     x = _data((2, 64, 128, 128))
-    assert x.nbytes >= 2 * window.MIN_BLOCK_BYTES
+    assert x.nbytes >= 2 * chunks.MIN_BLOCK_BYTES
     model, path = _saved(lambda p: opset8.max_pool(p, [2, 2], [1, 1], [1, 1], [1, 1], [3, 3],
                                                    index_element_type="i64"), [x], tmp_path,
                          outputs=2)  # fmt: skip

@@ -576,3 +576,15 @@ def test_empty_windows_skip_unknown_sizes():
     assert empty_windows(attrs, (1, 1, DYNAMIC)) == []
     assert empty_windows(attrs, None) == []
     assert empty_windows(attrs, (1, 1, 4, 4)) == []  # the shape rule reports the rank
+
+
+def test_empty_windows_are_the_pools_warn_hook():
+    # Propagation asks each op's warn hook (OpDef.warn); the sliding-window pools have one.
+    from irrun.ir.registry import TensorInfo, supported_ops
+
+    warned = {op.label for op in supported_ops() if op.warn is not None}
+    assert warned >= {"MaxPool-v1", "MaxPool-v8", "MaxPool-v14", "AvgPool-v1", "AvgPool-v14",
+                      "AvgPool-v16"}
+    op = next(op for op in supported_ops() if op.label == "MaxPool-v8")
+    attrs = _pool_attrs(pads_begin=(2,), pads_end=(2,))
+    assert op.warn(attrs, [TensorInfo((1, 1, 3), None)])[0].startswith("2 windows on spatial")

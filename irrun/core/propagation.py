@@ -17,7 +17,6 @@ import numpy as np
 from ..errors import Diagnostic
 from ..ir.dims import Shape, dims_agree, format_shape, is_static
 from ..ir.registry import ShapeError, TensorInfo
-from ..ops import pool_checks
 from .binding import Node
 from .graph import LayerGraph
 from .memory import IMPOSSIBLE_BYTES, format_bytes, tensor_bytes
@@ -154,8 +153,9 @@ def propagate(
 def _infer(
     node: Node, inputs: list[TensorInfo]
 ) -> tuple[Diagnostic | None, list[TensorInfo], list[str]]:
-    """A layer's output infos and empty-window messages, or the finding (without its
-    location) that says why its shape rule refused the inputs."""
+    """A layer's output infos and its op's warnings (``OpDef.warn``: empty windows of a
+    pool), or the finding (without its location) that says why its shape rule refused
+    the inputs."""
     op = node.op
     assert op is not None
     try:
@@ -176,7 +176,7 @@ def _infer(
     if too_big is not None:
         return Diagnostic("error", "shape-error", too_big), [], []
     outputs = _fold(node, inputs, outputs)
-    empty = pool_checks.empty_windows(node.attrs, inputs[0].shape) if inputs else []
+    empty = op.warn(node.attrs, inputs) if op.warn is not None else []
     return None, outputs, empty
 
 

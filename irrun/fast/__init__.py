@@ -16,7 +16,14 @@ itself, and no pass rewrites its plan.  Nothing in :mod:`irrun.ops` imports this
 package (``tests/test_layers.py`` fails if something does).
 """
 
-from . import convolution  # noqa: F401  (registers its fast kernels)
+# Each module registers its fast kernels when imported.
+from . import (  # noqa: F401
+    adaptive_pool,
+    avg_pool,
+    convolution,
+    max_pool,
+    pool_chain,
+)
 from .registry import (
     Dispatch,
     FastKernel,

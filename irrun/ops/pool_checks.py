@@ -1,4 +1,4 @@
-"""Pooling checks beyond the shape rule: windows that hold no input element.
+"""MaxPool's and AvgPool's ``warn`` hook: windows that hold no input element.
 
 OpenVINO accepts a pool whose windows lie wholly outside the input: ``ceil``
 rounding can add a last window that starts past the end, and MaxPool allows
@@ -10,23 +10,23 @@ meant, so the checker warns about it with the values that cause it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import SimpleNamespace
 
 import numpy as np
 
 from ..ir.dims import Shape
-from ..ir.registry import ShapeError
+from ..ir.registry import ShapeError, TensorInfo
 from .window import clip_windows, output_size, pool_dilations, resolve_pads, with_defaults
 
-POOL_ATTRS = ("kernel", "strides", "pads_begin", "pads_end", "auto_pad", "rounding_type")
 # Axes with more windows than this are not examined (only absurd shapes have them).
 MAX_WINDOWS = 1_000_000
 _SHOWN = 5  # window indices listed in a message
 
 
-def is_pool(attrs: SimpleNamespace) -> bool:
-    """Whether an op's attributes describe a sliding-window pool (MaxPool, AvgPool)."""
-    return all(hasattr(attrs, name) for name in POOL_ATTRS)
+def warn_empty_windows(attrs: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[str]:
+    """The ``warn`` hook of MaxPool and AvgPool (see :func:`empty_windows`)."""
+    return empty_windows(attrs, inputs[0].shape) if inputs else []
 
 
 def empty_windows(attrs: SimpleNamespace, shape: Shape | None) -> list[str]:
@@ -41,7 +41,7 @@ def empty_windows(attrs: SimpleNamespace, shape: Shape | None) -> list[str]:
 kernel 1, stride 3, dilation 1, pads 0/0, rounding_type=ceil): OpenVINO's CPU plugin gives \
 NaN or -0.0 there (its reference implementation 0)
     """
-    if not is_pool(attrs) or shape is None or len(shape) - 2 != len(attrs.kernel):
+    if shape is None or len(shape) - 2 != len(attrs.kernel):
         return []
     a = with_defaults(attrs)
     dil = pool_dilations(a)
@@ -66,7 +66,7 @@ NaN or -0.0 there (its reference implementation 0)
 
 
 def _message(a: SimpleNamespace, any_pad: bool, axis: int, size: int, empty: np.ndarray,
-             geometry: tuple[int, ...]) -> str:  # fmt: skip
+             geometry: tuple[int, ...]) -> str:
     k, s, d, pb, pe = geometry
     n = len(empty)
     shown = ", ".join(str(i) for i in empty[:_SHOWN]) + (", ..." if n > _SHOWN else "")
@@ -75,7 +75,7 @@ def _message(a: SimpleNamespace, any_pad: bool, axis: int, size: int, empty: np.
     several = n != 1
     where = (f"output{'s' * several} {shown} start{'' if several else 's'} at {begins}; "
              f"input size {size}, kernel {k}, stride {s}, dilation {d}, pads {pb}/{pe}, "
-             f"rounding_type={a.rounding_type}")  # fmt: skip
+             f"rounding_type={a.rounding_type}")
     if not hasattr(a, "exclude_pad"):
         effect = "OpenVINO gives the lowest value of the element type there (-3.4e38 for f32)"
     elif not a.exclude_pad and any_pad:
@@ -85,4 +85,4 @@ def _message(a: SimpleNamespace, any_pad: bool, axis: int, size: int, empty: np.
         # -0.0 for one starting past it.
         effect = "OpenVINO's CPU plugin gives NaN or -0.0 there (its reference implementation 0)"
     return (f"{n} window{'s' * several} on spatial axis {axis} hold{'' if several else 's'} "
-            f"no input element ({where}): {effect}")  # fmt: skip
+            f"no input element ({where}): {effect}")

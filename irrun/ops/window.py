@@ -1,9 +1,11 @@
-"""Sliding-window geometry shared by every pooling op.
+"""Sliding-window geometry shared by every pooling op (and convolution).
 
 This module is the one place that knows how big a pooled output is
 (:func:`output_size`), how ``auto_pad`` turns into pads (:func:`resolve_pads`),
-and where each window's taps fall.  Shape rules and kernels both call it, so
-the shape irrun checks is the shape irrun computes.
+and where each window's taps fall (:func:`clip_windows`).  Shape rules, reference
+kernels and fast kernels all call it, so the shape irrun checks is the shape irrun
+computes.  The reference pools reduce :func:`window_elements`: every window's elements
+gathered, in the order OpenVINO scans them.
 
 Conventions (OpenVINO's): on each spatial axis the window for output ``o``
 has taps at ``o*stride - pad_begin + j*dilation`` for ``j in range(kernel)``;
@@ -13,14 +15,13 @@ a tap outside ``[0, size)`` is padding.  ``pad_end`` only affects the size.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np
 
-from .. import threads
 from ..errors import KernelError
 from ..ir.dims import DYNAMIC, Dim, Shape, map_bounds
 from ..ir.registry import ShapeError
@@ -37,14 +38,14 @@ _TAME_VALUE = 2**31
 # none (any type infers), so these are the types its CPU plugin compiles a pool for
 # and irrun computes as the plugin does; f8, u4/i4 and the rest are refused.
 POOL_TYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8",
-              "boolean")  # fmt: skip
+              "boolean")
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 # The plugin pools these in another type: booleans as u8, bf16 in f32, and 16-bit
 # and unsigned 32/64-bit integers as i32 (wrapping: u32 2**31 is -2**31 there).
 _COMPUTED_IN = {np.dtype(np.bool_): np.dtype(np.uint8), _BF16: np.dtype(np.float32),
                 **{np.dtype(t): np.dtype(np.int32)
-                   for t in (np.int16, np.uint16, np.uint32, np.uint64)}}  # fmt: skip
+                   for t in (np.int16, np.uint16, np.uint32, np.uint64)}}
 
 
 def computed(x: np.ndarray) -> np.ndarray:
@@ -59,6 +60,11 @@ def computed(x: np.ndarray) -> np.ndarray:
     if x.dtype == np.bool_:
         return x.view(np.uint8)
     return x.astype(work)
+
+
+def computed_type(dtype: np.dtype) -> np.dtype:
+    """The type :func:`computed` gives an array of ``dtype``."""
+    return _COMPUTED_IN.get(dtype, dtype)
 
 
 def restored(y: np.ndarray, dtype: np.dtype, truncate: bool = False) -> np.ndarray:
@@ -155,6 +161,102 @@ def clip_windows(
     return first.astype(np.int64), count.astype(np.int64)
 
 
+def distinct_windows(
+    first: np.ndarray, count: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The windows of one axis that hold different elements, and each output's among them.
+
+    Windows are given as :func:`clip_windows` gives them (``first`` is 0 where ``count``
+    is 0).  Returns the distinct ones' ``first`` and ``count`` and, for each output, the
+    index of its window among them.
+
+    >>> [v.tolist() for v in distinct_windows(np.array([0, 0, 1, 0]), np.array([2, 2, 2, 0]), 3)]
+    [[0, 0, 1], [0, 2, 2], [1, 1, 2, 0]]
+    """
+    _, pick, inverse = np.unique(first * (size + 1) + count, return_index=True,
+                                 return_inverse=True)
+    return first[pick], count[pick], inverse.reshape(-1)
+
+
+def window_elements(
+    x: np.ndarray, axes: Sequence[tuple[np.ndarray, np.ndarray, int]], fill: object,
+    dtype: np.dtype | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """The elements of every distinct window of ``x`` (N, C, *sizes), taps in row-major order.
+
+    ``axes`` holds, per spatial axis, each output's window as ``(first, count, step)``:
+    its taps inside the input are ``first + t*step`` for ``t < count`` (see
+    :func:`clip_windows`).  Outputs of an axis whose windows hold the same elements share
+    one (:func:`distinct_windows`), and a window is as long as its taps inside the input,
+    so the work is bounded by the input and the output whatever the kernel, pads or
+    dilations say: a million outputs in the padding are one window of no element.
+    Windows shorter than the longest read ``fill`` after their elements, at the plane's
+    end (``fill`` must leave the reduction unchanged).  ``dtype``: the elements cast to it.
+
+    Returns ``(taps, positions, inverse)``: ``taps`` (N*C, *distinct, T), each tap's flat
+    position in the plane (*distinct, T; the plane's size where it reads ``fill``) and,
+    per axis, each output's distinct window (see :func:`spread`).
+
+    >>> x = np.arange(5.0).reshape(1, 1, 5)  # windows [0, 1], [2, 3, 4], [4] and [0, 1]
+    >>> taps, where, inverse = window_elements(x, [(np.array([0, 2, 4, 0]),
+    ...                                             np.array([2, 3, 1, 2]), 1)], -1.0)
+    >>> taps.tolist()
+    [[[0.0, 1.0, -1.0], [2.0, 3.0, 4.0], [4.0, -1.0, -1.0]]]
+    >>> where.tolist(), inverse[0].tolist()
+    ([[0, 1, 5], [2, 3, 4], [4, 5, 5]], [0, 1, 2, 0])
+    """
+    p, sizes = x.shape[0] * x.shape[1], x.shape[2:]
+    plane = int(np.prod(sizes, dtype=np.int64))
+    n = len(sizes)
+    flat = np.empty((p, plane + 1), dtype or x.dtype)
+    flat[:, :plane] = x.reshape(p, plane)
+    flat[:, plane] = fill
+    # Positions over (*distinct, *taps per axis): each axis adds its part, broadcast.
+    position, inside, inverse = np.zeros((), np.int64), np.ones((), bool), []
+    for i, ((first, count, step), size) in enumerate(zip(axes, sizes, strict=True)):
+        first, count, which = distinct_windows(first, count, size)
+        t = np.arange(max(int(count.max(initial=0)), 1))
+        shape = [1] * (2 * n)
+        shape[i], shape[n + i] = len(first), len(t)
+        spacing = int(np.prod(sizes[i + 1 :], dtype=np.int64))  # of neighbours on the axis
+        # Past its count a tap may lie past the input (masked below): never past 2 * size.
+        position = position + ((first[:, None] + t * min(step, size)) * spacing).reshape(shape)
+        inside = inside & (t < count[:, None]).reshape(shape)
+        inverse.append(which)
+    distinct = position.shape[:n]
+    positions = np.where(inside, position, plane).reshape(*distinct, -1)
+    return flat[:, positions], positions, inverse
+
+
+def spread(a: np.ndarray, inverse: Sequence[np.ndarray]) -> np.ndarray:
+    """``a`` (N*C, *distinct) over the outputs: each takes its distinct window's value."""
+    for i, which in enumerate(inverse):
+        a = np.take(a, which, axis=i + 1)
+    return a
+
+
+# Outputs per axis past which :func:`window_counts` bounds the distinct windows by the
+# outputs instead of counting them (the output itself is then of that size at least).
+_COUNTED = 1 << 24
+
+
+def window_counts(w: Windows) -> tuple[int, int]:
+    """(distinct windows, taps per window) that :func:`window_elements` takes for ``w``,
+    at most: what a kernel's scratch grows with."""
+    windows = taps = 1
+    for ax in w.axes:
+        if ax.out > _COUNTED:
+            windows *= ax.out
+            taps *= max(min(ax.kernel, -(-ax.size // ax.dilation)), 1)
+            continue
+        first, count = clip_windows(ax.size, ax.kernel, ax.stride, ax.dilation, ax.pad_begin,
+                                    ax.out)
+        first, count, _ = distinct_windows(first, count, ax.size)
+        windows *= len(first)
+        taps *= max(int(count.max(initial=0)), 1)
+    return windows, taps
+
+
 def check_pool_attributes(a: SimpleNamespace, allow_ceil_torch: bool) -> None:
     """Attribute checks that need no input shape. Raises ValueError."""
     n = len(a.kernel)
@@ -190,7 +292,7 @@ def with_defaults(a: SimpleNamespace) -> SimpleNamespace:
     """
     n = len(a.kernel)
     filled = {"pads_begin": tuple(a.pads_begin) or (0,) * n,
-              "pads_end": tuple(a.pads_end) or (0,) * n}  # fmt: skip
+              "pads_end": tuple(a.pads_end) or (0,) * n}
     if hasattr(a, "dilations"):
         filled["dilations"] = tuple(a.dilations) or (1,) * n
     return SimpleNamespace(**{**vars(a), **filled})
@@ -314,56 +416,6 @@ class Axis:
         return self.stride == 1 and self.out == self.size
 
 
-def plane_chunks(planes: int, plane_bytes: int, target: int) -> list[slice]:
-    """Split ``planes`` (N*C) into equal runs of about ``target`` bytes each.
-
-    Pools work chunk by chunk so that a chunk's intermediates stay in the CPU's
-    cache and the memory they take stays small next to the tensors themselves.
-
-    >>> plane_chunks(10, 100, 450)
-    [slice(0, 4, None), slice(4, 8, None), slice(8, 10, None)]
-    """
-    per = max(1, target // max(plane_bytes, 1))
-    count = -(-planes // per)
-    per = -(-planes // count)
-    return [slice(i, min(i + per, planes)) for i in range(0, planes, per)]
-
-
-# Bytes of input a thread's block of planes must hold at least, and its chunks (four
-# times the one-thread chunk).  Every NumPy call hands the GIL over, and a thread
-# waiting for it must be woken: on a 2-vCPU VM that wake-up costs about as much as a
-# pool's call over a 1 MiB chunk, so two threads over such chunks ran W9 (32x64x56x56)
-# no faster than one and W1 (1x64x112x112) 1.8x slower.  Blocks of 4 MiB or more in
-# 4 MiB chunks make calls long enough to overlap (W9 1.2x faster on two threads than
-# on one); a smaller input runs on the calling thread in cache-sized chunks.
-MIN_BLOCK_BYTES = 1 << 22
-
-
-def each_chunk(
-    planes: int, plane_bytes: int, chunks: list[slice], body: Callable[[slice], object],
-    target: int,
-) -> None:  # fmt: skip
-    """``body(chunk)`` over the planes, chunk by chunk, on the run's threads.
-
-    One thread: over ``chunks`` (the planes in runs of about ``target`` bytes, see
-    :func:`plane_chunks`).  More: the planes in one block per thread (see
-    :func:`irrun.threads.map_blocks`), each block in chunks of about ``4 * target`` bytes
-    (see :data:`MIN_BLOCK_BYTES`).
-    A plane's result never depends on which chunk holds it (pools treat planes one
-    by one), so results are the same for any thread count.
-    """
-    if threads.current() <= 1 or planes * plane_bytes < 2 * MIN_BLOCK_BYTES:
-        for ch in chunks:
-            body(ch)
-        return
-
-    def block(start: int, stop: int) -> None:
-        for ch in plane_chunks(stop - start, plane_bytes, 4 * target):
-            body(slice(start + ch.start, start + ch.stop))
-
-    threads.map_blocks(block, planes, -(-MIN_BLOCK_BYTES // max(plane_bytes, 1)))
-
-
 @dataclass(frozen=True)
 class Windows:
     """Resolved geometry of a pool over a concrete input, one entry per spatial axis."""
@@ -389,26 +441,24 @@ class Windows:
         return cls(
             tuple(spatial), tuple(a.kernel), tuple(a.strides), dil,
             tuple(begins), tuple(ends), tuple(outs),
-        )  # fmt: skip
+        )
 
     @property
     def tame(self) -> bool:
-        """Whether per-tap loops stay within the input's size and positions within int64.
-
-        A kernel or dilation larger than its axis, or strides and pads past
-        ``_TAME_VALUE``, is left to :mod:`.ops.pool_windows`, whose work is bounded
-        by the input and output whatever the attributes say.
-        """
+        """Whether loops over the kernel's taps stay within the input's size and
+        positions within int64: kernels and dilations at most the axis, strides and pads
+        at most ``_TAME_VALUE`` (what the fast pools take; the reference takes any)."""
         return all(
             k <= n and d <= max(n, 1) and max(s, pb, pe) <= _TAME_VALUE
             for n, k, d, s, pb, pe in zip(self.sizes, self.kernel, self.dilations, self.strides,
                                           self.pads_begin, self.pads_end, strict=True)
-        )  # fmt: skip
+        )
 
-    def clipped(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """:func:`clip_windows` of every axis."""
-        return [clip_windows(ax.size, ax.kernel, ax.stride, ax.dilation, ax.pad_begin, ax.out)
-                for ax in self.axes]  # fmt: skip
+    def clipped(self) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        """Per axis, each output's taps inside the input: :func:`clip_windows`'s first
+        position and count, and the distance between taps (the dilation)."""
+        return [(*clip_windows(ax.size, ax.kernel, ax.stride, ax.dilation, ax.pad_begin, ax.out),
+                 ax.dilation) for ax in self.axes]
 
     @property
     def axes(self) -> tuple[Axis, ...]:
@@ -416,7 +466,7 @@ class Windows:
             Axis(*fields)
             for fields in zip(self.sizes, self.kernel, self.strides, self.dilations,
                               self.pads_begin, self.out, strict=True)
-        )  # fmt: skip
+        )
 
     @property
     def steps(self) -> tuple[int, ...]:
@@ -426,10 +476,6 @@ class Windows:
     def taps(self) -> Iterator[tuple[int, ...]]:
         """Kernel offsets in row-major (D, H, W) order: the order OpenVINO scans them."""
         return itertools.product(*(range(k) for k in self.kernel))
-
-    def starts(self, axis: int) -> np.ndarray:
-        """Input coordinate of each window's first tap on ``axis`` (may be negative)."""
-        return np.arange(self.out[axis]) * self.strides[axis] - self.pads_begin[axis]
 
     def padded(self, x: np.ndarray, fill: float | int) -> np.ndarray:
         """``x`` surrounded by ``fill`` so that every tap of every window is inside."""
@@ -453,24 +499,3 @@ class Windows:
                 for j, d, o, s in zip(tap, self.dilations, self.out, self.strides, strict=True)
             )
         ]
-
-    def valid_taps(self, axis: int) -> np.ndarray:
-        """How many taps of each window on ``axis`` fall inside the input."""
-        ax = self.axes[axis]
-        return clip_windows(ax.size, ax.kernel, ax.stride, ax.dilation, ax.pad_begin, ax.out)[1]
-
-    def start_index(self) -> np.ndarray:
-        """Flat input index of each window's first tap, over the spatial output grid."""
-        flat_strides = np.cumprod((1, *self.sizes[:0:-1]))[::-1]
-        index = np.zeros(self.out, np.int64)
-        for axis, fs in enumerate(flat_strides):
-            shape = [1] * len(self.out)
-            shape[axis] = self.out[axis]
-            index = index + (self.starts(axis) * int(fs)).reshape(shape)
-        return index
-
-    def tap_offset(self, tap: Sequence[int]) -> int:
-        """Flat index distance from a window's first tap to tap ``tap``."""
-        flat_strides = np.cumprod((1, *self.sizes[:0:-1]))[::-1]
-        steps = zip(tap, self.dilations, flat_strides, strict=True)
-        return int(sum(j * d * int(fs) for j, d, fs in steps))

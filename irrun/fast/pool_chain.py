@@ -14,7 +14,8 @@ them, but for one shortcut: an average divides its padding by NaN, which leaves
 NaN there for a max pool after it.  Chunks of planes go through the whole chain
 while their buffers stay in the CPU's cache.
 
-Results are those of :mod:`.max_pool` and :mod:`.avg_pool` bit for bit:
+Results are those of the layers' kernels (:mod:`irrun.ops.max_pool`,
+:mod:`irrun.ops.avg_pool`) bit for bit:
 
 * averages add their taps in kernel order and divide once by the count, as the
   plugin does; its sum starts at +0.0 and this one at the first tap, which
@@ -26,17 +27,26 @@ Results are those of :mod:`.max_pool` and :mod:`.avg_pool` bit for bit:
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .max_pool import fmax_fold, has_negative_zero, lowest
+from ..ops.max_pool import lowest
+from .max_pool import fmax_fold, has_negative_zero
+
+# Told, after each layer of each chunk: the layer's index, a view of its result for the
+# chunk's planes (p, h, w; valid until the chain goes on), the index of the chunk's first
+# plane, and the seconds the layer took on the chunk.  Called once more for the last
+# layer with no view, for the time taken to copy the chunk's result out.
+Observer = Callable[[int, "np.ndarray | None", int, float], None]
 
 # Larger kernels run layer by layer: the padding bands (and the plan's window counts)
 # grow with the kernel, not with the input, and a chain is for 3x3-like windows.
 MAX_KERNEL = 64
-# Bytes of a chunk's buffer: as the pools' (max_pool.CHUNK_BYTES); below, NumPy's cost
+# Bytes of a chunk's buffer: as the pools' (fast.max_pool.CHUNK_BYTES); below, NumPy's cost
 # per call outweighs what smaller, cached chunks save.
 CHUNK_BYTES = 1 << 20
 # Elements of the divisor an average broadcasts (a whole number of planes, at least).
@@ -139,37 +149,46 @@ class ChainPlan:
         """The flat range from the first to past the last output position of ``p`` planes."""
         return self.bh * self.wp + self.bw, p * self.plane
 
-    def run(self, x: np.ndarray) -> np.ndarray:
+    def run(self, x: np.ndarray, observer: Observer | None = None) -> np.ndarray:
         """The chain's output for ``x`` (the planned shape, float32).
 
         The buffer that does not hold the result is freed before the output is
         made, so that a run holds at most about twice the tensor's size.
+        ``observer`` is told of each layer's result for each chunk (see :data:`Observer`).
         """
         xp = x.reshape(self.planes, self.h, self.w)
         # NumPy reports each call that rounded a result below the normal range; only
         # an average's division can, and only then may it have made a -0.0.
         underflows: list[int] = []
         with np.errstate(invalid="ignore", over="ignore", divide="ignore", under="call",
-                         call=lambda kind, flag: underflows.append(flag)):  # fmt: skip
-            return self._run(xp, underflows)
+                         call=lambda kind, flag: underflows.append(flag)):
+            return self._run(xp, underflows, observer)
 
-    def _run(self, xp: np.ndarray, underflows: list[int]) -> np.ndarray:
+    def _run(self, xp: np.ndarray, underflows: list[int], observer: Observer | None
+             ) -> np.ndarray:
         try:
             bufs = [self._spare.pop()]  # another thread may be using it: then make one
         except IndexError:
             bufs = [self._buffer(PHASES[0])]
         bufs.append(self._buffer(PHASES[1] if self._phase(bufs[0]) == PHASES[0] else PHASES[0]))
+        last = len(self.layers) - 1
         if self.per_chunk >= self.planes:
-            result = bufs.pop(self._run_chunk(xp, bufs, underflows))
+            result = bufs.pop(self._run_chunk(xp, bufs, underflows, observer))
             bufs.clear()
+            started = time.perf_counter() if observer else 0.0
             out = np.empty((self.planes, self.h, self.w), np.float32)
             np.copyto(out, self._interior(result, self.planes))
+            if observer:  # the copy out is the last layer's
+                observer(last, None, 0, time.perf_counter() - started)
         else:
             out = np.empty((self.planes, self.h, self.w), np.float32)
             for start in range(0, self.planes, self.per_chunk):
                 stop = min(self.planes, start + self.per_chunk)
-                which = self._run_chunk(xp[start:stop], bufs, underflows)
+                which = self._run_chunk(xp[start:stop], bufs, underflows, observer, start)
+                started = time.perf_counter() if observer else 0.0
                 np.copyto(out[start:stop], self._interior(bufs[which], stop - start))
+                if observer:
+                    observer(last, None, start, time.perf_counter() - started)
             result = bufs[0]
         if not self._spare:
             self._spare.append(result)
@@ -190,8 +209,11 @@ class ChainPlan:
         b3 = buf[: p * self.plane].reshape(p, self.h + self.bh, self.wp)
         return b3[:, self.bh :, self.bw :]
 
-    def _run_chunk(self, xc: np.ndarray, bufs: list[np.ndarray], underflows: list[int]) -> int:
-        """Run the chain over the planes ``xc``; return which buffer holds the result."""
+    def _run_chunk(self, xc: np.ndarray, bufs: list[np.ndarray], underflows: list[int],
+                   observer: Observer | None = None, start: int = 0) -> int:
+        """Run the chain over the planes ``xc`` (the planes from ``start`` on); return which
+        buffer holds the result."""
+        started = time.perf_counter() if observer else 0.0
         p = xc.shape[0]
         src, dst = 0, 1
         views = [_Views(self, b, p) for b in bufs]
@@ -203,7 +225,7 @@ class ChainPlan:
         bound = np.float32(np.finfo(np.float32).max / (4 * len(self.taps)))
         small = bool(-bound < xc.min() and xc.max() < bound)  # False for NaN
         divided_by_nan = False  # whether the padding after the first output is NaN
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             if layer.max and divided_by_nan:
                 views[src].head.fill(-np.inf)
             else:
@@ -212,14 +234,17 @@ class ChainPlan:
             divided_by_nan = not layer.max
             if layer.max:
                 # A maximum is one of its window's values: -0.0 only where some was.
-                if not self._max(views[src], views[dst], negative_zero, small):
-                    continue  # the result is in src
+                if self._max(views[src], views[dst], negative_zero, small):
+                    src, dst = dst, src  # else the result is in src
             else:
                 underflows.clear()
                 self._average(views[src], views[dst], layer, negative_zero)
                 # Averages of values that are not -0.0 can still underflow to it.
                 negative_zero = bool(underflows) and has_negative_zero(views[dst].out)
-            src, dst = dst, src
+                src, dst = dst, src
+            if observer:  # what it does is no layer's time
+                observer(i, self._interior(bufs[src], p), start, time.perf_counter() - started)
+                started = time.perf_counter()
         return src
 
     def _average(self, src: _Views, dst: _Views, layer: Layer, negative_zero: bool) -> None:
@@ -329,10 +354,10 @@ def chain_layer(op_type: str, a) -> tuple[Geometry, Layer] | None:
     pb, pe = tuple(a.pads_begin) or zeros, tuple(a.pads_end) or zeros
     dilations = tuple(getattr(a, "dilations", ())) or (1, 1)
     if (a.auto_pad not in ("explicit", "notset") or tuple(a.strides) != (1, 1)
-            or dilations != (1, 1) or len(pb) != 2 or len(pe) != 2):  # fmt: skip
+            or dilations != (1, 1) or len(pb) != 2 or len(pe) != 2):
         return None
     if any(k < 1 or k > MAX_KERNEL or b < 0 or e < 0 or b + e != k - 1
-           for k, b, e in zip(a.kernel, pb, pe, strict=True)):  # fmt: skip
+           for k, b, e in zip(a.kernel, pb, pe, strict=True)):
         return None
     g = Geometry(tuple(a.kernel), pb, pe)
     return g, Layer(op_type == "MaxPool", getattr(a, "exclude_pad", True))
