@@ -1,26 +1,16 @@
-"""Loading a model to run its reference kernels only (see :mod:`irrun.fast`).
+"""Loading a model in either mode: its fast plan, or its reference kernels only.
 
-``irrun.load(..., reference=True)`` where the package has it; else the same plan built
-here: every op's reference kernel, no passes (:class:`irrun.core.executor.Plan`).
+Tests that check values against OpenVINO run both (``MODES``): the reference kernels
+define irrun's values, and the default plan must give them.
 """
 
 from __future__ import annotations
 
-import inspect
-
 import irrun
-from irrun.core.executor import Plan
 
 MODES = ["fast", "reference"]
 
 
 def load(path, mode: str = "fast", **kwargs) -> irrun.Model:
     """``irrun.load(path)``, running only reference kernels when ``mode`` is "reference"."""
-    reference = mode == "reference"
-    if not reference:
-        return irrun.load(path, **kwargs)
-    if "reference" in inspect.signature(irrun.load).parameters:
-        return irrun.load(path, reference=True, **kwargs)
-    model = irrun.load(path, fold_constants=False, **kwargs)
-    model._plan = Plan(model._graph, model._nodes, reference=True)
-    return model
+    return irrun.load(path, reference=mode == "reference", **kwargs)

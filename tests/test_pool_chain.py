@@ -217,7 +217,7 @@ def test_chain_buffers_are_aligned_and_half_a_page_apart(kernel, pb, pe, shape):
 
 
 def _chain_step(m) -> PoolChain:
-    schedule = m._plan._schedule(tuple(sorted(m._output_slots.values())))
+    schedule = m._plan.schedule(tuple(sorted(m._output_slots.values())))
     return next(step.kernel for step, _ in schedule if isinstance(step.kernel, PoolChain))
 
 
