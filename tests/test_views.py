@@ -152,3 +152,16 @@ def test_the_command_line_runs_and_compares_with_the_reference(capsys):
     assert out.rstrip().endswith("irrun vs irrun's reference kernels") and "FAILED" not in out
     assert main([demo, "--reference", "--threads", "2"]) == 2
     assert "a reference model runs on one thread, not 2" in capsys.readouterr().err
+
+
+def test_irrun_ops_lists_the_fast_kernels(capsys):
+    from irrun.cli import main
+    from irrun.fast import fast_kernels
+
+    assert main(["ops", "--fast"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"{len(fast_kernels())} fast kernels; every other op runs its reference kernel\n"
+    blocks = out.rstrip("\n").split("\n")
+    heads = [line for line in blocks if not line.startswith("  ")]
+    assert len(heads) == len(fast_kernels()) and "MaxPool v8" in heads
+    assert sum(line.startswith("  applies: ") for line in blocks) == len(heads)

@@ -147,9 +147,11 @@ def _handle_fast(args: argparse.Namespace) -> int:
         dump_json({"fast_kernels": table}, sys.stdout)
         return 0
     for e in table:
-        versions = ", ".join(map(str, e["versions"]))
-        exact = "bit-exact" if e["exact"] else f"within {e['bound']}"
-        sys.stdout.write(f"{e['type']} ({versions}): {exact}; {e['applies']}\n")
+        versions = ", ".join(f"v{v}" for v in e["versions"])
+        into = ", and in place" if e["in_place"] else ""
+        close = "bit for bit" if e["exact"] else e["bound"]
+        sys.stdout.write(f"{e['type']} {versions}{into}\n  applies: {e['applies']}\n"
+                         f"  against the reference: {close}\n")
     print(f"{len(table)} fast kernels; every other op runs its reference kernel",
           file=sys.stderr)
     return 0
