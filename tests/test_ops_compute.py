@@ -42,7 +42,7 @@ from ov_shapes import from_ov_shape
 import irrun
 from irrun.ir.dims import Interval
 from irrun.ir.registry import ShapeError, resolve
-from irrun.ops.elementwise import broadcast_shapes, erf, gelu_erf
+from irrun.ops.activations import broadcast_shapes, erf, gelu_erf
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset2, opset3, opset4, opset5, opset6, opset7, opset9, opset11  # noqa: E402
@@ -948,7 +948,7 @@ def test_clamp_fast_path_is_the_definition(dtype, lo, hi):
     zeros and NaN included, on whatever CPU."""
     from types import SimpleNamespace
 
-    from irrun.ops.elementwise import _clamp, clamp_bounds
+    from irrun.ops.activations import _clamp, clamp_bounds
 
     specials = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 6.0, -6.0, 1e-45, -1e-45, 2.0, -1.0]
     x = np.concatenate([np.array(specials, dtype),
@@ -965,7 +965,7 @@ def test_relu_fast_path_is_the_definition(dtype):
     """ReLU is ``x > 0 ? x : 0`` bit for bit (NaN and -0.0 give +0.0) on whatever CPU."""
     from types import SimpleNamespace
 
-    from irrun.ops.elementwise import _relu
+    from irrun.ops.activations import _relu
 
     if np.dtype(dtype).kind == "f":
         special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45], dtype)

@@ -131,7 +131,7 @@ def test_activations_of_strided_views_are_their_values(act):
     values, not those of a copy they then drop."""
     from types import SimpleNamespace
 
-    from irrun.ops import elementwise as e
+    from irrun.ops import activations as e
 
     base = np.random.default_rng(4).standard_normal((6, 10)).astype(np.float32) * 4
     x = base.T[::2]  # [5, 6], strides of a transposed, sliced view

@@ -1,6 +1,7 @@
 """The ops irrun runs. Importing this package registers every one of them."""
 
 from . import (
+    activations,
     adaptive_pool,
     attention,
     avg_pool,
@@ -10,7 +11,6 @@ from . import (
     convolution_backprop,
     detection,
     einsum,
-    elementwise,
     indexing,
     interpolate,
     layout,
@@ -24,11 +24,12 @@ from . import (
     reduction,
     scatter,
     topk,
-    unary_math,
+    unary,
     variables,
 )
 
 __all__ = [
+    "activations",
     "adaptive_pool",
     "attention",
     "avg_pool",
@@ -38,7 +39,6 @@ __all__ = [
     "convolution_backprop",
     "detection",
     "einsum",
-    "elementwise",
     "indexing",
     "interpolate",
     "layout",
@@ -52,6 +52,6 @@ __all__ = [
     "reduction",
     "scatter",
     "topk",
-    "unary_math",
+    "unary",
     "variables",
 ]

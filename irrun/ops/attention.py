@@ -47,7 +47,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import broadcast_dims, broadcast_shapes, merge_dims
+from .activations import broadcast_dims, broadcast_shapes, merge_dims
 
 REAL_TYPES = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
 _NAMES = ("query", "key", "value", "attention_mask", "scale", "sink")

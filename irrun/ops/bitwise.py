@@ -28,7 +28,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ir.registry import OpDef, TensorInfo, register
-from .elementwise import BROADCAST_ATTR, binary_kernel, infer_binary
+from .activations import BROADCAST_ATTR, binary_kernel, infer_binary
 
 INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 BOOLEAN_OR_INTEGERS = ("boolean", *INTEGERS)

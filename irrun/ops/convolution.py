@@ -34,7 +34,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import conv_depthwise, conv_taps
-from .elementwise import merge_dims, same_element_type
+from .activations import merge_dims, same_element_type
 from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
 
 ATTRS = (

@@ -33,7 +33,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import convolution as conv
-from .elementwise import merge_dims, same_element_type
+from .activations import merge_dims, same_element_type
 from .movement import check_vector, flat_ints, int_values
 
 ATTRS = (*conv.ATTRS, Attr("output_padding", "ints", ()))

@@ -41,7 +41,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import broadcast_dims, broadcast_shapes, merge_dims
+from .activations import broadcast_dims, broadcast_shapes, merge_dims
 
 ELLIPSIS = "..."
 EINSUM_TYPES = (

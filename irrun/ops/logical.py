@@ -20,7 +20,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import BROADCAST_ATTR, binary_kernel, broadcast_shapes, same_element_type
+from .activations import BROADCAST_ATTR, binary_kernel, broadcast_shapes, same_element_type
 
 BOOLEAN = ELEMENT_TYPES["boolean"]
 

@@ -19,7 +19,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import broadcast_shapes, merge_dims, same_element_type
+from .activations import broadcast_shapes, merge_dims, same_element_type
 
 
 def matmul_shape(a: Shape | None, b: Shape | None, ta: bool, tb: bool) -> Shape | None:

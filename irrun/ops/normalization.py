@@ -49,7 +49,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import merge_dims
+from .activations import merge_dims
 from .movement import check_vector, flat_ints, int_values, normalize_axis
 
 NAMES = ("gamma", "beta", "mean", "variance")

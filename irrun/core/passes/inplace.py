@@ -12,11 +12,11 @@ otherwise the op's own kernel runs.  The other operand must be ready when the he
 The chain also takes, the same way:
 
 - Gelu, computed into the result where its kernel can (f32, erf mode:
-  :func:`irrun.ops.elementwise.gelu_erf_into`), else by its kernel;
+  :func:`irrun.ops.activations.gelu_erf_into`), else by its kernel;
 - ReLU, Clamp and Swish after a convolution or a residual Add (a CNN's
   activations), into the result where their kernels' passes can run in place (f32 and
-  f64: :func:`irrun.ops.elementwise.relu_into`, :func:`~irrun.ops.elementwise.clamp_into`,
-  :func:`~irrun.ops.elementwise.swish_into`), else by their kernels;
+  f64: :func:`irrun.ops.activations.relu_into`, :func:`~irrun.ops.activations.clamp_into`,
+  :func:`~irrun.ops.activations.swish_into`), else by their kernels;
 - Reshape and Transpose with a constant shape or order (a transformer's heads split
   and merged): a Reshape gives a view in the shape its kernel gives (worked out once per
   input shape); a Transpose gives a view where what reads it takes any strides at BLAS
@@ -32,7 +32,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...ops.elementwise import clamp_into, gelu_erf_into, relu_into, swish_into
+from ...ops.activations import clamp_into, gelu_erf_into, relu_into, swish_into
 from ..steps import Step
 from .constants import known_constants
 

@@ -6,7 +6,7 @@ ConvertPromoteTypes.
   opset4) take any numeric type.  Floats are computed in f32 (f64 for f64) and f16
   rounded once, as the CPU plugin does; the plugin's f32 functions and NumPy's
   differ by a few ulp (the tests allow 4 ulp, see tests/test_ops_math.py).
-  Integers follow :func:`irrun.ops.elementwise.float_compute`, as Sin and Exp do:
+  Integers follow :func:`irrun.ops.activations.float_compute`, as Sin and Exp do:
   the f32 result rounded half to even (``asin(-1)`` is -2, as in the plugin; the
   reference kernel truncates to -1), NaN and overflow giving int32's minimum
   (wrapped into narrower types; the plugin instead saturates 8-bit types and runs
@@ -48,14 +48,14 @@ from ..ir.dims import format_shape
 from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import blocks
-from .basic import convert
-from .elementwise import (
+from .activations import (
     BROADCAST_ATTR,
     binary_kernel,
     float_compute,
     infer_binary,
     same_element_type,
 )
+from .basic import convert
 
 BOOLEAN = ELEMENT_TYPES["boolean"]
 REAL = ("f64", "f32", "f16", "bf16")

@@ -1,4 +1,4 @@
-"""Gelu (erf) in f32 by its table of Phi (irrun.ops.elementwise._gelu_erf_table).
+"""Gelu (erf) in f32 by its table of Phi (irrun.ops.activations._gelu_erf_table).
 
 The reference is ``x * erfc(-x / sqrt 2) / 2`` in float64 with ``math.erfc`` (correctly
 rounded to within an ulp of f64), never irrun.  The sweeps cover every finite f16 value
@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from irrun.ops.elementwise import _gelu, _gelu_erf_table, _phi_table, gelu_erf, gelu_erf_into
+from irrun.ops.activations import _gelu, _gelu_erf_table, _phi_table, gelu_erf, gelu_erf_into
 
 TINY = float(np.finfo(np.float32).tiny)
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
