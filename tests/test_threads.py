@@ -30,7 +30,8 @@ import irrun
 from irrun import threads
 from irrun.cli import main
 from irrun.errors import UsageError
-from irrun.ops import blocks, window
+from irrun.fast import blocks
+from irrun.ops import window
 
 THREADS = (1, 2, 3, 4)
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,6 +16,15 @@ itself, and no pass rewrites its plan.  Nothing in :mod:`irrun.ops` imports this
 package (``tests/test_layers.py`` fails if something does).
 """
 
+# Each module registers its fast kernels when imported.
+from . import (  # noqa: F401
+    activations,
+    attention,
+    elementwise,
+    matmul,
+    normalization,
+    reduction,
+)
 from .registry import (
     Dispatch,
     FastKernel,

@@ -3,6 +3,7 @@
 from . import (
     activations,
     adaptive_pool,
+    arithmetic,
     attention,
     avg_pool,
     basic,
@@ -23,6 +24,7 @@ from . import (
     quantize,
     reduction,
     scatter,
+    softmax,
     topk,
     unary,
     variables,
@@ -31,6 +33,7 @@ from . import (
 __all__ = [
     "activations",
     "adaptive_pool",
+    "arithmetic",
     "attention",
     "avg_pool",
     "basic",
@@ -51,6 +54,7 @@ __all__ = [
     "quantize",
     "reduction",
     "scatter",
+    "softmax",
     "topk",
     "unary",
     "variables",

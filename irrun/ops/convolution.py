@@ -34,7 +34,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import conv_depthwise, conv_taps
-from .activations import merge_dims, same_element_type
+from ._shapes import same_element_type, try_merge_dims
 from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
 
 ATTRS = (
@@ -107,7 +107,7 @@ def _infer(grouped: bool):
             in_ch = _in_channels(fs, grouped)
             kernel = fs[-n:]
             known = data.shape is not None and in_ch is not None
-            if known and merge_dims(data.shape[1], in_ch) is None:
+            if known and try_merge_dims(data.shape[1], in_ch) is None:
                 raise ShapeError(
                     f"data has {data.shape[1]} channels but the filter "
                     f"{format_shape(fs)} expects {in_ch}"
@@ -301,11 +301,13 @@ register(
     OpDef(
         type="Convolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(False),
         kernel=_convolution, inputs=(2, 2), check=check_attrs, shape_attrs=SHAPE_ATTRS,
+        fresh_output=True,
     )
 )  # fmt: skip
 register(
     OpDef(
         type="GroupConvolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(True),
         kernel=_group_convolution, inputs=(2, 2), check=check_attrs, shape_attrs=SHAPE_ATTRS,
+        fresh_output=True,
     )
 )  # fmt: skip
