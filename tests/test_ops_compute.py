@@ -41,7 +41,8 @@ from ov_shapes import from_ov_shape
 
 import irrun
 from irrun.ir.dims import Interval
-from irrun.ir.registry import ShapeError, resolve
+from irrun.ir.element_types import of_array
+from irrun.ir.registry import ShapeError, TensorInfo, resolve
 from irrun.ops._shapes import broadcast_shapes
 from irrun.ops.activations import gelu_erf
 from irrun.ops.unary import erf
@@ -965,3 +966,31 @@ def test_a_clamp_of_a_rank_0_tensor(tmp_path, threads):
     want = CORE.compile_model(ov_model, "CPU", CPU_CONFIG)([feed])[0]
     assert got.shape == () and got.dtype == np.float32
     assert_close(got, np.asarray(want), what="zero point")
+
+
+BOOLEAN_REFUSED = {
+    "Add": opset1.add, "Subtract": opset1.subtract, "Multiply": opset1.multiply,
+    "Divide": opset1.divide, "Maximum": opset1.maximum, "Minimum": opset1.minimum,
+    "Power": opset1.power, "Mod": opset1.mod, "FloorMod": opset1.floor_mod, "Sqrt": opset1.sqrt,
+    "Exp": opset1.exp, "Log": opset1.log, "Erf": opset1.erf, "Sin": opset1.sin, "Cos": opset1.cos,
+    "Tanh": opset1.tanh, "Floor": opset1.floor, "Ceiling": opset1.ceiling, "Abs": opset1.absolute,
+    "Negative": opset1.negative, "Sign": opset1.sign, "Sigmoid": opset1.sigmoid,
+    "HSigmoid": opset5.hsigmoid, "HSwish": opset4.hswish, "ReLU": opset1.relu,
+    "Clamp": lambda p: opset1.clamp(p, 0.0, 1.0),
+}
+
+
+@pytest.mark.parametrize("op", list(BOOLEAN_REFUSED))
+def test_arithmetic_refuses_booleans_as_openvino_does(op):
+    """OpenVINO's arithmetic takes no booleans (Subtract, Negative and Sign of booleans
+    once reached NumPy, which refuses them too)."""
+    p = opset1.parameter([3], ov.Type.boolean)
+    build = BOOLEAN_REFUSED[op]
+    nargs = 2 if op in BINARY else 1
+    with pytest.raises(Exception, match=r"is_supported_et|is_integral_number"):
+        build(*[p] * nargs)
+    opdef = resolve(op, "opset5")
+    attrs = SimpleNamespace(**{a.name: a.default for a in opdef.attrs})
+    boolean = TensorInfo((3,), of_array(np.zeros(3, np.bool_)))
+    with pytest.raises(ShapeError, match=f"is boolean, which {opdef.label} does not take"):
+        opdef.infer(attrs, [boolean] * nargs)

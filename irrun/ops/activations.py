@@ -3,8 +3,8 @@ Mish, SoftSign, Swish, Gelu and PRelu.
 
 Floats are computed in f32 (f64 for f64) and f16 rounded once, as the CPU plugin computes
 them; integer inputs of Elu, Sigmoid, HSigmoid and HSwish are computed in f32 and rounded
-half to even (see :func:`irrun.ops.unary.float_compute`).  Where the plugin's f32
-arithmetic is deterministic, irrun's is the same:
+half to even (see :func:`irrun.ops.unary.float_compute`).  None but Elu takes booleans, as
+in OpenVINO.  Where the plugin's f32 arithmetic is deterministic, irrun's is the same:
 
 * ReLU is ``x > 0 ? x : 0``: NaN gives 0, and so does -0.0.
 * Clamp is ``x > min ? x : min``, then ``t < max ? t : max`` (x86's maxps and minps), so
@@ -46,6 +46,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._shapes import broadcast_shapes, infer_unary, same_element_type
+from .arithmetic import ARITHMETIC
 from .unary import erfc, float_compute, unary_kernel
 
 REAL = ("f64", "f32", "f16", "bf16")
@@ -86,7 +87,7 @@ def _softplus(x: np.ndarray) -> np.ndarray:
 
 
 FUNCTIONS = {
-    # type: (since_opset, function, floats only)
+    # type: (since_opset, function, floats only; else any type but boolean, as OpenVINO)
     "Sigmoid": (1, _sigmoid, False),
     "HSigmoid": (5, _hsigmoid, False),
     "HSwish": (4, lambda x: x * _hsigmoid(x), False),
@@ -99,7 +100,7 @@ for _type, (_since, _fn, _real) in FUNCTIONS.items():
     register(
         OpDef(type=_type, version=_since, since_opset=_since, attrs=(),
               infer=infer_real(_type) if _real else infer_unary, kernel=unary_kernel(_fn),
-              elementwise=True)
+              input_types=() if _real else (ARITHMETIC,), elementwise=True)
     )
 
 
@@ -122,7 +123,7 @@ def _relu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 register(OpDef(type="ReLU", version=1, since_opset=1, attrs=(), infer=infer_unary,
-               kernel=_relu, elementwise=True, in_place=True))
+               kernel=_relu, input_types=(ARITHMETIC,), elementwise=True, in_place=True))
 
 
 def clamp_bounds(dtype: np.dtype, lo: float, hi: float) -> tuple[np.generic, np.generic]:
@@ -157,7 +158,7 @@ register(
         type="Clamp", version=1, since_opset=1,
         attrs=(Attr("min", "float"), Attr("max", "float")),
         infer=infer_unary, kernel=_clamp, check=_check_clamp, shape_attrs=("min", "max"),
-        elementwise=True, in_place=True,
+        input_types=(ARITHMETIC,), elementwise=True, in_place=True,
     )
 )
 

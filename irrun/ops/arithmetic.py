@@ -1,7 +1,7 @@
 """Binary arithmetic: Add, Subtract, Multiply, Divide, Maximum, Minimum, Power, Mod,
 FloorMod, SquaredDifference, and ConvertPromoteTypes (the type promotion before them).
 
-The two inputs have one element type and broadcast by ``auto_broadcast``
+The two inputs have one element type, not boolean, and broadcast by ``auto_broadcast``
 (:func:`irrun.ops._shapes.broadcast_shapes`).  f16 inputs are computed in f32 and
 rounded once, as the CPU plugin computes them.
 
@@ -60,12 +60,18 @@ def binary_kernel(fn: Callable[[SimpleNamespace, np.ndarray, np.ndarray], np.nda
     def kernel(a: SimpleNamespace, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
         if x.dtype != y.dtype:
             raise KernelError(f"inputs have different element types: {x.dtype} and {y.dtype}")
-        xb, yb = broadcast_operands(x, y, a.auto_broadcast)
-        with np.errstate(all="ignore"):
-            if x.dtype.kind == "f" and x.dtype.itemsize < 4 and not boolean:
-                out = fn(a, xb.astype(np.float32), yb.astype(np.float32)).astype(x.dtype)
-            else:
-                out = fn(a, xb, yb)
+        mode = a.auto_broadcast
+        # NumPy's own broadcasting is the numpy mode's, checked as it computes.
+        xb, yb = (x, y) if mode == "numpy" else broadcast_operands(x, y, mode)
+        try:
+            with np.errstate(all="ignore"):
+                if x.dtype.kind == "f" and x.dtype.itemsize < 4 and not boolean:
+                    out = fn(a, xb.astype(np.float32), yb.astype(np.float32)).astype(x.dtype)
+                else:
+                    out = fn(a, xb, yb)
+        except ValueError:
+            broadcast_operands(x, y, mode)  # raises, naming the shapes
+            raise
         # A ufunc of 0-D arrays gives a scalar: the kernel's result is an array.
         return (np.asarray(out, np.bool_ if boolean else x.dtype),)
 
@@ -139,7 +145,8 @@ for _type, _fn in BINARY.items():
         OpDef(
             type=_type, version=1, since_opset=1, attrs=_attrs, infer=infer_binary,
             kernel=binary_kernel(_fn), inputs=(2, 2), shape_attrs=("auto_broadcast",),
-            elementwise=True, in_place=_type in IN_PLACE, fresh_output=_type in IN_PLACE,
+            input_types=(ARITHMETIC, ARITHMETIC), elementwise=True, in_place=_type in IN_PLACE,
+            fresh_output=_type in IN_PLACE,
         )
     )
 register(

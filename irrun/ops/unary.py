@@ -111,7 +111,7 @@ def erf(x: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- functions
 
 FUNCTIONS: dict[str, tuple[int, int, Callable[[np.ndarray], np.ndarray]]] = {
-    # type: (version, since_opset, function); input types: any but boolean
+    # type: (version, since_opset, function); any input type but boolean, as OpenVINO
     "Sqrt": (1, 1, np.sqrt),
     "Exp": (1, 1, np.exp),
     "Log": (1, 1, np.log),
@@ -131,14 +131,10 @@ FUNCTIONS: dict[str, tuple[int, int, Callable[[np.ndarray], np.ndarray]]] = {
     "Asinh": (3, 4, np.arcsinh),
     "Atanh": (3, 4, np.arctanh),
 }
-# OpenVINO refuses boolean inputs to every one of these; irrun checks it for these so far.
-_TYPED = {"Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Acosh", "Asinh", "Atanh"}
-
 for _type, (_version, _since, _fn) in FUNCTIONS.items():
     register(
         OpDef(type=_type, version=_version, since_opset=_since, attrs=(), infer=infer_unary,
-              kernel=unary_kernel(_fn), input_types=(ARITHMETIC,) if _type in _TYPED else (),
-              elementwise=True)
+              kernel=unary_kernel(_fn), input_types=(ARITHMETIC,), elementwise=True)
     )
 
 
@@ -198,12 +194,10 @@ def _sign(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return (out,)
 
 
-register(OpDef(type="Abs", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_abs,
-               elementwise=True))
-register(OpDef(type="Negative", version=1, since_opset=1, attrs=(), infer=_infer_signed,
-               kernel=_negative, elementwise=True))
-register(OpDef(type="Sign", version=1, since_opset=1, attrs=(), infer=infer_unary, kernel=_sign,
-               elementwise=True))
+for _type, _infer, _kernel in (("Abs", infer_unary, _abs), ("Negative", _infer_signed, _negative),
+                               ("Sign", infer_unary, _sign)):
+    register(OpDef(type=_type, version=1, since_opset=1, attrs=(), infer=_infer, kernel=_kernel,
+                   input_types=(ARITHMETIC,), elementwise=True))
 
 
 # --------------------------------------------------------------------------- IsFinite, IsInf, IsNaN

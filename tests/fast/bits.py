@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from irrun import threads
+from irrun.errors import OpError
 from irrun.fast import blocks
 
 # Values where kernels' branches and roundings differ.
@@ -61,8 +62,10 @@ def same_bits(a: np.ndarray, b: np.ndarray, nan_payloads: bool = True) -> bool:
 
 
 def assert_same_outcome(got, want) -> None:
-    """Both raised alike, or both gave outputs of the same bits."""
+    """Both raised alike (an op's error: anything else is a bug), or both gave outputs of
+    the same bits."""
     if isinstance(want, tuple) and len(want) == 2 and isinstance(want[0], type):
+        assert issubclass(want[0], OpError), want
         assert got == want, (got, want)
         return
     assert not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], type)), got
