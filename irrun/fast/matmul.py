@@ -18,8 +18,9 @@ import numpy as np
 from .registry import FastKernel, register_fast
 
 BOUND = ("each element within 2 K u sum_k |a_ik b_kj| of the reference (u = 2^-24 for f32 "
-         "and f16, computed in f32, 2^-53 for f64; f16 then one f16 ulp): both sum K products, "
-         "each in an order of BLAS's")
+         "and f16, computed in f32, 2^-53 for f64; f16 then one f16 ulp), NaN and infinities "
+         "alike, where no finite product or sum overflows: both sum K products, each in an "
+         "order of BLAS's, with or without fused multiply-adds")
 
 
 def _stack_times_matrix(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray):
