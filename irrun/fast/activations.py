@@ -20,6 +20,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..ir.registry import supported_ops
 from ..ops.activations import clamp_bounds, gelu_erf, gelu_tanh
 from ..ops.unary import float_compute
 from . import blocks
@@ -27,6 +28,13 @@ from .gelu_table import gelu_erf_table
 from .registry import FastKernel, register_fast
 
 _SPLIT = "split over the run's threads from 2**20 elements"
+
+
+def _pieces(op_type: str):
+    """The scratch of the op's fast kernel, split into pieces like its reference (every
+    version of the op declares the same)."""
+    (reference,) = {op.scratch for op in supported_ops() if op.type == op_type}
+    return blocks.pieces_scratch(reference)
 
 
 def _writable_float(x: np.ndarray) -> bool:
@@ -69,7 +77,7 @@ def relu_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
 
 register_fast(FastKernel(
     "ReLU", (1,), f"floats and integers: fmax(x, 0) + 0.0 (integers: maximum); {_SPLIT}",
-    _relu, into=relu_into,
+    _relu, scratch=_pieces("ReLU"), into=relu_into,
 ))
 
 
@@ -123,7 +131,7 @@ def clamp_into(attrs: SimpleNamespace, x: np.ndarray) -> bool:
 
 register_fast(FastKernel(
     "Clamp", (1,), f"floats and integers, no -0.0 bound: SIMD max and min passes; {_SPLIT}",
-    _clamp, into=clamp_into,
+    _clamp, scratch=_pieces("Clamp"), into=clamp_into,
 ))
 
 
@@ -177,7 +185,7 @@ def swish_into(attrs: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = 
 
 register_fast(FastKernel(
     "Swish", (4,), f"always: the reference's passes on cache-sized pieces; {_SPLIT}",
-    _swish, into=swish_into,
+    _swish, scratch=_pieces("Swish"), into=swish_into,
 ))
 
 
@@ -216,5 +224,5 @@ register_fast(FastKernel(
     bound="relative error against the reference at most 4.4e-7 + 2e-8 x^2 for x >= -13, "
           "5.2e-6 below (measured: 2.4e-7 for x >= 0, 5.4e-7 down to -5, 2.9e-6 down to "
           "-13); denormal outputs within 1e-43 (tests/fast/test_gelu_table.py)",
-    into=gelu_into,
+    scratch=_pieces("Gelu"), into=gelu_into,
 ))

@@ -47,4 +47,5 @@ INTO = {"Add": _binary_into(np.add), "Multiply": _binary_into(np.multiply)}
 for _op in supported_ops():
     if _op.elementwise and fast_kernel(_op) is None:
         register_fast(FastKernel(_op.type, (_op.version,), APPLIES, blocks.split(_op.kernel),
+                                 scratch=blocks.pieces_scratch(_op.scratch),
                                  into=INTO.get(_op.type) if _op.in_place else None))

@@ -45,6 +45,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import broadcast_shapes, infer_unary, same_element_type
 from .arithmetic import ARITHMETIC
 from .unary import erfc, float_compute, unary_kernel
@@ -86,6 +87,10 @@ def _softplus(x: np.ndarray) -> np.ndarray:
     return np.where(x < t(threshold), np.log(np.exp(x) + t(1)), x)
 
 
+# Bytes held per element (see _scratch): a few temporaries in the compute type, f32 work
+# for narrower floats, integers' result converted through f64.
+SCRATCH = per_element(12, 16, 48)
+
 FUNCTIONS = {
     # type: (since_opset, function, floats only; else any type but boolean, as OpenVINO)
     "Sigmoid": (1, _sigmoid, False),
@@ -100,7 +105,7 @@ for _type, (_since, _fn, _real) in FUNCTIONS.items():
     register(
         OpDef(type=_type, version=_since, since_opset=_since, attrs=(),
               infer=infer_real(_type) if _real else infer_unary, kernel=unary_kernel(_fn),
-              input_types=() if _real else (ARITHMETIC,), elementwise=True)
+              input_types=() if _real else (ARITHMETIC,), elementwise=True, scratch=SCRATCH)
     )
 
 
@@ -112,7 +117,7 @@ def _elu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 register(OpDef(type="Elu", version=1, since_opset=1, attrs=(Attr("alpha", "float"),),
-               infer=infer_unary, kernel=_elu, elementwise=True))
+               infer=infer_unary, kernel=_elu, elementwise=True, scratch=SCRATCH))
 
 
 # --------------------------------------------------------------------------- ReLU, Clamp
@@ -123,7 +128,8 @@ def _relu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 register(OpDef(type="ReLU", version=1, since_opset=1, attrs=(), infer=infer_unary,
-               kernel=_relu, input_types=(ARITHMETIC,), elementwise=True, in_place=True))
+               kernel=_relu, input_types=(ARITHMETIC,), elementwise=True, in_place=True,
+               scratch=per_element(2)))
 
 
 def clamp_bounds(dtype: np.dtype, lo: float, hi: float) -> tuple[np.generic, np.generic]:
@@ -158,7 +164,7 @@ register(
         type="Clamp", version=1, since_opset=1,
         attrs=(Attr("min", "float"), Attr("max", "float")),
         infer=infer_unary, kernel=_clamp, check=_check_clamp, shape_attrs=("min", "max"),
-        input_types=(ARITHMETIC,), elementwise=True, in_place=True,
+        input_types=(ARITHMETIC,), elementwise=True, in_place=True, scratch=per_element(12, 8, 12),
     )
 )
 
@@ -209,12 +215,12 @@ def _hard_sigmoid(a: SimpleNamespace, x: np.ndarray, alpha: np.ndarray, beta: np
 register(
     OpDef(type="Selu", version=1, since_opset=1, attrs=(),
           infer=_real_parameters("Selu", ("alpha", "lambda"), scalars=False), kernel=_selu,
-          inputs=(3, 3))
+          inputs=(3, 3), scratch=SCRATCH)
 )
 register(
     OpDef(type="HardSigmoid", version=1, since_opset=1, attrs=(),
           infer=_real_parameters("HardSigmoid", ("alpha", "beta"), scalars=True),
-          kernel=_hard_sigmoid, inputs=(3, 3), elementwise=True)
+          kernel=_hard_sigmoid, inputs=(3, 3), elementwise=True, scratch=SCRATCH)
 )
 
 
@@ -263,7 +269,7 @@ def _prelu(a: SimpleNamespace, x: np.ndarray, slope: np.ndarray) -> tuple[np.nda
 
 
 register(OpDef(type="PRelu", version=1, since_opset=1, attrs=(), infer=_infer_prelu,
-               kernel=_prelu, inputs=(2, 2)))
+               kernel=_prelu, inputs=(2, 2), scratch=SCRATCH))
 
 
 # --------------------------------------------------------------------------- Swish, Gelu
@@ -292,7 +298,7 @@ def _swish(a: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = None):
 
 register(
     OpDef(type="Swish", version=4, since_opset=4, attrs=(), infer=_infer_swish, kernel=_swish,
-          inputs=(1, 2), elementwise=True, in_place=True)
+          inputs=(1, 2), elementwise=True, in_place=True, scratch=per_element(20))
 )
 
 
@@ -316,6 +322,13 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 
 GELU_MODES = ("erf", "tanh")
+# Bytes held per element (see _scratch): erf mode's f64 work holds some ten arrays.
+_GELU_SCRATCH = {"erf": per_element(88, 96), "tanh": per_element(20)}
+
+
+def _gelu_scratch(a: SimpleNamespace, inputs, outputs) -> int:
+    return _GELU_SCRATCH[getattr(a, "approximation_mode", "erf")](a, inputs, outputs)
+
 
 
 def _gelu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -325,13 +338,13 @@ def _gelu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="Gelu", version=2, since_opset=2, attrs=(), infer=infer_real("Gelu"),
-          kernel=_gelu, elementwise=True, in_place=True, fresh_output=True)
+          kernel=_gelu, elementwise=True, in_place=True, fresh_output=True, scratch=_gelu_scratch)
 )
 register(
     OpDef(
         type="Gelu", version=7, since_opset=7,
         attrs=(Attr("approximation_mode", "enum", "erf", GELU_MODES),),
         infer=infer_real("Gelu"), kernel=_gelu, shape_attrs=("approximation_mode",),
-        elementwise=True, in_place=True, fresh_output=True,
+        elementwise=True, in_place=True, fresh_output=True, scratch=_gelu_scratch,
     )
 )

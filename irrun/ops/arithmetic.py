@@ -38,6 +38,7 @@ from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
 from .basic import convert
 
@@ -136,6 +137,10 @@ BINARY: dict[str, Callable[[SimpleNamespace, np.ndarray, np.ndarray], np.ndarray
 # Their kernels return new arrays, and a bias or a scale is added (multiplied) into a
 # result as well as beside it: either input may take the result, since both commute.
 IN_PLACE = ("Add", "Multiply")
+# Bytes a kernel holds per element of its result (see _scratch): f16 is computed in f32;
+# integer division, powers and float remainders hold a few whole-tensor temporaries.
+SCRATCH = {"Divide": per_element(24, 24, 48), "Power": per_element(24, 24, 48),
+           "Mod": per_element(24, 24, 48), "FloorMod": per_element(24, 24, 48)}
 
 for _type, _fn in BINARY.items():
     _attrs: tuple[Attr, ...] = (BROADCAST_ATTR,)
@@ -146,14 +151,14 @@ for _type, _fn in BINARY.items():
             type=_type, version=1, since_opset=1, attrs=_attrs, infer=infer_binary,
             kernel=binary_kernel(_fn), inputs=(2, 2), shape_attrs=("auto_broadcast",),
             input_types=(ARITHMETIC, ARITHMETIC), elementwise=True, in_place=_type in IN_PLACE,
-            fresh_output=_type in IN_PLACE,
+            fresh_output=_type in IN_PLACE, scratch=SCRATCH.get(_type, per_element(8, 16, 8)),
         )
     )
 register(
     OpDef(type="SquaredDifference", version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
           infer=infer_binary, kernel=binary_kernel(lambda a, x, y: _squared_difference(x, y)),
           inputs=(2, 2), shape_attrs=("auto_broadcast",), input_types=(ARITHMETIC, ARITHMETIC),
-          elementwise=True)
+          elementwise=True, scratch=per_element(12, 16, 12))
 )
 
 

@@ -47,6 +47,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import largest
 from ._shapes import broadcast_dims, broadcast_shapes, try_merge_dims
 
 REAL_TYPES = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
@@ -250,13 +251,25 @@ def attention_bias(causal: bool, mask: np.ndarray | None, ls: tuple[int, int], c
     return mask.astype(ct, copy=False)
 
 
+def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+             outputs: Sequence[TensorInfo]) -> int:
+    """Four arrays of the scores (the output's rows times S) and six of the largest tensor
+    (f32 copies of f16 inputs, the scaled query), in the compute type."""
+    out, key = outputs[0], inputs[1]
+    if out.shape is None or key.shape is None or out.element_type is None:
+        return 0
+    scores = largest([TensorInfo((*out.shape[:-1], key.shape[-2]), None)])
+    width = compute_type(out.element_type.dtype).itemsize
+    return width * (4 * scores + 6 * largest([*inputs, *outputs]))
+
+
 register(
     OpDef(
         type="ScaledDotProductAttention", version=13, since_opset=13,
         attrs=(Attr("causal", "bool", False),),
         infer=_infer, kernel=_sdpa, inputs=(3, 6), shape_attrs=("causal",),
         input_types=(REAL_TYPES, REAL_TYPES, REAL_TYPES, None, REAL_TYPES, REAL_TYPES),
-        fresh_output=True, view_reader=True,
+        fresh_output=True, view_reader=True, scratch=_scratch,
         doc="softmax(Q·Kᵀ·scale + mask) · V with optional causal mask, scale and sink",
     )
 )

@@ -27,6 +27,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ir.registry import OpDef, register
+from ._scratch import per_element
 from ._shapes import BROADCAST_ATTR, infer_unary
 from .arithmetic import binary_kernel, infer_binary
 
@@ -74,4 +75,5 @@ for _type, _left in (("BitwiseLeftShift", True), ("BitwiseRightShift", False)):
                    infer=infer_binary,
                    kernel=binary_kernel(lambda a, x, y, left=_left: shift(x, y, left)),
                    inputs=(2, 2), shape_attrs=("auto_broadcast",),
-                   input_types=(INTEGERS, INTEGERS), elementwise=True))
+                   input_types=(INTEGERS, INTEGERS), elementwise=True,
+                   scratch=per_element(24)))  # the promoted values and amounts

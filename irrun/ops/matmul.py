@@ -19,6 +19,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import broadcast_shapes, same_element_type, try_merge_dims
 
 
@@ -87,5 +88,6 @@ register(
         attrs=(Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False)),
         infer=infer_matmul, kernel=matmul, inputs=(2, 2),
         shape_attrs=("transpose_a", "transpose_b"), fresh_output=True, view_reader=True,
+        scratch=per_element(0, 12),  # f16 multiplied in f32
     )
 )

@@ -48,6 +48,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import try_merge_dims
 from .movement import check_vector, flat_ints, int_values, normalize_axis
 
@@ -132,7 +133,7 @@ for _version in (1, 5):
         OpDef(
             type="BatchNormInference", version=_version, since_opset=_version,
             attrs=(Attr("epsilon", "float"),), infer=_infer(_version), kernel=_kernel(_version),
-            inputs=(5, 5), check=_check, shape_attrs=("epsilon",),
+            inputs=(5, 5), check=_check, shape_attrs=("epsilon",), scratch=per_element(14, 10),
         )
     )
 
@@ -194,7 +195,7 @@ register(
         attrs=(Attr("normalize_variance", "bool"), Attr("eps", "float"),
                Attr("eps_mode", "enum", choices=("inside_sqrt", "outside_sqrt"))),
         infer=_mvn_infer, kernel=_mvn_kernel, inputs=(2, 2), check=_mvn_check,
-        fresh_output=True,
+        fresh_output=True, scratch=per_element(14),
     )
 )
 
@@ -261,7 +262,7 @@ register(
     OpDef(
         type="NormalizeL2", version=0, since_opset=1,
         attrs=(Attr("eps", "float"), Attr("eps_mode", "enum", choices=("add", "max"))),
-        infer=_l2_infer, kernel=_l2_kernel, inputs=(2, 2),
+        infer=_l2_infer, kernel=_l2_kernel, inputs=(2, 2), scratch=per_element(4, 10),
     )
 )
 
@@ -337,7 +338,7 @@ register(
         attrs=(Attr("alpha", "float"), Attr("beta", "float"), Attr("bias", "float"),
                Attr("size", "int")),
         infer=_lrn_infer, kernel=_lrn_kernel, inputs=(2, 2), check=_lrn_check,
-        shape_attrs=(),
+        shape_attrs=(), scratch=per_element(48),  # window sums in f64
     )
 )
 
@@ -380,6 +381,7 @@ register(
                Attr("normalize_variance", "bool"), Attr("reduction_axes", "ints", ())),
         infer=_mvn0_infer, kernel=_mvn0_kernel, check=_mvn0_check,
         shape_attrs=("across_channels", "reduction_axes"), fresh_output=True,
+        scratch=per_element(14),
     )
 )
 
@@ -467,6 +469,6 @@ register(
         type="GroupNormalization", version=12, since_opset=12,
         attrs=(Attr("num_groups", "int"), Attr("epsilon", "float")),
         infer=_gn_infer, kernel=_gn_kernel, inputs=(3, 3), check=_gn_check,
-        shape_attrs=("num_groups",),
+        shape_attrs=("num_groups",), scratch=per_element(32, 24),
     )
 )

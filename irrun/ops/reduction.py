@@ -55,6 +55,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from .movement import check_vector, flat_ints, int_values, normalize_axis, vector_length
 
 
@@ -225,6 +226,8 @@ for _type, _fn, _since in (
             inputs=(2, 2),
             shape_attrs=("keep_dims",),
             input_types=(("boolean",) if "Logical" in _type else NUMBERS, None),
+            # f16 reduced in f32; L1 and L2 take the absolute values or squares first.
+            scratch=per_element(10) if _type in ("ReduceL1", "ReduceL2") else per_element(2, 6, 6),
         )
     )
 register(
@@ -237,5 +240,6 @@ register(
         kernel=_cumsum_kernel,
         inputs=(2, 2),
         input_types=(None, ("i32", "i64")),
+        scratch=per_element(10, 12, 10),
     )
 )

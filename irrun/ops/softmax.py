@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from .movement import normalize_axis
 
 
@@ -83,7 +84,7 @@ for _version in (1, 8):
     register(
         OpDef(type="SoftMax", version=_version, since_opset=_version,
               attrs=(Attr("axis", "int", 1),), infer=_infer(_version),
-              kernel=_softmax_kernel(_version), shape_attrs=("axis",))
+              kernel=_softmax_kernel(_version), shape_attrs=("axis",), scratch=per_element(20, 8))
     )
 register(OpDef(type="LogSoftmax", version=5, since_opset=5, attrs=(Attr("axis", "int", 1),),
-               infer=_log_softmax_infer, kernel=_log_softmax_kernel))
+               infer=_log_softmax_infer, kernel=_log_softmax_kernel, scratch=per_element(20)))

@@ -36,6 +36,7 @@ import numpy as np
 from ..ir.attributes import Attr
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import infer_unary
 from .arithmetic import ARITHMETIC
 from .basic import convert
@@ -131,10 +132,16 @@ FUNCTIONS: dict[str, tuple[int, int, Callable[[np.ndarray], np.ndarray]]] = {
     "Asinh": (3, 4, np.arcsinh),
     "Atanh": (3, 4, np.arctanh),
 }
+# Bytes held per element (see _scratch): f32 work for narrower floats; integers' result
+# converted through f64; Erf's series and erfc in f64.
+FUNCTION_SCRATCH = per_element(0, 12, 48)
+ERF_SCRATCH = per_element(112, 120, 120)
+
 for _type, (_version, _since, _fn) in FUNCTIONS.items():
     register(
         OpDef(type=_type, version=_version, since_opset=_since, attrs=(), infer=infer_unary,
-              kernel=unary_kernel(_fn), input_types=(ARITHMETIC,), elementwise=True)
+              kernel=unary_kernel(_fn), input_types=(ARITHMETIC,), elementwise=True,
+              scratch=ERF_SCRATCH if _type == "Erf" else FUNCTION_SCRATCH)
     )
 
 
@@ -197,7 +204,8 @@ def _sign(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 for _type, _infer, _kernel in (("Abs", infer_unary, _abs), ("Negative", _infer_signed, _negative),
                                ("Sign", infer_unary, _sign)):
     register(OpDef(type=_type, version=1, since_opset=1, attrs=(), infer=_infer, kernel=_kernel,
-                   input_types=(ARITHMETIC,), elementwise=True))
+                   input_types=(ARITHMETIC,), elementwise=True,
+                   scratch=per_element(12, 8, 12) if _type == "Sign" else None))
 
 
 # --------------------------------------------------------------------------- IsFinite, IsInf, IsNaN
@@ -237,7 +245,7 @@ for _type, _kernel, _attrs in (
 ):
     register(
         OpDef(type=_type, version=10, since_opset=10, attrs=_attrs, infer=_infer_test,
-              kernel=_kernel, input_types=(REAL,), elementwise=True)
+              kernel=_kernel, input_types=(REAL,), elementwise=True, scratch=per_element(2, 6))
     )
 
 

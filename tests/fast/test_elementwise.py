@@ -13,50 +13,20 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from bits import assert_same_outcome, laid_out, outcome, same_bits, split_small
+from elementwise_cases import (
+    ELEMENTWISE,
+    SCALAR_PARAMETERS,
+    accepted_types,
+    default_attrs,
+    filled,
+    input_types,
+    ports,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from irrun.fast import fast_kernel, kernel_for
-from irrun.ir.element_types import of_array
-from irrun.ir.registry import ShapeError, TensorInfo, supported_ops
-
-ELEMENTWISE = sorted((op for op in supported_ops() if op.elementwise), key=lambda o: o.label)
-TYPES = [np.dtype(t) for t in (np.float32, np.float16, np.float64, np.int32, np.int8, np.uint8,
-                               np.int64, np.bool_)]
-# The ports of 0-D parameters, beside the data that broadcast together.
-SCALAR_PARAMETERS = {"HardSigmoid": (1, 2), "Swish": (1,)}
-
-
-def _ports(op) -> int:
-    return op.inputs[1]
-
-
-def _types(op, first: np.dtype) -> list[np.dtype]:
-    """Each input's type when the data are of ``first``: Select's condition is boolean."""
-    types = [first] * _ports(op)
-    if op.type == "Select":
-        types = [np.dtype(np.bool_), first, first]
-    return types
-
-
-def _accepts(op, dtype: np.dtype) -> bool:
-    """Whether ``op``'s shape rule takes data of ``dtype`` (with its default attributes)."""
-    attrs = _default_attrs(op)
-    shapes = [() if i in SCALAR_PARAMETERS.get(op.type, ()) else (2,) for i in range(_ports(op))]
-    infos = [TensorInfo(s, of_array(np.zeros(1, t))) for s, t in zip(shapes, _types(op, dtype),
-                                                                      strict=True)]
-    try:
-        op.infer(attrs, infos)
-    except ShapeError:
-        return False
-    return True
-
-
-def _default_attrs(op) -> SimpleNamespace:
-    values = {a.name: a.default for a in op.attrs if not a.required}
-    values.update({"min": -1.0, "max": 1.0, "alpha": 1.0})
-    return SimpleNamespace(**values)
 
 
 @st.composite
@@ -81,18 +51,16 @@ def _attrs(draw, op, same_shapes: bool) -> SimpleNamespace:
 def cases(draw, op):
     """``(attrs, arrays)`` for ``op``: its data of one accepted type, of shapes that
     broadcast together, each laid out its own way; 0-D parameters where it takes them."""
-    dtype = draw(st.sampled_from([t for t in TYPES if _accepts(op, t)]))
+    dtype = draw(st.sampled_from(accepted_types(op)))
     scalars = SCALAR_PARAMETERS.get(op.type, ())
-    ports = _ports(op)
-    if op.type == "Swish":
-        ports = draw(st.sampled_from([1, 2]))
-    data = [i for i in range(ports) if i not in scalars]
+    count = draw(st.sampled_from([1, 2])) if op.type == "Swish" else ports(op)
+    data = [i for i in range(count) if i not in scalars]
     shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=len(data), min_dims=0,
                                                     max_dims=4, min_side=0, max_side=4))
     attrs = draw(_attrs(op, len(set(shapes.input_shapes)) == 1))
-    types = _types(op, dtype)
+    types = input_types(op, dtype)
     arrays = []
-    for i in range(ports):
+    for i in range(count):
         shape = () if i in scalars else shapes.input_shapes[data.index(i)]
         arrays.append(draw(laid_out(shape, types[i])))
     return attrs, arrays
@@ -122,11 +90,9 @@ def test_rank_0_and_empty_inputs(op, shape, split):
     """Every elementwise op, reference and fast, on a rank-0 and on empty inputs: an
     array of the right shape and type (ONNX's DynamicQuantizeLinear clamps a 0-D scale;
     an MoE's expert that no token chose gets 0 rows)."""
-    dtype = next(t for t in TYPES if _accepts(op, t))
-    scalars = SCALAR_PARAMETERS.get(op.type, ())
-    arrays = [np.full(() if i in scalars else shape, 0.5 if dtype.kind == "f" else 1,
-                      dtype=t) for i, t in enumerate(_types(op, dtype))]
-    attrs = _default_attrs(op)
+    dtype = accepted_types(op)[0]
+    arrays = filled(op, dtype, shape, 0.5)
+    attrs = default_attrs(op)
     (want,) = op.kernel(attrs, *arrays)
     assert isinstance(want, np.ndarray) and want.shape == shape
     with np.errstate(all="ignore"):
@@ -147,12 +113,9 @@ def test_every_elementwise_op_has_a_fast_kernel():
 
 @pytest.mark.parametrize("op", ELEMENTWISE, ids=lambda o: o.label)
 def test_the_work_is_split(op):
-    dtype = next(t for t in TYPES if _accepts(op, t))
-    scalars = SCALAR_PARAMETERS.get(op.type, ())
-    arrays = [np.full(() if i in scalars else (3, 4), 2, dtype=t)
-              for i, t in enumerate(_types(op, dtype))]
+    arrays = filled(op, accepted_types(op)[0], (3, 4), 2)
     with split_small() as splits, np.errstate(all="ignore"):
-        kernel_for(op)(_default_attrs(op), *arrays)
+        kernel_for(op)(default_attrs(op), *arrays)
     assert splits and max(splits) > 1
 
 
