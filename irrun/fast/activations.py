@@ -4,12 +4,13 @@ and each computed into the memory of its input for an in-place chain (``into``).
 Each splits over the run's threads as :func:`irrun.fast.blocks.split` does, and:
 
 * ReLU and Clamp run as SIMD passes (``np.fmax``, ``np.minimum``, adding +0.0) rather
-  than the reference's selects, ten to twenty-five times faster, with the same bits:
+  than the reference's selects, some ten times faster, with the same bits:
   ``np.fmax`` gives the other operand for NaN, as the definition's ``x > lo ? x : lo``
   does, and adding +0.0 turns a -0.0 the CPU may keep where equal zeros compare into the
   +0.0 the definition gives.  A -0.0 bound of Clamp takes the reference.
 * Swish runs the reference's operations on pieces of 64K elements, whose temporary stays
-  in the CPU's cache (an EfficientNet's activation: half its time before): the same bits.
+  in the CPU's cache: the same bits, and a third less time for an EfficientNet's
+  activation (``python benchmarks/kernels.py --only act`` times these four).
 * Gelu (erf) in f32, and in narrower floats computed in f32, reads a table of Phi
   (:mod:`.gelu_table`), not bit for bit the reference.
 """

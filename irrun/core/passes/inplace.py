@@ -22,8 +22,8 @@ The chain also takes, the same way:
   speed (a Reshape after it, which then makes the contiguous copy the Transpose would
   have made, or an op declared ``view_reader`` (MatMul, ScaledDotProductAttention) alone
   reading the chain, the last axis staying last), else the contiguous copy its kernel
-  makes.  The result after a
-  view is not the chain's own, so a later Add or Multiply runs its kernel.
+  makes.  The result after a view is not the chain's own, so a later Add or Multiply runs
+  its kernel.
 """
 
 from __future__ import annotations
