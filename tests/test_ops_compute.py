@@ -41,8 +41,11 @@ from ov_shapes import from_ov_shape
 
 import irrun
 from irrun.ir.dims import Interval
-from irrun.ir.registry import ShapeError, resolve
-from irrun.ops.elementwise import broadcast_shapes, erf, gelu_erf
+from irrun.ir.element_types import of_array
+from irrun.ir.registry import ShapeError, TensorInfo, resolve
+from irrun.ops._shapes import broadcast_shapes
+from irrun.ops.activations import gelu_erf
+from irrun.ops.unary import erf
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset2, opset3, opset4, opset5, opset6, opset7, opset9, opset11  # noqa: E402
@@ -945,42 +948,55 @@ def test_topk_matches_cpu(module, shape, axis, k, mode, sort, stable, dtype, tmp
     assert_close(got["indices"], cpu[1].astype(np.int32), what="indices")
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
-@pytest.mark.parametrize(("lo", "hi"), [(0.0, 6.0), (-1.0, 1.0), (-np.inf, 0.0), (0.0, 0.0),
-                                        (-3.5, np.inf), (2.0, 2.0), (-0.0, 1.0), (-2.0, -0.0)])  # fmt: skip
-def test_clamp_fast_path_is_the_definition(dtype, lo, hi):
-    """Clamp runs as np.maximum/np.minimum with fix-ups; its bits are those of the
-    definition (``x > lo ? x : lo``, then ``t < hi ? t : hi``, as maxps/minps): signed
-    zeros and NaN included, on whatever CPU."""
-    from types import SimpleNamespace
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_clamp_of_a_rank_0_tensor(tmp_path, threads):
+    """ONNX's DynamicQuantizeLinear as OpenVINO converts it clamps its 0-D zero point (it
+    once failed: a 0-D array went where the clamp wrote into its result)."""
+    x = opset1.parameter([6], np.float32, name="x")
+    axes = opset1.constant(np.int64([0]))
+    low = opset1.minimum(opset1.reduce_min(x, axes, False), opset1.constant(np.float32(0)))
+    high = opset1.maximum(opset1.reduce_max(x, axes, False), opset1.constant(np.float32(0)))
+    scale = opset1.divide(opset1.subtract(high, low), opset1.constant(np.float32(255)))
+    zero = opset1.clamp(opset5.round(opset1.divide(opset1.negative(low), scale),
+                                     "half_to_even"), 0.0, 255.0)
+    relu = opset1.relu(opset1.negative(zero))  # and the other activations on 0-D
+    out = opset1.add(zero, relu)
+    out.output(0).get_tensor().set_names({"out"})
+    ov_model = ov.Model([out.output(0)], [x])
+    path = tmp_path / "dql.xml"
+    ov.save_model(ov_model, path, compress_to_fp16=False)
+    model = irrun.load(path)
+    model.threads = threads
+    feed = np.float32([-1.5, 0.25, 3.0, -0.5, 2.0, 7.25])
+    got = model.run({"x": feed})["out"]
+    want = CORE.compile_model(ov_model, "CPU", CPU_CONFIG)([feed])[0]
+    assert got.shape == () and got.dtype == np.float32
+    assert_close(got, np.asarray(want), what="zero point")
 
-    from irrun.ops.elementwise import _clamp, clamp_bounds
 
-    specials = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 6.0, -6.0, 1e-45, -1e-45, 2.0, -1.0]
-    x = np.concatenate([np.array(specials, dtype),
-                        (np.random.default_rng(1).standard_normal(5000) * 5).astype(dtype)])
-    low, high = clamp_bounds(np.dtype(dtype), lo, hi)
-    t = np.where(x > low, x, low)
-    want = np.where(t < high, t, high).astype(dtype)
-    got = _clamp(SimpleNamespace(min=lo, max=hi), x)[0]
-    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+BOOLEAN_REFUSED = {
+    "Add": opset1.add, "Subtract": opset1.subtract, "Multiply": opset1.multiply,
+    "Divide": opset1.divide, "Maximum": opset1.maximum, "Minimum": opset1.minimum,
+    "Power": opset1.power, "Mod": opset1.mod, "FloorMod": opset1.floor_mod, "Sqrt": opset1.sqrt,
+    "Exp": opset1.exp, "Log": opset1.log, "Erf": opset1.erf, "Sin": opset1.sin, "Cos": opset1.cos,
+    "Tanh": opset1.tanh, "Floor": opset1.floor, "Ceiling": opset1.ceiling, "Abs": opset1.absolute,
+    "Negative": opset1.negative, "Sign": opset1.sign, "Sigmoid": opset1.sigmoid,
+    "HSigmoid": opset5.hsigmoid, "HSwish": opset4.hswish, "ReLU": opset1.relu,
+    "Clamp": lambda p: opset1.clamp(p, 0.0, 1.0),
+}
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int32, np.int8])
-def test_relu_fast_path_is_the_definition(dtype):
-    """ReLU is ``x > 0 ? x : 0`` bit for bit (NaN and -0.0 give +0.0) on whatever CPU."""
-    from types import SimpleNamespace
-
-    from irrun.ops.elementwise import _relu
-
-    if np.dtype(dtype).kind == "f":
-        special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45], dtype)
-        rand = (np.random.default_rng(2).standard_normal(5000) * 5).astype(dtype)
-    else:
-        info = np.iinfo(dtype)
-        special = np.array([info.min, info.max, 0, -1, 1], dtype)
-        rand = np.random.default_rng(2).integers(info.min, info.max, 5000, dtype=dtype)
-    x = np.concatenate([special, rand])
-    want = np.where(x > 0, x, dtype(0)).astype(dtype)
-    got = _relu(SimpleNamespace(), x)[0]
-    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+@pytest.mark.parametrize("op", list(BOOLEAN_REFUSED))
+def test_arithmetic_refuses_booleans_as_openvino_does(op):
+    """OpenVINO's arithmetic takes no booleans (Subtract, Negative and Sign of booleans
+    once reached NumPy, which refuses them too)."""
+    p = opset1.parameter([3], ov.Type.boolean)
+    build = BOOLEAN_REFUSED[op]
+    nargs = 2 if op in BINARY else 1
+    with pytest.raises(Exception, match=r"is_supported_et|is_integral_number"):
+        build(*[p] * nargs)
+    opdef = resolve(op, "opset5")
+    attrs = SimpleNamespace(**{a.name: a.default for a in opdef.attrs})
+    boolean = TensorInfo((3,), of_array(np.zeros(3, np.bool_)))
+    with pytest.raises(ShapeError, match=f"is boolean, which {opdef.label} does not take"):
+        opdef.infer(attrs, [boolean] * nargs)

@@ -126,20 +126,22 @@ def test_a_result_read_twice_is_not_changed_in_place(tmp_path):
 
 
 @pytest.mark.parametrize("act", ["relu", "relu6", "clamp", "swish"])
-def test_activations_of_strided_views_are_their_values(act):
+@pytest.mark.parametrize("reference", [True, False])
+def test_activations_of_strided_views_are_their_values(act, reference):
     """Kernels given a non-contiguous view (a transposed or sliced input) compute its
     values, not those of a copy they then drop."""
     from types import SimpleNamespace
 
-    from irrun.ops import elementwise as e
+    from irrun.fast import kernel_for
+    from irrun.ir.registry import resolve
 
     base = np.random.default_rng(4).standard_normal((6, 10)).astype(np.float32) * 4
     x = base.T[::2]  # [5, 6], strides of a transposed, sliced view
-    kernel, attrs, want = {
-        "relu": (e._relu, SimpleNamespace(), np.maximum(x, 0)),
-        "relu6": (e._clamp, SimpleNamespace(min=0.0, max=6.0), np.clip(x, 0, 6)),
-        "clamp": (e._clamp, SimpleNamespace(min=-0.5, max=0.75), np.clip(x, -0.5, 0.75)),
-        "swish": (e._swish, SimpleNamespace(), x / (1 + np.exp(-x))),
+    op, attrs, want = {
+        "relu": ("ReLU", SimpleNamespace(), np.maximum(x, 0)),
+        "relu6": ("Clamp", SimpleNamespace(min=0.0, max=6.0), np.clip(x, 0, 6)),
+        "clamp": ("Clamp", SimpleNamespace(min=-0.5, max=0.75), np.clip(x, -0.5, 0.75)),
+        "swish": ("Swish", SimpleNamespace(), x / (1 + np.exp(-x))),
     }[act]
-    (got,) = kernel(attrs, x)
+    (got,) = kernel_for(resolve(op, "opset4"), reference)(attrs, x)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)

@@ -30,8 +30,7 @@ import irrun
 from irrun import threads
 from irrun.cli import main
 from irrun.errors import UsageError
-from irrun.fast import chunks
-from irrun.ops import blocks
+from irrun.fast import blocks, chunks
 
 THREADS = (1, 2, 3, 4)
 ROOT = Path(__file__).resolve().parent.parent

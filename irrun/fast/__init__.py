@@ -18,12 +18,21 @@ package (``tests/test_layers.py`` fails if something does).
 
 # Each module registers its fast kernels when imported.
 from . import (  # noqa: F401
+    activations,
     adaptive_pool,
+    attention,
     avg_pool,
     convolution,
+    matmul,
     max_pool,
+    normalization,
     pool_chain,
+    reduction,
 )
+
+# isort: split
+# Last: it gives each elementwise op that no module above gave a fast kernel its thread split.
+from . import elementwise  # noqa: F401
 from .registry import (
     Dispatch,
     FastKernel,

@@ -1,7 +1,9 @@
 """The ops irrun runs. Importing this package registers every one of them."""
 
 from . import (
+    activations,
     adaptive_pool,
+    arithmetic,
     attention,
     avg_pool,
     basic,
@@ -10,7 +12,6 @@ from . import (
     convolution_backprop,
     detection,
     einsum,
-    elementwise,
     indexing,
     interpolate,
     layout,
@@ -23,13 +24,16 @@ from . import (
     quantize,
     reduction,
     scatter,
+    softmax,
     topk,
-    unary_math,
+    unary,
     variables,
 )
 
 __all__ = [
+    "activations",
     "adaptive_pool",
+    "arithmetic",
     "attention",
     "avg_pool",
     "basic",
@@ -38,7 +42,6 @@ __all__ = [
     "convolution_backprop",
     "detection",
     "einsum",
-    "elementwise",
     "indexing",
     "interpolate",
     "layout",
@@ -51,7 +54,8 @@ __all__ = [
     "quantize",
     "reduction",
     "scatter",
+    "softmax",
     "topk",
-    "unary_math",
+    "unary",
     "variables",
 ]

@@ -22,13 +22,13 @@ is no part of the written spec but its shape inference and CPU plugin take it).
 - E of query and key and S of key and value must be equal (no broadcasting there).
 - A row whose every position is -inf gives NaN (0/0), as both OpenVINO's decomposition
   (the reference: the specification's pseudo-code run on reference kernels) and the
-  CPU plugin give; with a sink such a row gives 0.
+  CPU plugin give; with a sink such a row gives 0.  No keys (S = 0) give zeros.
 
 Element types: any floating type, the same for query, key, value, scale, sink and
 a float mask.  f32 and f64 compute in their own type; f16, bf16 and the f8 types
 compute in f32 and round once, as the CPU plugin does under an f32 precision hint.
-The softmax subtracts each row's maximum; the row sums divide the product with
-value rather than the probabilities (fewer divisions, same value within rounding).
+The query is scaled before its product with the key (as OpenVINO's decomposition of
+the op does), and the softmax subtracts each row's maximum.
 
 Tolerance against the CPU plugin and the reference: rtol 1e-5 and atol 1e-6 times the
 largest |output| for f32 (both sum Q·Kᵀ and P·V in other orders and with other exp
@@ -47,7 +47,8 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import broadcast_dims, broadcast_shapes, merge_dims
+from ._scratch import largest
+from ._shapes import broadcast_dims, broadcast_shapes, try_merge_dims
 
 REAL_TYPES = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2")
 _NAMES = ("query", "key", "value", "attention_mask", "scale", "sink")
@@ -62,7 +63,7 @@ def _bdim(a: Dim, b: Dim, what: str) -> Dim:
 
 
 def _merge(a: Dim, b: Dim, what: str) -> Dim:
-    out = merge_dims(a, b)
+    out = try_merge_dims(a, b)
     if out is None:
         raise ShapeError(what)
     return out
@@ -119,7 +120,7 @@ def sdpa_shape(a: SimpleNamespace, shapes: Sequence[Shape | None]) -> Shape | No
         source = k[-2]
     if v is not None:
         what = (f"value {format_shape(v)} does not match query {format_shape(q)} "
-                f"and key {format_shape(k)}")  # fmt: skip
+                f"and key {format_shape(k)}")
         n = _batch(n, v[:-2], what)
         source = v[-2] if source is None else _merge(source, v[-2], what)
         ev = v[-1]
@@ -127,7 +128,7 @@ def sdpa_shape(a: SimpleNamespace, shapes: Sequence[Shape | None]) -> Shape | No
         m = shapes[3]
         what = (f"attention_mask {format_shape(m)} does not broadcast to the scores "
                 f"[..., L={length if length is not None else '?'}, "
-                f"S={source if source is not None else '?'}]")  # fmt: skip
+                f"S={source if source is not None else '?'}]")
         if len(m) < 2:
             raise ShapeError(f"attention_mask must be a scalar or have rank >= 2; {what}")
         length = m[-2] if length is None else _bdim(length, m[-2], what)
@@ -136,7 +137,7 @@ def sdpa_shape(a: SimpleNamespace, shapes: Sequence[Shape | None]) -> Shape | No
             n = _batch(n, m[:-2], what)
     if len(shapes) > 4 and shapes[4] is not None:
         s = shapes[4]
-        if not (len(s) == 0 or (len(s) == 1 and merge_dims(s[0], 1) is not None)):
+        if not (len(s) == 0 or (len(s) == 1 and try_merge_dims(s[0], 1) is not None)):
             raise ShapeError(f"scale must be a scalar or have one element, got {format_shape(s)}")
     if len(shapes) > 5 and shapes[5] is not None:
         _check_sink(shapes[5], q, n, length)
@@ -149,7 +150,7 @@ def _check_sink(sink: Shape, q: Shape | None, n: Shape | None, length: Dim | Non
     what = f"sink {format_shape(sink)} does not fit the scores' rows [..., L, 1]"
     if q is not None and len(sink) != len(q):
         raise ShapeError(f"sink must have the query's rank {len(q)}, got {format_shape(sink)}")
-    if merge_dims(sink[-1], 1) is None:
+    if try_merge_dims(sink[-1], 1) is None:
         raise ShapeError(what)
     if length is not None and len(sink) >= 2:
         _bdim(length, sink[-2], what)
@@ -162,76 +163,59 @@ def _infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]
     return [TensorInfo(sdpa_shape(a, [i.shape for i in inputs]), et)]
 
 
-def _compute_type(dtype: np.dtype) -> np.dtype:
+def compute_type(dtype: np.dtype) -> np.dtype:
     return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float32)
 
 
 def _sdpa(a: SimpleNamespace, q: np.ndarray, k: np.ndarray, v: np.ndarray,
           mask: np.ndarray | None = None, scale: np.ndarray | None = None,
-          sink: np.ndarray | None = None) -> tuple[np.ndarray, ...]:  # fmt: skip
+          sink: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     out_dtype = q.dtype
-    ct = _compute_type(out_dtype)
+    ct = compute_type(out_dtype)
     q, k, v = (x.astype(ct, copy=False) for x in (q, k, v))
+    check_sizes(q, k, v)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        out = attend(a.causal, q * scale_factor(q, scale), k, v, mask, sink)
+    return (out.astype(out_dtype, copy=False),)
+
+
+def check_sizes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+    """KernelError unless query and key agree on E, and key and value on S."""
     if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
         raise KernelError(
             f"query {format_shape(q.shape)}, key {format_shape(k.shape)} and value "
             f"{format_shape(v.shape)} do not agree on E and S"
         )
+
+
+def scale_factor(q: np.ndarray, scale: np.ndarray | None) -> np.generic:
+    """The scale input's value, or ``1/sqrt(E)``, in the query's type."""
+    ct = q.dtype
     if scale is None:
-        factor = ct.type(1.0) / np.sqrt(ct.type(q.shape[-1]))
-    else:
-        factor = ct.type(np.asarray(scale, dtype=ct).reshape(-1)[0])
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        if sink is None:
-            out = _attend_key_major(a.causal, q * factor, k, v, mask, ct)
-        else:
-            out = _attend(a.causal, q * factor, k, v, mask, sink, ct)
-    return (out.astype(out_dtype, copy=False),)
+        return ct.type(1.0) / np.sqrt(ct.type(q.shape[-1]))
+    return ct.type(np.asarray(scale, dtype=ct).reshape(-1)[0])
 
 
-def _attend_key_major(causal: bool, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                      mask: np.ndarray | None, ct: np.dtype) -> np.ndarray:  # fmt: skip
-    """Attention with the scores laid out ``[..., S, L]``, ``K·Qᵀ`` (BLAS makes either
-    layout alike): the softmax then reduces over an outer axis, which NumPy does a whole
-    row of queries at a time instead of one short row per query, and the row sums are
-    one product with a vector of ones.  ``Pᵀ·V`` reads the probabilities transposed in
-    place (BLAS's transposed operand)."""
-    scores = np.matmul(k, np.swapaxes(q, -1, -2))
-    bias = _bias(causal, mask, scores.shape[-1:-3:-1], ct)
-    if bias is not None:
-        bias = np.swapaxes(bias, -1, -2) if bias.ndim >= 2 else bias
-        if np.broadcast_shapes(scores.shape, bias.shape) == scores.shape:
-            scores += bias
-        else:
-            scores = scores + bias
-    scores -= scores.max(axis=-2, keepdims=True)
-    np.exp(scores, out=scores)
-    total = np.matmul(np.ones(scores.shape[-2], ct), scores)
-    out = np.matmul(np.swapaxes(scores, -1, -2), v)
-    out /= total[..., None]
-    return out
-
-
-def _attend(causal: bool, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-            mask: np.ndarray | None, sink: np.ndarray, ct: np.dtype) -> np.ndarray:  # fmt: skip
-    """Attention with a sink, the scores laid out ``[..., L, S]``."""
+def attend(causal: bool, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+           mask: np.ndarray | None, sink: np.ndarray | None) -> np.ndarray:
+    """``softmax(q·kᵀ + bias) · v`` for a scaled query, the scores laid out ``[..., L, S]``;
+    the sink, if given, is one more logit per row in the softmax's sum."""
+    ct = q.dtype
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
-    bias = _bias(causal, mask, scores.shape[-2:], ct)
+    bias = attention_bias(causal, mask, scores.shape[-2:], ct)
     if bias is not None:
-        if np.broadcast_shapes(scores.shape, bias.shape) == scores.shape:
-            scores += bias
-        else:
-            scores = scores + bias
-    top = scores.max(axis=-1, keepdims=True)
-    sink = np.asarray(sink, dtype=ct)
-    scores, top = _fit_sink(scores, top, sink, v.shape[:-2])
-    top = np.maximum(top, sink)
-    scores -= top
-    np.exp(scores, out=scores)
-    total = scores.sum(axis=-1, keepdims=True) + np.exp(sink - top)
-    out = np.matmul(scores, v)
-    out /= total
-    return out
+        scores = scores + bias
+    # -inf for a row of no keys (S = 0), which then gives zeros.
+    top = np.max(scores, axis=-1, keepdims=True, initial=-np.inf)
+    if sink is not None:
+        sink = np.asarray(sink, dtype=ct)
+        scores, top = _fit_sink(scores, top, sink, v.shape[:-2])
+        top = np.maximum(top, sink)
+    e = np.exp(scores - top)
+    total = np.sum(e, axis=-1, keepdims=True)
+    if sink is not None:
+        total = total + np.exp(sink - top)
+    return np.matmul(e / total, v)
 
 
 def _fit_sink(scores: np.ndarray, top: np.ndarray, sink: np.ndarray, value_batch):
@@ -254,7 +238,7 @@ def _fit_sink(scores: np.ndarray, top: np.ndarray, sink: np.ndarray, value_batch
     return scores, top
 
 
-def _bias(causal: bool, mask: np.ndarray | None, ls: tuple[int, int], ct: np.dtype):
+def attention_bias(causal: bool, mask: np.ndarray | None, ls: tuple[int, int], ct: np.dtype):
     """What is added to the scores: the causal triangle, a mask's -inf, or the mask."""
     if causal:
         rows, cols = ls
@@ -267,12 +251,25 @@ def _bias(causal: bool, mask: np.ndarray | None, ls: tuple[int, int], ct: np.dty
     return mask.astype(ct, copy=False)
 
 
+def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+             outputs: Sequence[TensorInfo]) -> int:
+    """Four arrays of the scores (the output's rows times S) and six of the largest tensor
+    (f32 copies of f16 inputs, the scaled query), in the compute type."""
+    out, key = outputs[0], inputs[1]
+    if out.shape is None or key.shape is None or out.element_type is None:
+        return 0
+    scores = largest([TensorInfo((*out.shape[:-1], key.shape[-2]), None)])
+    width = compute_type(out.element_type.dtype).itemsize
+    return width * (4 * scores + 6 * largest([*inputs, *outputs]))
+
+
 register(
     OpDef(
         type="ScaledDotProductAttention", version=13, since_opset=13,
         attrs=(Attr("causal", "bool", False),),
         infer=_infer, kernel=_sdpa, inputs=(3, 6), shape_attrs=("causal",),
         input_types=(REAL_TYPES, REAL_TYPES, REAL_TYPES, None, REAL_TYPES, REAL_TYPES),
+        fresh_output=True, view_reader=True, scratch=_scratch,
         doc="softmax(Q·Kᵀ·scale + mask) · V with optional causal mask, scale and sink",
     )
-)  # fmt: skip
+)

@@ -22,13 +22,14 @@ For i64 and u64 the plugin's 32 bits also take the amount modulo 32, not 64.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from types import SimpleNamespace
 
 import numpy as np
 
-from ..ir.registry import OpDef, TensorInfo, register
-from .elementwise import BROADCAST_ATTR, binary_kernel, infer_binary
+from ..ir.registry import OpDef, register
+from ._scratch import per_element
+from ._shapes import BROADCAST_ATTR, infer_unary
+from .arithmetic import binary_kernel, infer_binary
 
 INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 BOOLEAN_OR_INTEGERS = ("boolean", *INTEGERS)
@@ -55,27 +56,24 @@ def shift(x: np.ndarray, amount: np.ndarray, left: bool) -> np.ndarray:
     return out.astype(x.dtype)
 
 
-def _not_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    return [TensorInfo(inputs[0].shape, inputs[0].element_type)]
-
-
 def _not(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (np.invert(x),)
+    return (np.asarray(np.invert(x)),)
 
 
 LOGIC = {"BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or,
-         "BitwiseXor": np.bitwise_xor}  # fmt: skip
+         "BitwiseXor": np.bitwise_xor}
 
 for _type, _fn in LOGIC.items():
     register(OpDef(type=_type, version=13, since_opset=13, attrs=(BROADCAST_ATTR,),
                    infer=infer_binary, kernel=binary_kernel(lambda a, x, y, f=_fn: f(x, y)),
                    inputs=(2, 2), shape_attrs=("auto_broadcast",),
-                   input_types=(BOOLEAN_OR_INTEGERS, BOOLEAN_OR_INTEGERS)))  # fmt: skip
-register(OpDef(type="BitwiseNot", version=13, since_opset=13, attrs=(), infer=_not_infer,
-               kernel=_not, input_types=(BOOLEAN_OR_INTEGERS,)))  # fmt: skip
+                   input_types=(BOOLEAN_OR_INTEGERS, BOOLEAN_OR_INTEGERS), elementwise=True))
+register(OpDef(type="BitwiseNot", version=13, since_opset=13, attrs=(), infer=infer_unary,
+               kernel=_not, input_types=(BOOLEAN_OR_INTEGERS,), elementwise=True))
 for _type, _left in (("BitwiseLeftShift", True), ("BitwiseRightShift", False)):
     register(OpDef(type=_type, version=15, since_opset=15, attrs=(BROADCAST_ATTR,),
                    infer=infer_binary,
                    kernel=binary_kernel(lambda a, x, y, left=_left: shift(x, y, left)),
                    inputs=(2, 2), shape_attrs=("auto_broadcast",),
-                   input_types=(INTEGERS, INTEGERS)))  # fmt: skip
+                   input_types=(INTEGERS, INTEGERS), elementwise=True,
+                   scratch=per_element(24)))  # the promoted values and amounts

@@ -55,7 +55,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import merge_dims, same_element_type
+from ._shapes import same_element_type, try_merge_dims
 from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
 
 ATTRS = (
@@ -128,7 +128,7 @@ def _infer(grouped: bool):
             in_ch = _in_channels(fs, grouped)
             kernel = fs[-n:]
             known = data.shape is not None and in_ch is not None
-            if known and merge_dims(data.shape[1], in_ch) is None:
+            if known and try_merge_dims(data.shape[1], in_ch) is None:
                 raise ShapeError(
                     f"data has {data.shape[1]} channels but the filter "
                     f"{format_shape(fs)} expects {in_ch}"

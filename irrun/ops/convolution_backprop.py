@@ -34,7 +34,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import convolution as conv
-from .elementwise import merge_dims, same_element_type
+from ._shapes import same_element_type, try_merge_dims
 from .movement import check_vector, flat_ints, int_values
 
 ATTRS = (*conv.ATTRS, Attr("output_padding", "ints", ()))
@@ -119,7 +119,7 @@ def _infer(grouped: bool):
             if isinstance(g, int) and isinstance(co, int):
                 out_ch = g * co
             if data.shape is not None and isinstance(g, int) and isinstance(ci, int) \
-                    and merge_dims(data.shape[1], g * ci) is None:  # fmt: skip
+                    and try_merge_dims(data.shape[1], g * ci) is None:  # fmt: skip
                 raise ShapeError(f"data has {data.shape[1]} channels but the filter "
                                  f"{format_shape(fs)} expects {g * ci}")  # fmt: skip
         if data.shape is None:

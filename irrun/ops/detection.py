@@ -85,7 +85,8 @@ from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .movement import int_values, merge_dims
+from ._shapes import merge_dims
+from .movement import int_values
 
 FLOATS = ("bf16", "f16", "f32")
 REALS = (*FLOATS, "f64")

@@ -41,7 +41,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import broadcast_dims, broadcast_shapes, merge_dims
+from ._shapes import broadcast_dims, broadcast_shapes, try_merge_dims
 
 ELLIPSIS = "..."
 EINSUM_TYPES = (
@@ -162,7 +162,7 @@ def einsum_shape(equation: str, shapes: Sequence[Shape | None]) -> Shape | None:
         pairs, part = _split(labels, shape, equation, port)
         mine: dict[str, Dim] = {}
         for label, d in pairs:
-            merged = d if label not in mine else merge_dims(mine[label], d)
+            merged = d if label not in mine else try_merge_dims(mine[label], d)
             if merged is None:
                 raise ShapeError(
                     f"equation '{equation}': label '{label}' is used for dims "

@@ -54,7 +54,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape, format_shape
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import float_compute
+from .unary import float_compute
 
 INTEGER = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 INDEX_TYPES = ("i32", "i64")

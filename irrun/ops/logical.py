@@ -20,16 +20,17 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import BROADCAST_ATTR, binary_kernel, broadcast_shapes, same_element_type
+from ._shapes import BROADCAST_ATTR, broadcast_shapes, same_element_type
+from .arithmetic import binary_kernel
 
 BOOLEAN = ELEMENT_TYPES["boolean"]
 
 COMPARE = {
     "Equal": np.equal, "NotEqual": np.not_equal, "Less": np.less, "LessEqual": np.less_equal,
     "Greater": np.greater, "GreaterEqual": np.greater_equal,
-}  # fmt: skip
+}
 LOGICAL = {"LogicalAnd": np.logical_and, "LogicalOr": np.logical_or,
-           "LogicalXor": np.logical_xor}  # fmt: skip
+           "LogicalXor": np.logical_xor}
 
 
 def _booleans(inputs: Sequence[TensorInfo], what: str) -> None:
@@ -55,7 +56,7 @@ def _not_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorI
 
 
 def _not(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (np.logical_not(x),)
+    return (np.asarray(np.logical_not(x)),)
 
 
 # OpenVINO's own shape inference rejects pdpd Selects in one place or another
@@ -76,7 +77,7 @@ def _select_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
 
 
 def _select(a: SimpleNamespace, cond: np.ndarray, then: np.ndarray,
-            other: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+            other: np.ndarray) -> tuple[np.ndarray, ...]:
     if then.dtype != other.dtype:
         raise KernelError(f"then is {then.dtype} but else is {other.dtype}")
     _select_shape(cond.shape, then.shape, other.shape, a.auto_broadcast)  # raises if not
@@ -87,9 +88,9 @@ for _table, _infer in ((COMPARE, _compare_infer), (LOGICAL, _logical_infer)):
     for _type, _fn in _table.items():
         register(OpDef(type=_type, version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
                        infer=_infer, kernel=binary_kernel(lambda a, x, y, f=_fn: f(x, y), True),
-                       inputs=(2, 2), shape_attrs=("auto_broadcast",)))  # fmt: skip
+                       inputs=(2, 2), shape_attrs=("auto_broadcast",), elementwise=True))
 register(OpDef(type="LogicalNot", version=1, since_opset=1, attrs=(), infer=_not_infer,
-               kernel=_not))  # fmt: skip
+               kernel=_not, elementwise=True))
 register(OpDef(type="Select", version=1, since_opset=1, attrs=(SELECT_BROADCAST,),
                infer=_select_infer, kernel=_select, inputs=(3, 3),
-               shape_attrs=("auto_broadcast",)))  # fmt: skip
+               shape_attrs=("auto_broadcast",), elementwise=True))

@@ -4,12 +4,12 @@ A 1-D first operand is a row ``[1, K]`` and a 1-D second one a column ``[K, 1]``
 the added axis is dropped from the result, and ``transpose_a``/``transpose_b``
 are ignored for 1-D operands (OpenVINO's shape inference).  Batch dims broadcast
 as in numpy.  f16 is multiplied in f32 and rounded once; f32 sums in f32 (BLAS
-order, so values match the CPU plugin within rounding, not bit for bit).
+order, so values match the CPU plugin within rounding, not bit for bit).  A MatMul
+reads a strided view of its inputs (a Transpose's, say) as fast as a contiguous one.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -19,7 +19,8 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import broadcast_shapes, merge_dims, same_element_type
+from ._scratch import per_element
+from ._shapes import broadcast_shapes, same_element_type, try_merge_dims
 
 
 def matmul_shape(a: Shape | None, b: Shape | None, ta: bool, tb: bool) -> Shape | None:
@@ -34,7 +35,7 @@ def matmul_shape(a: Shape | None, b: Shape | None, ta: bool, tb: bool) -> Shape 
         raise ShapeError("MatMul does not accept scalars")
     a2 = (1, *a) if len(a) == 1 else (*a[:-2], a[-1], a[-2]) if ta else tuple(a)
     b2 = (*b, 1) if len(b) == 1 else (*b[:-2], b[-1], b[-2]) if tb else tuple(b)
-    if merge_dims(a2[-1], b2[-2]) is None:
+    if try_merge_dims(a2[-1], b2[-2]) is None:
         raise ShapeError(
             f"inner dims differ: {a2[-1]} in {format_shape(a)} and {b2[-2]} in "
             f"{format_shape(b)} (transpose_a={str(ta).lower()}, transpose_b={str(tb).lower()})"
@@ -66,28 +67,19 @@ def matmul(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
         x = np.swapaxes(a, -1, -2)
     if attrs.transpose_b and b.ndim > 1:
         y = np.swapaxes(b, -1, -2)
+    if a.dtype.kind == "f" and a.dtype.itemsize < 4:
+        x, y = x.astype(np.float32), y.astype(np.float32)
     try:
-        if a.dtype.kind == "f" and a.dtype.itemsize < 4:
-            return (_product(x.astype(np.float32), y.astype(np.float32)).astype(a.dtype),)
-        return (np.asarray(_product(x, y), dtype=a.dtype),)
+        product = np.matmul(x, y)
     except ValueError:
         # NumPy's own message would not name the attributes: this one does.
-        matmul_shape(a.shape, b.shape, attrs.transpose_a, attrs.transpose_b)
+        try:
+            matmul_shape(a.shape, b.shape, attrs.transpose_a, attrs.transpose_b)
+        except ShapeError as e:
+            raise KernelError(str(e)) from None
         raise
-
-
-def _product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``x @ y``; a stack of several matrices times one matrix as one product of all their
-    rows (NumPy runs one GEMM per matrix of the stack: for a BERT layer at batch 4, 3%
-    slower in all)."""
-    if (y.ndim == 2 and x.ndim > 2 and math.prod(x.shape[:-2]) > 1 and x.flags.c_contiguous
-            and x.shape[-1] == y.shape[0]):  # fmt: skip
-        out = np.empty((*x.shape[:-1], y.shape[1]), np.result_type(x, y))
-        rows = math.prod(x.shape[:-1])
-        # Into an array of its own (not a reshaped view): later ops may work in place in it.
-        np.matmul(x.reshape(rows, x.shape[-1]), y, out=out.reshape(rows, y.shape[1]))
-        return out
-    return np.matmul(x, y)
+    # A product of two vectors is a NumPy scalar: the kernel's result is an array.
+    return (np.asarray(product).astype(a.dtype, copy=False),)
 
 
 register(
@@ -95,6 +87,7 @@ register(
         type="MatMul", version=1, since_opset=1,
         attrs=(Attr("transpose_a", "bool", False), Attr("transpose_b", "bool", False)),
         infer=infer_matmul, kernel=matmul, inputs=(2, 2),
-        shape_attrs=("transpose_a", "transpose_b"),
+        shape_attrs=("transpose_a", "transpose_b"), fresh_output=True, view_reader=True,
+        scratch=per_element(0, 12),  # f16 multiplied in f32
     )
-)  # fmt: skip
+)

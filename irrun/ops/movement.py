@@ -20,6 +20,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape, map_bounds
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._shapes import merge_dims
 
 MANY = 1 << 30  # no upper bound on the number of inputs
 
@@ -79,26 +80,6 @@ def add_dims(a: Dim, b: Dim) -> Dim:
     lo_b, hi_b = (b, b) if isinstance(b, int) else (b.lo, b.hi)
     hi = None if hi_a is None or hi_b is None else hi_a + hi_b
     return Interval(lo_a + lo_b, hi)
-
-
-def merge_dims(a: Dim, b: Dim, what: str) -> Dim:
-    """The dim two equal-by-contract dims are: the tighter of the two."""
-    if isinstance(a, int) and isinstance(b, int):
-        if a != b:
-            raise ShapeError(f"{what}: {a} != {b}")
-        return a
-    if isinstance(a, int) or isinstance(b, int):
-        n, other = (a, b) if isinstance(a, int) else (b, a)
-        assert isinstance(other, Interval)
-        if not other.contains(n):
-            raise ShapeError(f"{what}: {n} does not fit {other}")
-        return n
-    lo = max(a.lo, b.lo)
-    his = [h for h in (a.hi, b.hi) if h is not None]
-    hi = min(his) if his else None
-    if hi is not None and hi < lo:
-        raise ShapeError(f"{what}: {a} and {b} do not overlap")
-    return lo if lo == hi else Interval(lo, hi)
 
 
 def may_be_one(d: Dim) -> bool:

@@ -39,7 +39,6 @@ rounded once, as the plugin does (one f16 ulp).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -49,7 +48,8 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import merge_dims
+from ._scratch import per_element
+from ._shapes import try_merge_dims
 from .movement import check_vector, flat_ints, int_values, normalize_axis
 
 NAMES = ("gamma", "beta", "mean", "variance")
@@ -85,7 +85,7 @@ def _infer(version: int):
                 continue
             if len(info.shape) != 1:
                 raise ShapeError(f"{name} must be 1-D, got {format_shape(info.shape)}")
-            merged = info.shape[0] if channels is None else merge_dims(channels, info.shape[0])
+            merged = info.shape[0] if channels is None else try_merge_dims(channels, info.shape[0])
             if merged is None:
                 raise ShapeError(
                     f"{name} has {info.shape[0]} values but data has {channels} channels"
@@ -133,9 +133,9 @@ for _version in (1, 5):
         OpDef(
             type="BatchNormInference", version=_version, since_opset=_version,
             attrs=(Attr("epsilon", "float"),), infer=_infer(_version), kernel=_kernel(_version),
-            inputs=(5, 5), check=_check, shape_attrs=("epsilon",),
+            inputs=(5, 5), check=_check, shape_attrs=("epsilon",), scratch=per_element(14, 10),
         )
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------- MVN-6
@@ -160,7 +160,7 @@ def _mvn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorI
 
 
 def mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: float,
-        inside_sqrt: bool) -> np.ndarray:  # fmt: skip
+        inside_sqrt: bool) -> np.ndarray:
     """Mean-variance normalization of ``x`` over ``axes`` (f16 computed in f32).
 
     >>> mvn(np.array([[1.0, 3.0], [0.0, 0.0]], np.float32), (1,), True, 0.0, True).tolist()
@@ -170,8 +170,6 @@ def mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: flo
         return x.copy()  # no mean to take (and NumPy would warn of an empty slice)
     work = x.dtype if x.dtype.itemsize >= 4 else np.dtype(np.float32)
     v = x.astype(work, copy=False)
-    if axes == (x.ndim - 1,) and normalize_variance and inside_sqrt:
-        return _mvn_last_axis(v, eps).astype(x.dtype, copy=False)
     with np.errstate(all="ignore"):
         d = v - np.mean(v, axis=axes, keepdims=True, dtype=work)
         if normalize_variance:
@@ -181,37 +179,12 @@ def mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: flo
     return d.astype(x.dtype, copy=False)
 
 
-def _mvn_last_axis(v: np.ndarray, eps: float) -> np.ndarray:
-    """MVN over the last axis alone (LayerNorm), its two means taken as products with a
-    vector of 1/n: BLAS sums rows far faster than a reduction over short rows."""
-    weights = _mean_weights(v.shape[-1], v.dtype)
-    with np.errstate(all="ignore"):
-        d = v - (v @ weights)[..., None]
-        var = np.square(d) @ weights
-        var += v.dtype.type(eps)
-        np.sqrt(var, out=var)
-        d /= var[..., None]
-    return d
-
-
-@functools.lru_cache(maxsize=64)
-def _mean_weights(n: int, dtype: np.dtype) -> np.ndarray:
-    weights = np.full(n, 1.0 / n, dtype)
-    weights.flags.writeable = False
-    return weights
-
-
 def _mvn_check(a: SimpleNamespace) -> None:
     if not a.eps >= 0:
         raise KernelError(f"eps must be at least 0, got {a.eps}")
 
 
 def _mvn_kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
-    # LayerNorm's case, f32 or f64, decided without the general path's Python work.
-    if (axes.size == 1 and x.ndim and int(axes.reshape(-1)[0]) in (-1, x.ndim - 1) and x.size
-            and a.normalize_variance and a.eps_mode == "inside_sqrt"
-            and x.dtype in (np.float32, np.float64)):  # fmt: skip
-        return (_mvn_last_axis(x, a.eps),)
     ax = _mvn_axes(flat_ints(axes), x.ndim)
     return (mvn(x, ax, a.normalize_variance, a.eps, a.eps_mode == "inside_sqrt"),)
 
@@ -222,8 +195,9 @@ register(
         attrs=(Attr("normalize_variance", "bool"), Attr("eps", "float"),
                Attr("eps_mode", "enum", choices=("inside_sqrt", "outside_sqrt"))),
         infer=_mvn_infer, kernel=_mvn_kernel, inputs=(2, 2), check=_mvn_check,
+        fresh_output=True, scratch=per_element(14),
     )
-)  # fmt: skip
+)
 
 
 # --------------------------------------------------------------------------- shared checks
@@ -288,9 +262,9 @@ register(
     OpDef(
         type="NormalizeL2", version=0, since_opset=1,
         attrs=(Attr("eps", "float"), Attr("eps_mode", "enum", choices=("add", "max"))),
-        infer=_l2_infer, kernel=_l2_kernel, inputs=(2, 2),
+        infer=_l2_infer, kernel=_l2_kernel, inputs=(2, 2), scratch=per_element(4, 10),
     )
-)  # fmt: skip
+)
 
 
 # --------------------------------------------------------------------------- LRN-0
@@ -326,7 +300,7 @@ def _window_sums(v: np.ndarray, axis: int, half: int) -> np.ndarray:
 
 
 def lrn(x: np.ndarray, axes: tuple[int, ...], alpha: float, beta: float, bias: float,
-        size: int) -> np.ndarray:  # fmt: skip
+        size: int) -> np.ndarray:
     """Local response normalization as OpenVINO's reference kernel computes it.
 
     ``x / (bias + alpha / size**len(axes) * s) ** beta`` where ``s`` sums ``x**2``
@@ -364,9 +338,9 @@ register(
         attrs=(Attr("alpha", "float"), Attr("beta", "float"), Attr("bias", "float"),
                Attr("size", "int")),
         infer=_lrn_infer, kernel=_lrn_kernel, inputs=(2, 2), check=_lrn_check,
-        shape_attrs=(),
+        shape_attrs=(), scratch=per_element(48),  # window sums in f64
     )
-)  # fmt: skip
+)
 
 
 # --------------------------------------------------------------------------- MVN-0
@@ -377,7 +351,7 @@ def _mvn0_axes(a: SimpleNamespace, rank: int) -> tuple[int, ...]:
     every axis from 1 (across channels) or 2 on."""
     if a.reduction_axes:
         return tuple(sorted({normalize_axis(v, rank, "reduction_axes value")
-                             for v in a.reduction_axes}))  # fmt: skip
+                             for v in a.reduction_axes}))
     return tuple(range(1 if a.across_channels else 2, rank))
 
 
@@ -406,9 +380,10 @@ register(
         attrs=(Attr("eps", "float"), Attr("across_channels", "bool", None),
                Attr("normalize_variance", "bool"), Attr("reduction_axes", "ints", ())),
         infer=_mvn0_infer, kernel=_mvn0_kernel, check=_mvn0_check,
-        shape_attrs=("across_channels", "reduction_axes"),
+        shape_attrs=("across_channels", "reduction_axes"), fresh_output=True,
+        scratch=per_element(14),
     )
-)  # fmt: skip
+)
 
 
 # --------------------------------------------------------------------------- GroupNormalization-12
@@ -443,7 +418,7 @@ def _gn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorIn
     for name, info in (("scale", scale), ("bias", bias)):
         if info.shape is None:
             continue
-        merged = info.shape[0] if channels is None else merge_dims(channels, info.shape[0])
+        merged = info.shape[0] if channels is None else try_merge_dims(channels, info.shape[0])
         if merged is None:
             raise ShapeError(f"{name} has {info.shape[0]} values but data has {channels} channels")
         channels = merged
@@ -454,7 +429,7 @@ def _gn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorIn
 
 
 def group_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int,
-               epsilon: float) -> np.ndarray:  # fmt: skip
+               epsilon: float) -> np.ndarray:
     """Normalize each of ``groups`` channel groups of every sample, then scale and shift
     per channel (the variance is the mean of squared differences).
 
@@ -483,7 +458,7 @@ def group_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int,
 
 
 def _gn_kernel(a: SimpleNamespace, x: np.ndarray, scale: np.ndarray,
-               bias: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+               bias: np.ndarray) -> tuple[np.ndarray, ...]:
     if x.ndim < 2:
         raise KernelError(f"data must have rank 2 or more, got shape {list(x.shape)}")
     return (group_norm(x, scale, bias, a.num_groups, a.epsilon),)
@@ -494,6 +469,6 @@ register(
         type="GroupNormalization", version=12, since_opset=12,
         attrs=(Attr("num_groups", "int"), Attr("epsilon", "float")),
         infer=_gn_infer, kernel=_gn_kernel, inputs=(3, 3), check=_gn_check,
-        shape_attrs=("num_groups",),
+        shape_attrs=("num_groups",), scratch=per_element(32, 24),
     )
-)  # fmt: skip
+)

@@ -84,7 +84,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .elementwise import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
+from ._shapes import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
 
 TYPES = ("f32", "f16", "i32", "i64", "u32", "u64")
 NAMES = ("input_low", "input_high", "output_low", "output_high")

@@ -1,5 +1,5 @@
 """Reductions (ReduceSum, ReduceMean, ReduceProd, ReduceMax, ReduceMin, ReduceL1,
-ReduceL2, ReduceLogicalAnd, ReduceLogicalOr), CumSum, SoftMax and LogSoftmax.
+ReduceL2, ReduceLogicalAnd, ReduceLogicalOr) and CumSum.
 
 Reductions take their axes from the second input (a scalar or 1-D list of
 integers; negative values count from the end, repeats are harmless, an empty list
@@ -50,15 +50,17 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from . import blocks
+from ._scratch import per_element
 from .movement import check_vector, flat_ints, int_values, normalize_axis, vector_length
 
 
-def _axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
+def reduction_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
+    """The axes a reduction's second input names, each once, counted from 0, in order."""
     return tuple(sorted({normalize_axis(v, rank, "axes value") for v in values}))
 
 
@@ -76,7 +78,7 @@ def _reduce_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
         n = vector_length(axes_info)
         out = (DYNAMIC,) * (rank - 1) if n == 1 and rank else None
         return [TensorInfo(out, x.element_type)]
-    axes = _axes(values, rank)
+    axes = reduction_axes(values, rank)
     if a.keep_dims:
         out = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
     else:
@@ -86,16 +88,10 @@ def _reduce_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
 
 def _reduce_kernel(fn):
     def kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
-        ax = _axes(flat_ints(axes), x.ndim)
-        shape = tuple(1 if i in ax else d for i, d in enumerate(x.shape) if a.keep_dims
-                      or i not in ax)  # fmt: skip
-
-        def compute(v: np.ndarray) -> np.ndarray:
-            return np.asarray(fn(_widened(v), ax, a.keep_dims)).astype(x.dtype, copy=False)
-
-        # Split over the run's threads along an axis before the reduced ones.
+        ax = reduction_axes(flat_ints(axes), x.ndim)
+        # f16 rounds its f32 result: ReduceMax of nothing gives -inf.
         with np.errstate(over="ignore", invalid="ignore"):
-            return (blocks.reduced(compute, x, ax, shape, x.dtype),)
+            return (np.asarray(fn(_widened(x), ax, a.keep_dims)).astype(x.dtype, copy=False),)
 
     return kernel
 
@@ -204,73 +200,12 @@ def cumsum(x: np.ndarray, axis: int, exclusive: bool = False, reverse: bool = Fa
 def _cumsum_kernel(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray) -> tuple[np.ndarray, ...]:
     values = flat_ints(axis)
     if len(values) != 1:
-        raise ShapeError(f"axis must hold one value, got {values}")
+        raise KernelError(f"axis must hold one value, got {values}")
     ax = normalize_axis(values[0], x.ndim)
     work = x.view(np.uint8) if x.dtype == np.bool_ else _widened(x)
     with np.errstate(over="ignore", invalid="ignore"):
         out = cumsum(work, ax, a.exclusive, a.reverse)
     return (out.astype(x.dtype),)
-
-
-def _softmax_infer(version: int):
-    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-        (x,) = inputs
-        if x.shape is not None:
-            _softmax_axis(a.axis, len(x.shape), version)
-        return [TensorInfo(x.shape, x.element_type)]
-
-    return infer
-
-
-def _softmax_axis(axis: int, rank: int, version: int) -> int:
-    if version == 1 and axis < 0:
-        raise ShapeError(f"SoftMax-1 axis {axis} must not be negative (rank {rank})")
-    return normalize_axis(axis, rank)
-
-
-def softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    """``exp(x - max) / sum``: subtracting the maximum keeps exp from overflowing.
-
-    >>> softmax(np.array([[0.0, np.log(3.0)]], np.float32), 1).tolist()
-    [[0.25, 0.75]]
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-        return (e / np.sum(e, axis=axis, keepdims=True, dtype=x.dtype)).astype(x.dtype)
-
-
-def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
-    """``x - max - log(sum(exp(x - max)))``, which stays finite where softmax underflows.
-
-    >>> log_softmax(np.array([[0.0, 1000.0]], np.float32), 1).tolist()
-    [[-1000.0, 0.0]]
-    """
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        shifted = x - np.max(x, axis=axis, keepdims=True)
-        total = np.sum(np.exp(shifted), axis=axis, keepdims=True, dtype=x.dtype)
-        return (shifted - np.log(total)).astype(x.dtype)
-
-
-def _log_softmax_kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    work = x if x.dtype.itemsize >= 4 else x.astype(np.float32)
-    axis = _softmax_axis(a.axis, x.ndim, 8)
-    return (blocks.across(lambda v: log_softmax(v, axis), work, axis, x.dtype),)
-
-
-def _log_softmax_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    (x,) = inputs
-    if x.element_type is not None and x.element_type.dtype.kind != "f":
-        raise ShapeError(f"LogSoftmax needs a floating-point input, got {x.element_type.name}")
-    return _softmax_infer(8)(a, inputs)
-
-
-def _softmax_kernel(version: int):
-    def kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-        axis = _softmax_axis(a.axis, x.ndim, version)
-        # Rows along the axis are independent: split over the run's threads.
-        return (blocks.across(lambda v: softmax(v, axis), x, axis, x.dtype),)
-
-    return kernel
 
 
 # OpenVINO's arithmetic reductions take any number type, its logical ones booleans.
@@ -279,7 +214,7 @@ for _type, _fn, _since in (
     ("ReduceMean", _mean, 1), ("ReduceMax", _max, 1), ("ReduceSum", _sum, 1),
     ("ReduceProd", _prod, 1), ("ReduceMin", _min, 1), ("ReduceL1", _l1, 4),
     ("ReduceL2", _l2, 4), ("ReduceLogicalAnd", _all, 1), ("ReduceLogicalOr", _any, 1),
-):  # fmt: skip
+):
     register(
         OpDef(
             type=_type,
@@ -291,6 +226,8 @@ for _type, _fn, _since in (
             inputs=(2, 2),
             shape_attrs=("keep_dims",),
             input_types=(("boolean",) if "Logical" in _type else NUMBERS, None),
+            # f16 reduced in f32; L1 and L2 take the absolute values or squares first.
+            scratch=per_element(10) if _type in ("ReduceL1", "ReduceL2") else per_element(2, 6, 6),
         )
     )
 register(
@@ -303,19 +240,6 @@ register(
         kernel=_cumsum_kernel,
         inputs=(2, 2),
         input_types=(None, ("i32", "i64")),
+        scratch=per_element(10, 12, 10),
     )
 )
-for _version in (1, 8):
-    register(
-        OpDef(
-            type="SoftMax",
-            version=_version,
-            since_opset=_version,
-            attrs=(Attr("axis", "int", 1),),
-            infer=_softmax_infer(_version),
-            kernel=_softmax_kernel(_version),
-            shape_attrs=("axis",),
-        )
-    )
-register(OpDef(type="LogSoftmax", version=5, since_opset=5, attrs=(Attr("axis", "int", 1),),
-               infer=_log_softmax_infer, kernel=_log_softmax_kernel))  # fmt: skip

@@ -64,7 +64,8 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from .movement import check_vector, flat_ints, fmt, int_values, merge_dims, normalize_axis
+from ._shapes import merge_dims
+from .movement import check_vector, flat_ints, fmt, int_values, normalize_axis
 
 INT_TYPES = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "i4", "u4", "u1")
 I32_I64 = ("i32", "i64")

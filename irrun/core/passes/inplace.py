@@ -2,28 +2,28 @@
 
 A linear layer's bias, a residual connection, LayerNorm's scale and shift: each is an Add
 or a Multiply whose one input is a result nothing else reads, made by a kernel that
-returns a new array of its own (:data:`HEADS`).  Such a chain runs as one step: the head's
-kernel, then each binary op into the head's array (``np.add(y, b, out=y)``), which saves a
-new array and a step per op.  Only where that gives the same array as the op's kernel:
-float types of 4 bytes or more and an operand that broadcasts into the result's shape;
-otherwise the op's own kernel runs.  The other operand must be ready when the head runs
-(a constant, an input, or a result made before it).
+returns a new array of its own (an op declared ``fresh_output``).  Such a chain runs as
+one step: the head's kernel, then each op declared ``in_place`` computed into the head's
+array by its fast kernel's ``into`` (``np.add(y, b, out=y)``), which saves a new array
+and a step per op.  Only where ``into`` gives the same array as the op's kernel (for Add
+and Multiply: float types of 4 bytes or more and an operand that broadcasts into the
+result's shape; for ReLU, Clamp, Swish and Gelu, see :mod:`irrun.fast.activations`);
+otherwise the op's own kernel runs.  An op of two inputs broadcast by ``auto_broadcast``
+(Add, Multiply: they commute) takes the result as either input; any other takes it as its
+first, and its other input, if any, is the chain's argument (Swish's beta).  The other
+operand must be ready when the head runs (a constant, an input, or a result made before
+it).
 
 The chain also takes, the same way:
 
-- Gelu, computed into the result where its kernel can (f32, erf mode:
-  :func:`irrun.ops.elementwise.gelu_erf_into`), else by its kernel;
-- ReLU, Clamp and Swish after a convolution or a residual Add (a CNN's
-  activations), into the result where their kernels' passes can run in place (f32 and
-  f64: :func:`irrun.ops.elementwise.relu_into`, :func:`~irrun.ops.elementwise.clamp_into`,
-  :func:`~irrun.ops.elementwise.swish_into`), else by their kernels;
 - Reshape and Transpose with a constant shape or order (a transformer's heads split
   and merged): a Reshape gives a view in the shape its kernel gives (worked out once per
   input shape); a Transpose gives a view where what reads it takes any strides at BLAS
   speed (a Reshape after it, which then makes the contiguous copy the Transpose would
-  have made, or a MatMul or ScaledDotProductAttention alone reading the chain, the last
-  axis staying last), else the contiguous copy its kernel makes.  The result after a
-  view is not the chain's own, so a later Add or Multiply runs its kernel.
+  have made, or an op declared ``view_reader`` (MatMul, ScaledDotProductAttention) alone
+  reading the chain, the last axis staying last), else the contiguous copy its kernel
+  makes.  The result after a view is not the chain's own, so a later Add or Multiply runs
+  its kernel.
 """
 
 from __future__ import annotations
@@ -33,19 +33,18 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...ops.elementwise import clamp_into, gelu_erf_into, relu_into, swish_into
+from ...fast import fast_kernel
+from ...fast.registry import Into
+from ...ir.registry import OpDef
 from ..steps import Step, Tap, parts, run_step
 from .constants import known_constants
 
-# Ops whose kernels always return a new array of their own for their first output.
-HEADS = frozenset({"MatMul", "MVN", "Add", "Multiply", "Gelu", "ScaledDotProductAttention",
-                   "Convolution", "GroupConvolution"})  # fmt: skip
-# Activations done into the running result: op type -> fn(attrs, array) -> whether it did.
-ACTIVATIONS = {"Gelu": gelu_erf_into, "ReLU": relu_into, "Clamp": clamp_into,
-               "Swish": swish_into}  # fmt: skip
-TAILS = {"Add": np.add, "Multiply": np.multiply}
-# Readers that take a strided view of a Transpose (its last axis kept) at no cost.
-VIEW_READERS = frozenset({"MatMul", "ScaledDotProductAttention"})
+
+def _into(op: OpDef) -> Into | None:
+    """How ``op`` is computed into the running result (an op declared ``in_place`` whose
+    fast kernel has an ``into``), or None."""
+    fast = fast_kernel(op) if op.in_place else None
+    return None if fast is None else fast.into
 
 
 class _Binary:
@@ -53,32 +52,21 @@ class _Binary:
 
     arity = 1
 
-    def __init__(self, step: Step, first: bool) -> None:
-        self.step, self.first = step, first
-        self.ufunc = TAILS[step.node.op.type]
-        # _in_place's answer but for ownership, by types and shapes
-        self.fits: dict[tuple, bool] = {}
+    def __init__(self, step: Step, first: bool, into: Into) -> None:
+        self.step, self.first, self.into = step, first, into
 
     def __call__(self, value: np.ndarray, other: np.ndarray) -> np.ndarray:
-        key = (value.dtype, other.dtype, value.shape, other.shape)
-        fits = self.fits.get(key)
-        if fits is None:
-            if len(self.fits) >= 32:
-                self.fits.clear()
-            fits = self.fits[key] = _in_place(value, other, owned=False)
-        if fits and _owned(value):
-            self.ufunc(value, other, out=value)
+        if _owned(value) and self.into(self.step.attrs, value, other):
             return value
         return run_step(self.step, (value, other) if self.first else (other, value))[0]
 
 
 class _Activation:
-    """An activation (:data:`ACTIVATIONS`) into the running result where it may, else by
-    its kernel; Swish's beta, when it has one, is the chain's argument."""
+    """An activation into the running result where ``into`` may, else by its kernel;
+    Swish's beta, when it has one, is the chain's argument."""
 
-    def __init__(self, step: Step) -> None:
-        self.step = step
-        self.into = ACTIVATIONS[step.node.op.type]
+    def __init__(self, step: Step, into: Into) -> None:
+        self.step, self.into = step, into
         self.arity = len(step.inputs) - 1
 
     def __call__(self, value: np.ndarray, *more: np.ndarray) -> np.ndarray:
@@ -211,18 +199,6 @@ def _owned(value: np.ndarray) -> bool:
             and base.flags.c_contiguous and value.nbytes == base.nbytes)  # fmt: skip
 
 
-def _in_place(value: np.ndarray, other: np.ndarray, owned: bool = True) -> bool:
-    """Whether ``value op= other`` gives what the op would: one float type of 4 bytes or
-    more, ``other`` broadcasting into ``value``'s shape, an array ``value`` owns (checked
-    unless ``owned`` is false)."""
-    if value.dtype != other.dtype or value.dtype.kind != "f" or value.dtype.itemsize < 4:
-        return False
-    if other.ndim > value.ndim or (owned and not _owned(value)):
-        return False
-    tail = value.shape[value.ndim - other.ndim :]
-    return all(d in (1, v) for d, v in zip(other.shape, tail, strict=True))
-
-
 def fold_in_place(
     schedule: list[tuple[Step, tuple[int, ...]]], keep: set[int]
 ) -> list[tuple[Step, tuple[int, ...]]]:
@@ -240,7 +216,7 @@ def fold_in_place(
     for pos, (head, frees) in enumerate(schedule):
         if pos in absorbed:
             continue
-        if head.node.op.type not in HEADS or len(head.outputs) != 1 or head.needed is not None:
+        if not head.node.op.fresh_output or len(head.outputs) != 1 or head.needed is not None:
             out.append((head, frees))
             continue
         tails: list[tuple[Step, object]] = []
@@ -275,20 +251,21 @@ def fold_in_place(
     return out
 
 
-def _binary_tail(step: Step, slot: int) -> bool:
-    return (step.node.op.type in TAILS and step.attrs.auto_broadcast == "numpy"
-            and step.needed is None and step.inputs.count(slot) == 1)  # fmt: skip
-
-
 def _link(step: Step, slot: int, constants: dict[int, np.ndarray]) -> object | None:
     """How the chain runs ``step`` on the running result in ``slot``, or None."""
     kind = step.node.op.type
-    if kind in TAILS:
-        return _Binary(step, step.inputs[0] == slot) if _binary_tail(step, slot) else None
-    if step.needed is not None or step.inputs.count(slot) != 1 or step.inputs[0] != slot:
+    if step.needed is not None or step.inputs.count(slot) != 1:
         return None
-    if kind in ACTIVATIONS and (len(step.inputs) == 1 or kind == "Swish"):
-        return _Activation(step)
+    into = _into(step.node.op)
+    if into is not None and len(step.inputs) == 2 and hasattr(step.attrs, "auto_broadcast"):
+        # Two inputs broadcast alike, which commute: the result may be either.
+        if step.attrs.auto_broadcast != "numpy":
+            return None
+        return _Binary(step, step.inputs[0] == slot, into)
+    if step.inputs[0] != slot:
+        return None
+    if into is not None and len(step.inputs) <= 2:
+        return _Activation(step, into)
     if kind in ("Reshape", "Transpose") and len(step.inputs) == 2:
         arg = constants.get(step.inputs[1])
         if arg is None:
@@ -302,11 +279,11 @@ def _let_transposes_be_views(
     schedule: list[tuple[Step, tuple[int, ...]]], keep: set[int],
 ) -> None:
     """Mark the Transposes whose views are read well: by the next Reshape, or, for the
-    chain's last op, by a MatMul or ScaledDotProductAttention alone."""
+    chain's last op, by an op declared ``view_reader`` alone."""
     slot = last.outputs[0]
     users = readers.get(slot, [])
     final_ok = (slot not in keep and len(users) == 1
-                and schedule[users[0]][0].node.op.type in VIEW_READERS)  # fmt: skip
+                and schedule[users[0]][0].node.op.view_reader)
     for i, (_, link) in enumerate(tails):
         if isinstance(link, _Transpose):
             nxt = tails[i + 1][1] if i + 1 < len(tails) else None

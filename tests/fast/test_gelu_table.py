@@ -1,7 +1,9 @@
-"""Gelu (erf) in f32 by its table of Phi (irrun.ops.elementwise._gelu_erf_table).
+"""Gelu (erf) in f32 by its table of Phi (irrun.fast.gelu_table), Gelu's fast kernel.
 
-The reference is ``x * erfc(-x / sqrt 2) / 2`` in float64 with ``math.erfc`` (correctly
-rounded to within an ulp of f64), never irrun.  The sweeps cover every finite f16 value
+The true value is ``x * erfc(-x / sqrt 2) / 2`` in float64 with ``math.erfc`` (correctly
+rounded to within an ulp of f64), never irrun.  Gelu's reference kernel
+(irrun.ops.activations.gelu_erf) is within 2e-7 of it; the table within the bounds below,
+so the two differ by at most their sum (checked too).  The sweeps cover every finite f16 value
 (what an f16 model feeds the f32 kernel), f32 values taken every 4099th bit pattern
 (every exponent, sign and many mantissas), a dense grid over the table's span and the
 values at, just below and just above each of the table's 65536 step bounds.
@@ -20,10 +22,24 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from irrun.ops.elementwise import _gelu, _gelu_erf_table, _phi_table, gelu_erf, gelu_erf_into
+from irrun.fast import fast_kernel
+from irrun.fast.gelu_table import gelu_erf_table as _gelu_erf_table
+from irrun.fast.gelu_table import phi_table as _phi_table
+from irrun.ir.registry import resolve
+from irrun.ops.activations import gelu_erf
+
+GELU = resolve("Gelu", "opset7")
 
 TINY = float(np.finfo(np.float32).tiny)
 _ERFC = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _fast(attrs, x):
+    return fast_kernel(GELU).run(attrs, x)
+
+
+def gelu_erf_into(attrs, x):
+    return fast_kernel(GELU).into(attrs, x)
 
 
 def reference(x: np.ndarray) -> np.ndarray:
@@ -92,7 +108,7 @@ def test_special_values():
 def test_shapes_blocks_and_in_place(shape):
     rng = np.random.default_rng(len(shape))
     x = np.asarray(rng.standard_normal(shape) * 4, np.float32)
-    got = gelu_erf(x)
+    (got,) = _fast(SimpleNamespace(approximation_mode="erf"), x)
     assert got.shape == x.shape and got.dtype == np.float32
     np.testing.assert_allclose(got, reference(x), rtol=2e-6, atol=1e-30)
     inside = x.copy()
@@ -119,7 +135,7 @@ def test_f16_op_rounds_once():
     # within one f16 ulp of the true value (half an ulp plus the f32 error).
     x = np.arange(65536, dtype=np.uint16).view(np.float16)
     x = x[np.isfinite(x)]
-    (got,) = _gelu(SimpleNamespace(approximation_mode="erf"), x)
+    (got,) = _fast(SimpleNamespace(approximation_mode="erf"), x)
     assert got.dtype == np.float16
     want = reference(x.astype(np.float32))
     with np.errstate(over="ignore"):  # the spacing at f16's largest value
@@ -136,3 +152,35 @@ def test_the_table_itself():
     k = np.arange(-32768, 32768, 512)
     at = _ERFC(-(k / 2048) / math.sqrt(2)).astype(np.float64) / 2
     np.testing.assert_allclose(c0[k + 32768], at, rtol=5e-6, atol=1e-44)
+
+
+def _sweep(normal: bool = True) -> np.ndarray:
+    """Every finite f16 value and a grid over the table's span, where the output is normal
+    (or not)."""
+    f16 = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+    grid = np.linspace(-16.5, 16.5, 200_001).astype(np.float32)
+    x = np.concatenate([f16[np.isfinite(f16)], grid])
+    return x[(np.abs(reference(x)) >= TINY) == normal]
+
+
+def test_the_reference_kernel_is_within_2e_7_of_the_true_value():
+    x = _sweep()
+    rel = np.abs(gelu_erf(x).astype(np.float64) - reference(x)) / np.abs(reference(x))
+    assert rel.max() <= 2e-7, (x[np.argmax(rel)], rel.max())
+    edges = gelu_erf(np.array([-0.0, 0.0, np.inf, -np.inf, np.nan, -1e30], np.float32))
+    assert edges[:2].tolist() == [0.0, 0.0] and edges[2] == np.inf
+    assert edges[3] == 0 and np.isnan(edges[4]) and edges[5] == 0
+
+
+def test_the_table_is_within_its_bound_of_the_reference_kernel():
+    """The fast kernel's stated bound: the table's error and the reference's added."""
+    x = _sweep()
+    (fast,) = _fast(SimpleNamespace(approximation_mode="erf"), x)
+    ref = gelu_erf(x).astype(np.float64)
+    rel = np.abs(fast.astype(np.float64) - ref) / np.abs(ref)
+    allowed = bound(x) + 2e-7
+    assert (rel <= allowed).all(), (x[np.argmax(rel / allowed)], rel.max())
+    tiny = _sweep(normal=False)
+    np.testing.assert_allclose(_fast(SimpleNamespace(), tiny)[0], gelu_erf(tiny), rtol=0,
+                               atol=1e-43)
+    assert fast_kernel(GELU).bound and not fast_kernel(GELU).exact

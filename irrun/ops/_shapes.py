@@ -1,0 +1,186 @@
+"""Shape and type helpers that several op families share: merging dims, auto-broadcasting.
+
+:func:`broadcast_shapes` is the one implementation of OpenVINO's ``auto_broadcast``
+rules, for shape rules on partial shapes and for kernels on concrete ones:
+
+* ``numpy``: right-aligned, a dim of 1 stretches (NumPy's own rule);
+* ``pdpd``: the second input, of no higher rank, is laid over the first from axis 0,
+  and its dims must be 1 or the first's (only the second input stretches);
+* ``none`` (also spelled ``explicit``): equal shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..errors import KernelError
+from ..ir.attributes import Attr
+from ..ir.dims import Dim, Interval, Shape, format_shape
+from ..ir.element_types import ElementType
+from ..ir.registry import ShapeError, TensorInfo
+
+# "explicit" is OpenVINO's other spelling of "none".
+AUTO_BROADCASTS = ("none", "explicit", "numpy", "pdpd")
+BROADCAST_ATTR = Attr("auto_broadcast", "enum", "numpy", AUTO_BROADCASTS)
+
+
+def _bounds(d: Dim) -> tuple[int, int | None]:
+    return (d, d) if isinstance(d, int) else (d.lo, d.hi)
+
+
+def _dim(lo: int, hi: int | None) -> Dim:
+    return lo if lo == hi else Interval(lo, hi)
+
+
+def _has_one(d: Dim) -> bool:
+    lo, hi = _bounds(d)
+    return lo <= 1 and (hi is None or hi >= 1)
+
+
+def try_merge_dims(a: Dim, b: Dim) -> Dim | None:
+    """The sizes both dims allow (their intersection), or None if there is none.
+
+    >>> try_merge_dims(Interval(2, 6), Interval(4, 10)), try_merge_dims(3, Interval(4, 8))
+    (Interval(lo=4, hi=6), None)
+    """
+    (alo, ahi), (blo, bhi) = _bounds(a), _bounds(b)
+    lo = max(alo, blo)
+    hi = bhi if ahi is None else ahi if bhi is None else min(ahi, bhi)
+    if hi is not None and hi < lo:
+        return None
+    return _dim(lo, hi)
+
+
+def merge_dims(a: Dim, b: Dim, what: str) -> Dim:
+    """The dim two equal-by-contract dims are (the tighter of the two); ShapeError
+    naming ``what`` if they cannot be equal.
+
+    >>> merge_dims(Interval(2, 6), 4, "rows")
+    4
+    >>> merge_dims(3, 4, "rows")
+    Traceback (most recent call last):
+    irrun.errors.ShapeError: rows: 3 != 4
+    """
+    merged = try_merge_dims(a, b)
+    if merged is not None:
+        return merged
+    if isinstance(a, int) and isinstance(b, int):
+        raise ShapeError(f"{what}: {a} != {b}")
+    if isinstance(a, int) or isinstance(b, int):
+        n, other = (a, b) if isinstance(a, int) else (b, a)
+        raise ShapeError(f"{what}: {n} does not fit {other}")
+    raise ShapeError(f"{what}: {a} and {b} do not overlap")
+
+
+def broadcast_dims(a: Dim, b: Dim) -> Dim | None:
+    """Numpy broadcasting of two dims as OpenVINO infers it, or None if they clash.
+
+    A dim that may be 1 yields the other; if both may be 1 the result spans both.
+
+    >>> broadcast_dims(1, Interval(0, None)), broadcast_dims(Interval(1, 5), Interval(10, 15))
+    (Interval(lo=0, hi=None), Interval(lo=10, hi=15))
+    >>> broadcast_dims(Interval(0, 6), Interval(0, 4)), broadcast_dims(3, Interval(2, 8))
+    (Interval(lo=0, hi=6), 3)
+    """
+    a_one, b_one = _has_one(a), _has_one(b)
+    if a_one and b_one:
+        (alo, ahi), (blo, bhi) = _bounds(a), _bounds(b)
+        return _dim(min(alo, blo), None if ahi is None or bhi is None else max(ahi, bhi))
+    if a_one:
+        return b
+    if b_one:
+        return a
+    return try_merge_dims(a, b)
+
+
+def _clash(a: Shape | None, b: Shape | None, mode: str, why: str = "") -> ShapeError:
+    detail = f": {why}" if why else ""
+    return ShapeError(
+        f"shapes {format_shape(a)} and {format_shape(b)} do not broadcast "
+        f"(auto_broadcast={mode}){detail}"
+    )
+
+
+def broadcast_shapes(
+    a: Shape | None, b: Shape | None, mode: str = "numpy", axis: int = 0
+) -> Shape | None:
+    """The result shape of an element-wise op on ``a`` and ``b``; raises ShapeError.
+
+    Works on partial shapes (ints and :class:`Interval`; ``None`` is an unknown
+    rank) and on concrete ones alike.  ``mode`` is an ``auto_broadcast`` value;
+    ``axis`` is where PDPD lays ``b`` over ``a`` (-1: right-aligned).  OpenVINO's
+    IR always means axis 0 for ``pdpd``.
+
+    >>> broadcast_shapes((2, 3, 4), (3, 1)), broadcast_shapes((2, 3, 4), (2,), "pdpd")
+    ((2, 3, 4), (2, 3, 4))
+    >>> broadcast_shapes(None, (3,), "none"), broadcast_shapes(None, (3,))
+    ((3,), None)
+    """
+    if mode in ("none", "explicit"):
+        if a is None or b is None:
+            return b if a is None else a
+        if len(a) != len(b):
+            raise _clash(a, b, mode, "ranks differ")
+        out = tuple(try_merge_dims(x, y) for x, y in zip(a, b, strict=True))
+        if any(d is None for d in out):
+            raise _clash(a, b, mode, "dims differ")
+        return out  # type: ignore[return-value]
+    if a is None or b is None:
+        return None
+    if mode == "numpy":
+        rank = max(len(a), len(b))
+        pa = (1,) * (rank - len(a)) + tuple(a)
+        pb = (1,) * (rank - len(b)) + tuple(b)
+        out = tuple(broadcast_dims(x, y) for x, y in zip(pa, pb, strict=True))
+        if any(d is None for d in out):
+            raise _clash(a, b, mode)
+        return out  # type: ignore[return-value]
+    if mode != "pdpd":
+        raise KernelError(f"auto_broadcast '{mode}' is not one of {', '.join(AUTO_BROADCASTS)}")
+    if len(b) > len(a) or axis < -1:
+        raise _clash(a, b, mode, "the second input has the higher rank")
+    start = len(a) - len(b) if axis == -1 else axis
+    if start + len(b) > len(a):
+        raise _clash(a, b, mode, f"the second input does not fit from axis {start}")
+    out_list = list(a)
+    for i, db in enumerate(b):
+        da = a[start + i]
+        # PDPD only stretches the second input, never the first.
+        if isinstance(da, int) and isinstance(db, int) and db > da:
+            raise _clash(a, b, mode, f"dim {db} is larger than {da}")
+        merged = broadcast_dims(da, db)
+        if merged is None:
+            raise _clash(a, b, mode)
+        out_list[start + i] = merged
+    return tuple(out_list)
+
+
+def broadcast_operands(
+    x: np.ndarray, y: np.ndarray, mode: str, axis: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` shaped so that NumPy's broadcasting gives ``mode``'s result;
+    KernelError naming the shapes where they do not broadcast by ``mode``."""
+    try:
+        broadcast_shapes(x.shape, y.shape, mode, axis)
+    except ShapeError as e:
+        raise KernelError(str(e)) from None
+    if mode == "pdpd":
+        start = x.ndim - y.ndim if axis == -1 else axis
+        y = y.reshape((1,) * start + y.shape + (1,) * (x.ndim - start - y.ndim))
+    return x, y
+
+
+def same_element_type(inputs: Sequence[TensorInfo]) -> ElementType | None:
+    """The inputs' common element type (None if none is known); ShapeError if they differ."""
+    types = {i.element_type.name for i in inputs if i.element_type is not None}
+    if len(types) > 1:
+        raise ShapeError(f"inputs have different element types: {', '.join(sorted(types))}")
+    return next((i.element_type for i in inputs if i.element_type is not None), None)
+
+
+def infer_unary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    """The shape rule of an op whose output is its first input's shape and type."""
+    return [TensorInfo(inputs[0].shape, inputs[0].element_type)]
