@@ -2,7 +2,7 @@
 
     python tests/fuzz_campaign.py --count 5000 --seed 0 --jobs 2
 
-Each mutant (see ``tests/mutants.py``) goes through ``irrun validate`` and, when that
+Each mutant (see ``tests/support/mutants.py``) goes through ``irrun validate`` and, when that
 passes, ``irrun run -o out.npz``, in a forked worker under a memory limit and a time
 limit.  Prints, per family, the count and each kind of failure (tracebacks, internal
 errors, hangs, MemoryErrors, crashes, output that is not one line per problem, partial
@@ -24,7 +24,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 
 def main(argv: list[str] | None = None) -> int:
-    import mutants
+    from support import mutants
 
     import irrun.cli  # noqa: F401  (imported once here, not in every forked worker)
 

@@ -11,7 +11,7 @@ type is asked in a process of its own, and a crash counts as found.
 OpenVINO's Python API cannot tell an op's versions apart (its factory modules lag the
 C++ opset tables), so the versions are listed here by hand: for each type with more
 than one, the opsets that introduced a new version, from OpenVINO's opset tables
-(``src/core/include/openvino/opsets/opsetN_tbl.hpp``).  ``tests/test_op_coverage.py``
+(``src/core/include/openvino/opsets/opsetN_tbl.hpp``).  ``tests/tools/test_ops.py``
 checks the committed file against the reader without building a node.
 """
 

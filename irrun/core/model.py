@@ -227,14 +227,13 @@ class Model:
         ...     m.run(np.zeros((1, 3, 32, 32), np.float32))
         ... except IrrunError as exc:
         ...     print(f"{exc.layer}: {exc.message.split(',')[0]}")
-        layer 8 'conv2' (Convolution-v1): the run needs 230 KiB of tensors at this layer
+        layer 5 'pool1' (MaxPool-v1): the run needs 800 KiB of tensors at this layer
         >>> m.max_memory = None  # no limit
         >>> m.run(np.zeros((1, 3, 32, 32), np.float32))["probabilities"].shape
         (1, 10)
 
-        (The second convolution holds its input, ``[1,16,16,16]`` floats of 16 KiB, its
-        output of 32 KiB, and 182 KiB of scratch space: the column matrix its kernel
-        multiplies, the padded input and the filter laid out per tap.)
+        (The first pool holds its input, ``[1,16,32,32]`` floats of 64 KiB, its output of
+        16 KiB, and the scratch space its kernel declares, 720 KiB.)
         """
         budget = self._budget_arg
         if isinstance(budget, int):

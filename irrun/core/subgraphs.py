@@ -61,7 +61,7 @@ OpenVINO infers for a constant false one.  A body without a condition Result ite
 up to the trip count.  With more iterations than a sliced input has
 parts, the last part is fed again, as the reference does (the plugin fails).
 
-The CPU plugin is wrong where tests/test_subgraphs.py says: a Loop output concatenated
+The CPU plugin is wrong where tests/core/test_subgraphs.py says: a Loop output concatenated
 along an axis other than 0 (refused for static shapes, empty for dynamic ones), a
 Loop whose initial condition is a constant false (refused), and the first inference of
 a compiled If around NonMaxSuppression (garbage, right from the second on).

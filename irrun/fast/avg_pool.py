@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ops.avg_pool import accumulator_dtype, to_input_type
-from ..ops.window import Windows, computed, computed_type, pool_dilations, restored
+from ..ops.window import Windows, computed, computed_type, pool_dilations, restored, with_defaults
 from .chunks import each_chunk, in_flight, plane_chunks
 from .registry import FastKernel, register_fast
 
@@ -306,7 +306,7 @@ def _complement(box: list[tuple[int, int]], outs: tuple[int, ...]) -> list[list[
 
 def applies(w: Windows) -> bool:
     """Whether the fast kernel takes a pool of geometry ``w`` (see the module's docstring)."""
-    return w.tame and all(len(ax.borders()) <= MAX_BORDERS for ax in w.axes)
+    return w.tame and all(ax.border_count() <= MAX_BORDERS for ax in w.axes)
 
 
 @functools.lru_cache(maxsize=256)
@@ -359,6 +359,13 @@ def run(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...] | object:
         return (restored(avg_pool(plan, computed(x)), x.dtype),)
 
 
+def takes(a: SimpleNamespace, inputs, outputs) -> bool:
+    """Whether the fast kernel runs on an input of these infos (its geometry applies,
+    worked out without making its plan, which may be as large as the tensors)."""
+    (x,) = inputs
+    return applies(Windows.of(tuple(x.shape[2:]), with_defaults(a)))
+
+
 def scratch(a: SimpleNamespace, inputs, outputs) -> int:
     """A contiguous and a converted copy of the input, the averages in the accumulator
     type with their conversion back, and per chunk in flight its sums and strips."""
@@ -375,6 +382,6 @@ register_fast(
         "AvgPool", (1, 14, 16),
         applies=f"geometry within the input (kernel and dilation at most the axis, strides and "
                 f"pads below 2**31) and at most {MAX_BORDERS} border outputs per axis",
-        run=run, scratch=scratch,
+        run=run, scratch=scratch, takes=takes,
     )
 )

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import threads
 from ..ir.registry import Kernel, Scratch, TensorInfo
+from ..ops._scratch import largest
 
 # Elements the output must hold before the work is split.  Handing a block to a thread
 # and waiting for it costs some 20-60 µs.  The cheapest kernels go through about 4 f32
@@ -131,12 +132,13 @@ def _split_shape(attrs: object, arrays: Sequence[np.ndarray]) -> tuple[int, ...]
 def pieces_scratch(reference: Scratch | None) -> Scratch:
     """The scratch of a kernel split into pieces: what ``reference`` declares for the
     whole (each piece's temporaries are a part of it), and each thread's piece of the
-    result, of up to 8 bytes an element, before it is copied into the output."""
+    result, of up to 8 bytes an element, before it is copied into the output (pieces of
+    the output: no more in all than the output)."""
 
     def scratch(attrs: object, inputs: Sequence[TensorInfo],
                 outputs: Sequence[TensorInfo]) -> int:
         whole = 0 if reference is None else reference(attrs, inputs, outputs)
-        return whole + threads.available() * PIECE * 8
+        return whole + min(threads.available() * PIECE, largest(outputs)) * 8
 
     return scratch
 

@@ -27,7 +27,15 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ops.max_pool import lowest, normalized_axis
-from ..ops.window import Axis, Windows, computed, computed_type, pool_dilations, restored
+from ..ops.window import (
+    Axis,
+    Windows,
+    computed,
+    computed_type,
+    pool_dilations,
+    restored,
+    with_defaults,
+)
 from .chunks import each_chunk, in_flight, plane_chunks
 from .registry import FastKernel, register_fast
 
@@ -434,7 +442,7 @@ class _Plan:
 
 def applies(w: Windows) -> bool:
     """Whether the fast kernel takes a pool of geometry ``w`` (see the module's docstring)."""
-    return w.tame and all(len(ax.borders()) <= MAX_BORDERS for ax in w.axes)
+    return w.tame and all(ax.border_count() <= MAX_BORDERS for ax in w.axes)
 
 
 @functools.lru_cache(maxsize=256)
@@ -557,6 +565,13 @@ def _run(version: int):
     return run
 
 
+def takes(a: SimpleNamespace, inputs, outputs) -> bool:
+    """Whether the fast kernel runs on an input of these infos (its geometry applies,
+    worked out without making its plan, which may be as large as the tensors)."""
+    (x,) = inputs
+    return applies(Windows.of(tuple(x.shape[2:]), with_defaults(a)))
+
+
 def scratch(a: SimpleNamespace, inputs, outputs) -> int:
     """A contiguous and a converted copy of the input, the values in the type pooled in,
     and per chunk in flight its passes' intermediates, phase copies and offsets (a pass
@@ -575,6 +590,6 @@ for _version in (1, 8, 14):
             "MaxPool", (_version,),
             applies=f"geometry within the input (kernel and dilation at most the axis, strides "
                     f"and pads below 2**31) and at most {MAX_BORDERS} border outputs per axis",
-            run=_run(_version), scratch=scratch,
+            run=_run(_version), scratch=scratch, takes=takes,
         )
     )

@@ -11,6 +11,8 @@ from ..ir.registry import Kernel, OpDef, Scratch
 
 # Computes an op into the memory of its first argument where it may; says whether it did.
 Into = Callable[..., bool]
+# Whether a fast kernel runs on tensors of these infos: (attributes, inputs, outputs) -> bool.
+Takes = Callable[..., bool]
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,10 @@ class FastKernel:
     scratch: Scratch | None = None
     # The op computed into the memory of its first argument (an in-place pass's link).
     into: Into | None = None
+    # Whether it runs on tensors of these infos (attributes, input infos, output infos),
+    # never giving way to the reference: decided from shapes, types and attributes alone.
+    # The memory plan then counts its scratch only.  None: not known before the run.
+    takes: Takes | None = None
 
 
 _FAST: dict[tuple[str, int], FastKernel] = {}
@@ -80,8 +86,9 @@ def scratch_bytes(op: OpDef, attrs, inputs, outputs, reference: bool = False) ->
     """The scratch bytes a run's kernel for ``op`` may hold: the reference's, and the fast
     kernel's too where one may run (it falls back to the reference where it does not
     apply, so a plan counts the larger)."""
-    need = op.scratch(attrs, inputs, outputs) if op.scratch is not None else 0
     fast = None if reference else fast_kernel(op)
-    if fast is not None and fast.scratch is not None:
-        need = max(need, fast.scratch(attrs, inputs, outputs))
-    return need
+    fast_need = 0 if fast is None or fast.scratch is None else fast.scratch(attrs, inputs, outputs)
+    if fast is not None and fast.takes is not None and fast.takes(attrs, inputs, outputs):
+        return fast_need
+    need = op.scratch(attrs, inputs, outputs) if op.scratch is not None else 0
+    return max(need, fast_need)

@@ -4,7 +4,7 @@ Such a kernel holds at most a few arrays as large as its largest tensor (an inpu
 output) beside its inputs and outputs, of the type it computes in: :func:`per_element`
 declares how many bytes per element of that tensor, by the first input's kind, since
 narrower floats are computed in f32 and integers through f32 and f64.  The figures are
-measured (tests/test_scratch.py runs every kernel under ``tracemalloc``, which sees
+measured (tests/ops/test_scratch.py runs every kernel under ``tracemalloc``, which sees
 NumPy's arrays) and rounded up.
 """
 

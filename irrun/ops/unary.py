@@ -4,7 +4,7 @@ and Identity.
 
 * Floats are computed in f32 (f64 for f64) and f16 rounded once, as the CPU plugin does
   (:func:`float_compute`); the plugin's f32 functions and NumPy's differ by a few ulp
-  (the tests allow 4 ulp, see tests/test_ops_math.py).  Integer inputs of the functions
+  (the tests allow 4 ulp, see tests/ops/test_unary.py).  Integer inputs of the functions
   are computed in f32 and rounded half to even, NaN and overflow giving int32's minimum
   (wrapped into narrower types), as the plugin does: Floor of int32's maximum is its
   minimum there, ``asin(-1)`` is -2 (the reference kernel truncates to -1).  The plugin

@@ -404,6 +404,11 @@ class Axis:
             return list(range(self.out))
         return [*range(lo), *range(hi, self.out)]
 
+    def border_count(self) -> int:
+        """How many :meth:`borders` there are, without listing them (there may be 2**31)."""
+        lo, hi = self.full()
+        return self.out if lo >= hi else lo + self.out - hi
+
     @property
     def identity(self) -> bool:
         """Does pooling along this axis leave it unchanged (one tap, no step, no pad)?"""

@@ -4,7 +4,7 @@ Every op type of OpenVINO's opsets 1 to 16 (``irrun.ir.opsets``, read off OpenVI
 IR reader) with the opsets that introduced each of its versions, and which of those
 versions irrun's registry holds.  A version is named by the opset that introduced it,
 as OpenVINO's documentation names them (ScaledDotProductAttention-13, Range-4).
-``--markdown`` prints the table docs/ops.md holds (``tests/test_op_coverage.py`` checks
+``--markdown`` prints the table docs/ops.md holds (``tests/tools/test_ops.py`` checks
 that it is current); ``--json`` is for scripts; ``--missing`` keeps the versions irrun
 lacks.  ``--fast`` lists the fast kernels instead (:mod:`irrun.fast`): for each, the op
 versions it implements, when it applies, and how close to the reference kernel it is.

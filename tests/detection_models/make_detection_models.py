@@ -12,7 +12,7 @@ OpenVINO's reference kernel refuses and its CPU plugin turns into zeros:
 ``roi_default`` keeps that case.
 
 ``expected.npz`` holds, per model, the inputs and PyTorch's outputs (seeded random
-weights and inputs; ``nms_tie``: boxes whose IoU equals the threshold), so that ``tests/test_ops_detection.py`` can compare irrun with
+weights and inputs; ``nms_tie``: boxes whose IoU equals the threshold), so that ``tests/ops/test_detection.py`` can compare irrun with
 PyTorch too.  PyTorch is needed here only, not by the tests.
 """
 

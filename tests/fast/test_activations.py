@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from bits import laid_out, same_bits, split_small
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from support.bits import laid_out, same_bits, split_small
 
 from irrun.fast import fast_kernel
 from irrun.fast.activations import swish_pieces

@@ -30,13 +30,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from openvino import opset1
+from support.ov_oneop import run_both
 
 import irrun
 from irrun import threads
 from irrun.fast import blas, conv_depthwise, conv_taps
 from irrun.fast import convolution as fast
 from irrun.ops import convolution as reference
-from tests.ov_oneop import run_both
 
 U = {np.dtype(np.float64): 2.0**-53}  # unit roundoff of the sums; f32 for the rest
 PATHS = ("pointwise", "taps", "depthwise", "grouped", "columns")

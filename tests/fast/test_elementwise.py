@@ -12,8 +12,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from bits import assert_same_outcome, laid_out, outcome, same_bits, split_small
-from elementwise_cases import (
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from support.bits import assert_same_outcome, laid_out, outcome, same_bits, split_small
+from support.elementwise_cases import (
     ELEMENTWISE,
     SCALAR_PARAMETERS,
     accepted_types,
@@ -22,9 +25,6 @@ from elementwise_cases import (
     input_types,
     ports,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 from irrun.fast import fast_kernel, kernel_for
 

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from bits import laid_out
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.bits import laid_out
 
 from irrun.fast import fast_kernel, kernel_for
 from irrun.ir.registry import resolve

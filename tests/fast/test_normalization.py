@@ -9,10 +9,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-from bits import laid_out
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from support.bits import laid_out
 
 from irrun.fast import fast_kernel
 from irrun.ir.registry import resolve

@@ -11,7 +11,7 @@ strides, dilations, pads, auto_pad, rounding), every element type the pools take
 strided inputs, empty spatial axes, and values full of ties, NaN, infinities, the start
 value of a maximum and zeros of both signs; half the examples run in chunks of a few
 planes.  The reference kernels themselves are checked against OpenVINO in
-tests/test_differential.py and the other pool tests.
+tests/ops/test_pooling.py and the other pool tests.
 """
 
 from __future__ import annotations

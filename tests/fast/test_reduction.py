@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from bits import assert_same_outcome, laid_out, outcome, split_small
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from support.bits import assert_same_outcome, laid_out, outcome, split_small
 
 from irrun.fast import fast_kernel
 from irrun.fast.reduction import REDUCTIONS

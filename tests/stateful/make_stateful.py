@@ -21,11 +21,11 @@ saved with ``save_pretrained``.  Per NAME the script writes ``NAME/``:
   vocabulary exactly the model's, ``</s>`` = eos) and ``tokenizer_config.json``; its prompt is
   ``PROMPT`` encoded by it;
 - ``expected.npz``: ``prompt_ids``, ``tokens`` (16 greedy ids), ``logits`` ([16, vocab] f32,
-  the last position's logits of each call), from ``tests/ov_stateful.openvino_greedy``: the CPU
+  the last position's logits of each call), from ``tests/support/ov_stateful.openvino_greedy``: the CPU
   plugin with ``F32_CONFIG`` (f32 inference, 1 thread, f32 KV cache, no dynamic quantization);
 - ``beams.npz`` (models without weight compression): batch 2 (the prompt and its reverse)
   with ``beam_idx`` reordering the KV cache at a few calls, from
-  ``tests/ov_stateful.openvino_beams``: ``prompt_ids`` [2, n], ``beam_idx`` [16, 2] (i32),
+  ``tests/support/ov_stateful.openvino_beams``: ``prompt_ids`` [2, n], ``beam_idx`` [16, 2] (i32),
   ``tokens`` [16, 2], ``logits`` [16, 2, vocab];
 - an entry of ``manifest.json``.
 
@@ -55,7 +55,7 @@ from openvino._offline_transformations import stateful_to_stateless_transformati
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from ov_stateful import F32_CONFIG, _feeds, openvino_beams, openvino_greedy  # noqa: E402
+from support.ov_stateful import F32_CONFIG, _feeds, openvino_beams, openvino_greedy  # noqa: E402
 
 STEPS = 16
 PROMPT = "The quick brown fox jumps over"
@@ -411,7 +411,7 @@ def make(name: str) -> dict:
         files.append("beams.npz")
         beams = {
             "beams": {
-                "method": "tests/ov_stateful.openvino_beams, same config; file beams.npz",
+                "method": "tests/support/ov_stateful.openvino_beams, same config; file beams.npz",
                 "prompt_ids": two.tolist(),
                 "beam_idx": schedule.tolist(),
                 "tokens": beam_tokens.tolist(),
@@ -453,7 +453,7 @@ def make(name: str) -> dict:
             for f in files
         },
         "expected": {
-            "method": "cpu plugin, one infer request, reset_state(), greedy (tests/ov_stateful.py)",
+            "method": "cpu plugin, one infer request, reset_state(), greedy (tests/support/ov_stateful.py)",
             "openvino": ov.get_version(),
             "config": F32_CONFIG,
             "config_as_compiled": _as_compiled(xml, F32_CONFIG),

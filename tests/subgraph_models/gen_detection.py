@@ -1,7 +1,7 @@
 """Convert a torchvision detection model with random weights to OpenVINO IR (scratch use).
 
 Run with /work/genvenv: ``python gen_detection.py OUT_DIR [model]``.  The IR is too large
-to commit; tests/test_subgraphs.py runs it when IRRUN_DETECTION_XML names it.
+to commit; tests/core/test_subgraphs.py runs it when IRRUN_DETECTION_XML names it.
 """
 
 import sys

@@ -5,7 +5,7 @@ arithmetic of ``view``, ``chunk`` and ``flatten`` in the graph).
 
     python tests/torch_models/make_torch_models.py   # needs torch and openvino
 
-The weights are random (seeded); ``tests/test_torch_models.py`` runs each file in
+The weights are random (seeded); ``tests/models/test_torch_models.py`` runs each file in
 irrun and in OpenVINO's CPU plugin and compares the outputs.  PyTorch is needed
 here only, not by the tests.
 """
