@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.attributes import Attr
-from ..ir.dims import DYNAMIC, Dim, Interval, Shape, map_bounds
+from ..ir.dims import DYNAMIC, Dim, Interval, Shape, format_shape, map_bounds
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 
@@ -25,6 +25,11 @@ MANY = 1 << 30  # no upper bound on the number of inputs
 
 
 # --------------------------------------------------------------------------- helpers
+
+# Element types of shape-like and index inputs.
+INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+NUMBERS = ("f64", "f32", "f16", "bf16", *INTEGERS)
+INDEX_TYPES = ("i32", "i64")
 
 
 def int_values(info: TensorInfo) -> list[int] | None:
@@ -107,6 +112,33 @@ def may_be_one(d: Dim) -> bool:
 
 def fmt(shape: Sequence[Dim]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def one_d(info: TensorInfo, what: str) -> None:
+    if info.shape is not None and len(info.shape) != 1:
+        raise ShapeError(f"{what} must be 1-D, got shape {format_shape(info.shape)}")
+
+
+def scalar_like(info: TensorInfo, what: str) -> int | None:
+    """The known value of an input that is 0-D or holds one value, else None."""
+    if info.shape is not None and (len(info.shape) > 1 or (
+            len(info.shape) == 1 and info.shape[0] != 1)):  # fmt: skip
+        raise ShapeError(f"{what} must be 0-D or hold one value, got shape "
+                         f"{format_shape(info.shape)}")  # fmt: skip
+    values = int_values(info)
+    return None if values is None else values[0]
+
+
+def bounded_dim(lo: int, hi: int | None) -> Dim:
+    """The dim ``lo..hi`` (``hi`` None: no upper bound), an int where the bounds meet."""
+    return lo if lo == hi else Interval(lo, hi)
+
+
+def affine_dim(d: Dim, mul: int, add: int) -> Dim:
+    """``d * mul + add``, bound by bound for an interval (a lower bound below 0 is 0)."""
+    if isinstance(d, int):
+        return d * mul + add
+    return bounded_dim(max(d.lo * mul + add, 0), None if d.hi is None else d.hi * mul + add)
 
 
 # --------------------------------------------------------------------------- Reshape
