@@ -1,5 +1,5 @@
 """Data movement: Reshape, Concat, Split, VariadicSplit, Squeeze, Unsqueeze,
-Transpose, ShapeOf, Gather, StridedSlice, Broadcast and Pad.
+Transpose, ShapeOf, StridedSlice, Broadcast and Pad.
 
 Shape rules read the values of their shape-like inputs (target shapes, axes, pads)
 when they are known constants; propagation folds small constant subgraphs through
@@ -30,6 +30,8 @@ MANY = 1 << 30  # no upper bound on the number of inputs
 INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 NUMBERS = ("f64", "f32", "f16", "bf16", *INTEGERS)
 INDEX_TYPES = ("i32", "i64")
+# Every integer type, the packed ones too.
+ALL_INTEGERS = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "i4", "u4", "u1")
 
 
 def int_values(info: TensorInfo) -> list[int] | None:
@@ -127,6 +129,38 @@ def scalar_like(info: TensorInfo, what: str) -> int | None:
                          f"{format_shape(info.shape)}")  # fmt: skip
     values = int_values(info)
     return None if values is None else values[0]
+
+
+def shapes_of(*arrays: np.ndarray, axis: np.ndarray | None = None) -> list[TensorInfo]:
+    """The inputs of a kernel as its shape rule sees them, to check them by the same rule."""
+    infos = [TensorInfo(x.shape, None) for x in arrays]
+    return infos if axis is None else [*infos, TensorInfo(axis.shape, None, axis)]
+
+
+def normalized_indices(
+    indices: np.ndarray, size: int | np.ndarray, what: str, negative: bool = True
+) -> np.ndarray:
+    """``indices`` as int64 with negative ones counted from the end, all checked to be
+    in range (``size`` may vary per last-dim position, as GatherND's tuples need)."""
+    idx = indices.astype(np.int64)
+    size = np.asarray(size, np.int64)
+    if negative:
+        idx = np.where(idx < 0, idx + size, idx)
+    bad = (idx < 0) | (idx >= size)
+    if bad.any():
+        pos = np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), bad.shape)
+        value = int(indices[pos])
+        limit = int(np.broadcast_to(size, bad.shape)[pos])
+        allowed = f"{-limit}..{limit - 1}" if negative else f"0..{limit - 1}"
+        raise KernelError(
+            f"{what} {value} at {list(map(int, pos))} is out of range for a dim of size "
+            f"{limit} (allowed {allowed})"
+        )
+    return idx
+
+
+def element_count(dims: Sequence[int]) -> int:
+    return int(np.prod(dims, dtype=np.int64))
 
 
 def bounded_dim(lo: int, hi: int | None) -> Dim:
@@ -473,69 +507,6 @@ def _check_shape_of(a: SimpleNamespace) -> None:
         raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
 
 
-# --------------------------------------------------------------------------- Gather
-
-
-def _gather_params(a: SimpleNamespace, data_rank: int, idx_rank: int, axis_value: int):
-    batch = getattr(a, "batch_dims", 0)
-    if batch < 0:
-        batch += idx_rank
-    if not 0 <= batch <= idx_rank:
-        raise ShapeError(
-            f"batch_dims {a.batch_dims} is out of range for indices of rank {idx_rank}"
-        )
-    axis = normalize_axis(axis_value, data_rank)
-    if batch > axis:
-        raise ShapeError(f"batch_dims {a.batch_dims} must not exceed axis {axis_value}")
-    return batch, axis
-
-
-def _gather_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    data, idx, axis_info = inputs
-    check_vector(axis_info, "axis")
-    if vector_length(axis_info) not in (None, 1):
-        raise ShapeError(f"axis must hold one value, got shape {list(axis_info.shape or ())}")
-    axis_values = int_values(axis_info)
-    if data.shape is None or idx.shape is None or axis_values is None:
-        return [TensorInfo(None, data.element_type)]
-    batch, axis = _gather_params(a, len(data.shape), len(idx.shape), axis_values[0])
-    for i in range(batch):
-        merge_dims(data.shape[i], idx.shape[i], f"data and indices differ in batch dim {i}")
-    out = (*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :])
-    return [TensorInfo(out, data.element_type)]
-
-
-def _gather(version: int):
-    def kernel(a, data: np.ndarray, idx: np.ndarray, axis_arr: np.ndarray):
-        batch, axis = _gather_params(a, data.ndim, idx.ndim, flat_ints(axis_arr)[0])
-        n = data.shape[axis]
-        idx64 = idx.astype(np.int64)
-        # Negative indices count from the end (Gather-8; earlier versions run the same
-        # kernel on the CPU plugin); indices still out of range give zeros.
-        if n == 0:  # every index is out of range, and an empty axis has nothing to pick
-            return (np.zeros((*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :]),
-                             data.dtype),)  # fmt: skip
-        idx64 = np.where(idx64 < 0, idx64 + n, idx64)
-        valid = (idx64 >= 0) & (idx64 < n)
-        safe = np.where(valid, idx64, 0)
-        lead = data.shape[:batch]
-        b = int(np.prod(lead, dtype=np.int64))
-        pre = int(np.prod(data.shape[batch:axis], dtype=np.int64))
-        post = data.shape[axis + 1 :]
-        d = data.reshape(b, pre, n, *post)
-        count = int(np.prod(idx.shape[batch:], dtype=np.int64))
-        i = safe.reshape(b, count)
-        m = valid.reshape(b, count)
-        # (b, pre, I, *post) with one fancy index per leading axis.
-        picked = d[np.arange(b)[:, None, None], np.arange(pre)[None, :, None], i[:, None, :]]
-        mask = m.reshape(b, 1, count, *([1] * len(post)))
-        picked = np.where(mask, picked, np.zeros((), data.dtype))
-        out_shape = (*data.shape[:axis], *idx.shape[batch:], *post)
-        return (picked.reshape(out_shape),)
-
-    return kernel
-
-
 # --------------------------------------------------------------------------- StridedSlice
 
 
@@ -877,13 +848,6 @@ register(OpDef(type="ShapeOf", version=0, since_opset=1, attrs=(),
 register(OpDef(type="ShapeOf", version=3, since_opset=3,
                attrs=(Attr("output_type", "element_type", ELEMENT_TYPES["i64"]),),
                infer=_shape_of_infer, kernel=_shape_of, check=_check_shape_of))  # fmt: skip
-register(OpDef(type="Gather", version=1, since_opset=1, attrs=(),
-               infer=_gather_infer, kernel=_gather(1), inputs=(3, 3)))  # fmt: skip
-for _version in (7, 8):
-    register(OpDef(type="Gather", version=_version, since_opset=_version,
-                   attrs=(Attr("batch_dims", "int", 0),),
-                   infer=_gather_infer, kernel=_gather(_version), inputs=(3, 3),
-                   shape_attrs=("batch_dims",)))  # fmt: skip
 register(OpDef(type="StridedSlice", version=1, since_opset=1,
                attrs=(Attr("begin_mask", "ints"), Attr("end_mask", "ints"),
                       Attr("new_axis_mask", "ints", ()), Attr("shrink_axis_mask", "ints", ()),
