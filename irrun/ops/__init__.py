@@ -2,7 +2,8 @@
 of them; a module's docstring opens with the op types it registers.
 
 The graph's ends, element types and state:
-    basic                 Parameter, Result, Const, Convert, ConvertLike
+    graph_ends            Parameter, Result, Const
+    convert               Convert, ConvertLike
     variables             ReadValue, Assign
 Elementwise:
     elementwise           Add, Subtract, Multiply, Divide, Power, Maximum, Minimum, Mod,
@@ -53,15 +54,16 @@ Images and detection:
     detection             NonMaxSuppression, ROIAlign
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
-core's machinery.  ``blocks`` splits elementwise work over the run's threads.
+core's machinery.  ``blocks`` splits elementwise work over the run's threads; ``basic``
+holds no op, only ``convert`` under its old address for the modules still importing it there.
 """
 
 from . import (  # noqa: F401  (importing a module registers its ops)
     adaptive_pool,
     attention,
     avg_pool,
-    basic,
     bitwise,
+    convert,
     convolution,
     convolution_backprop,
     creation,
@@ -69,6 +71,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     einsum,
     elementwise,
     gather,
+    graph_ends,
     grn,
     interpolate,
     layout,
