@@ -35,6 +35,7 @@ from .memory import (
     parse_size,
     tensor_bytes,
 )
+from .names import TensorNames
 from .propagation import propagate
 from .reshape import ShapeSpec, describe, input_shapes
 from .state import Request
@@ -78,39 +79,6 @@ class LayerRun:
     end: float
     folded: bool = False
     apart: bool = False
-
-
-@dataclass(slots=True)
-class _TensorNames:
-    """The name each layer output is shown under, and every name a tensor answers to."""
-
-    by_port: dict[tuple[str, int], str]  # (layer id, port id) -> its name
-    by_slot: dict[int, str]
-    slots: dict[str, int]  # any accepted name -> slot
-
-    @staticmethod
-    def index(lg: LayerGraph, plan_slots: dict[tuple[str, int], int]) -> _TensorNames:
-        names = _TensorNames({}, {}, {})
-        slots = names.slots
-        for lid in lg.order:
-            layer = lg.layers[lid]
-            for port in layer.outputs:
-                slot = plan_slots[(lid, port.id)]
-                for name in port.names:
-                    slots.setdefault(name, slot)
-                if port.names:
-                    shown = port.names[0]
-                elif len(layer.outputs) == 1:
-                    shown = layer.name
-                else:
-                    shown = f"{layer.name}:{port.id}"
-                names.by_port[(lid, port.id)] = shown
-                names.by_slot[slot] = shown
-            if layer.outputs:
-                slots.setdefault(layer.name, plan_slots[(lid, layer.outputs[0].id)])
-            for port in layer.outputs:
-                slots.setdefault(f"{layer.name}:{port.id}", plan_slots[(lid, port.id)])
-        return names
 
 
 class Model:
@@ -360,10 +328,10 @@ class Model:
                 self._output_slots[name] = self._plan.slots[(src.layer, src.port)]
 
     @cached_property
-    def _names(self) -> _TensorNames:
+    def _names(self) -> TensorNames:
         # Built when first asked for: a run of the model's outputs needs none of it, and a
         # big model has names for thousands of tensors.
-        return _TensorNames.index(self._graph, self._plan.slots)
+        return TensorNames.index(self._graph, self._plan.slots)
 
     @property
     def _port_names(self) -> dict[tuple[str, int], str]:
