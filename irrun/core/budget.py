@@ -24,7 +24,7 @@ from .subgraphs import Body
 
 # Runs that need less than this are not checked against the memory available: reading
 # the system's figures would cost more than such a run.
-_UNCHECKED_BYTES = 16 * 2**20
+UNCHECKED_BYTES = 16 * 2**20
 
 
 def schedule_peak(
@@ -137,7 +137,7 @@ def budget_findings(
             peak = schedule_peak(plan, infos, results)
     largest = max(([peak[0].bytes] if peak else []) + [size for size, _ in sized], default=0)
     if budget == "available":
-        if largest <= _UNCHECKED_BYTES:
+        if largest <= UNCHECKED_BYTES:
             return []
         limit = available_memory()
         if limit is None:

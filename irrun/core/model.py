@@ -22,18 +22,18 @@ from ..ir.dims import Shape, format_shape, is_static, parse_partial_shape, shape
 from ..ir.registry import TensorInfo
 from ..ir.weights import Weights
 from .binding import Node
-from .budget import _UNCHECKED_BYTES, budget_findings, schedule_peak
+from .budget import UNCHECKED_BYTES, budget_findings, schedule_peak
 from .check import _by_line, _weights_path, check_ir, collection_paused, internal_error
 from .executor import Observer, Plan
 from .folding import Folding, fold_model, fold_option
 from .graph import LayerGraph
+from .inputs import random_array as random_array  # where callers have imported it from
+from .inputs import random_inputs
 from .memory import (
-    IMPOSSIBLE_BYTES,
     Peak,
     available_memory,
     format_bytes,
     parse_size,
-    tensor_bytes,
 )
 from .names import TensorNames
 from .propagation import propagate
@@ -238,11 +238,11 @@ class Model:
             planned = self._peaks[key] = self._plan_peak(shapes, wanted, observed)
         peak, largest, node = planned
         if budget == "available":
-            if bucket is not None and peak.bytes * 4 <= _UNCHECKED_BYTES:
+            if bucket is not None and peak.bytes * 4 <= UNCHECKED_BYTES:
                 if len(self._small) >= 256:
                     self._small.clear()
                 self._small.add(bucket)
-            if peak.bytes <= _UNCHECKED_BYTES:  # reading the system's figures costs more
+            if peak.bytes <= UNCHECKED_BYTES:  # reading the system's figures costs more
                 return
             limit = available_memory()
             if limit is None:
@@ -592,45 +592,20 @@ class Model:
             raise IrrunError(f"input '{name}' has shape {got}, expected {want}", where, node.ref)
         return arr
 
+
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Seeded random values for every input; dynamic dims become their lower bound or 1.
 
         Refused, naming the largest input, when they would not fit in :attr:`max_memory`.
         """
-        rng = np.random.default_rng(seed)
-        planned: list[tuple[str, tuple[int, ...], np.dtype, int]] = []
-        shapes: dict[str, tuple[int, ...]] = {}
+        given: list[tuple[str, Node, Shape | None]] = []
         for spec in self.inputs:
-            lid = self._input_ids[spec.name]
-            attrs = self._nodes[lid].attrs
-            assert attrs is not None
-            declared = self._input_shapes.get(lid, attrs.shape)
-            shape = tuple(d if isinstance(d, int) else max(1, d.lo) for d in (declared or ()))
-            dtype = attrs.element_type.dtype
-            planned.append((spec.name, shape, dtype, tensor_bytes(shape, dtype.itemsize)))
-            shapes[lid] = shape
-        total = sum(size for *_, size in planned)
-        budget = self._budget_arg
-        limit = budget if isinstance(budget, int) else None
-        if budget == "available" and total > _UNCHECKED_BYTES:
-            limit = available_memory()
-        if total >= IMPOSSIBLE_BYTES or (limit is not None and total > limit):
-            name, shape, dtype, size = max(planned, key=lambda p: p[3])
-            lid = self._input_ids[name]
-            node = self._nodes[lid]
-            et = node.attrs.element_type.name  # type: ignore[union-attr]
-            room = ("no machine can hold" if total >= IMPOSSIBLE_BYTES
-                    else f"more than the {format_bytes(limit)} "  # type: ignore[arg-type]
-                    + ("available" if self._budget_arg == "available" else "allowed"))
-            raise IrrunError(
-                f"random inputs need {format_bytes(total)}, {room} (input '{name}' "
-                f"{et}{format_shape(shape)} is {format_bytes(size)}): give smaller shapes with "
-                "--shape, or another limit with --max-memory", Location(str(self.path),
-                node.layer.line), node.ref, code="over-budget",
-            )  # fmt: skip
-        # The run they are for is refused before the draw, which takes seconds for gigabytes.
-        self._check_memory(shapes, tuple(sorted(set(self._output_slots.values()))), False)
-        return {name: random_array(rng, shape, dtype) for name, shape, dtype, _ in planned}
+            node = self._nodes[self._input_ids[spec.name]]
+            assert node.attrs is not None
+            given.append((spec.name, node, self._input_shapes.get(node.layer.id, node.attrs.shape)))
+        wanted = tuple(sorted(set(self._output_slots.values())))
+        return random_inputs(given, seed, self._budget_arg, self.path,
+                             lambda shapes: self._check_memory(shapes, wanted, False))
 
 
 def _pow2(n: int) -> int:
@@ -656,33 +631,6 @@ def _own(array: np.ndarray) -> np.ndarray:
     """A plain, writable array: no np.memmap subclass, no read-only view of the weights."""
     array = np.asarray(array)
     return array if array.flags.writeable else array.copy()
-
-
-# Random values are drawn in float64 or int64 this many at a time and cast into place,
-# so that a large input needs its own memory and no more. Drawn in chunks or at once,
-# the values are the same.
-_DRAW_CHUNK = 1 << 20
-
-
-def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """Standard normal floats, integers in [-10, 10] (unsigned: [0, 20]), or fair booleans.
-
-    >>> random_array(np.random.default_rng(0), (2, 3), np.dtype(np.int8)).tolist()
-    [[7, 3, 0], [-5, -4, -10]]
-    """
-    out = np.empty(shape, dtype)
-    flat = out.reshape(-1)
-    for start in range(0, flat.size, _DRAW_CHUNK):
-        n = min(_DRAW_CHUNK, flat.size - start)
-        if dtype == np.bool_:
-            part = rng.random(n) < 0.5
-        elif dtype.kind in "iu":
-            lo = 0 if dtype.kind == "u" else -10
-            part = rng.integers(lo, lo + 21, size=n)
-        else:
-            part = rng.standard_normal(n)
-        flat[start : start + n] = part
-    return out
 
 
 def _et_name(info: TensorInfo) -> str:
