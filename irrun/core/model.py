@@ -18,11 +18,11 @@ from .. import (
 )
 from ..errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from ..ir import element_types
-from ..ir.dims import Shape, format_shape, is_static, parse_partial_shape, shape_fits
+from ..ir.dims import Shape, format_shape, parse_partial_shape, shape_fits
 from ..ir.registry import TensorInfo
 from ..ir.weights import Weights
 from .binding import Node
-from .budget import UNCHECKED_BYTES, budget_findings, schedule_peak
+from .budget import RunBudget, budget_findings
 from .check import _by_line, _weights_path, check_ir, collection_paused, internal_error
 from .executor import Observer, Plan
 from .folding import Folding, fold_model, fold_option
@@ -32,7 +32,6 @@ from .inputs import random_inputs
 from .memory import (
     Peak,
     available_memory,
-    format_bytes,
     parse_size,
 )
 from .names import TensorNames
@@ -213,65 +212,11 @@ class Model:
     def max_memory(self, value: int | str | None) -> None:
         self._budget_arg: int | str | None = _budget(value)
 
-    def _check_memory(self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...],
-                      observed: bool) -> None:  # fmt: skip
-        """Refuse a run on inputs of ``shapes`` (by Parameter layer id) whose tensors would
-        not fit in :attr:`max_memory`."""
-        budget = self._budget_arg
-        if budget is None:
-            return
-        # A dynamic model run on ever other shapes (an LLM's attention mask grows by one a
-        # token) would infer every shape again at each run.  Under the default budget, a run
-        # whose shapes are within 2x per dim of a run planned at a quarter of the unchecked
-        # size is taken as small as well: shapes are bucketed by powers of two.
-        bucket = None
-        if budget == "available" and self._dynamic:
-            bucket = (wanted, observed, tuple((lid, tuple(_pow2(d) for d in shape))
-                                              for lid, shape in shapes.items()))  # fmt: skip
-            if bucket in self._small:
-                return
-        key = (wanted, observed, tuple(shapes.items()) if self._dynamic else ())
-        planned = self._peaks.get(key)
-        if planned is None:
-            if len(self._peaks) >= 32:  # a caller running ever other shapes
-                self._peaks.clear()
-            planned = self._peaks[key] = self._plan_peak(shapes, wanted, observed)
-        peak, largest, node = planned
-        if budget == "available":
-            if bucket is not None and peak.bytes * 4 <= UNCHECKED_BYTES:
-                if len(self._small) >= 256:
-                    self._small.clear()
-                self._small.add(bucket)
-            if peak.bytes <= UNCHECKED_BYTES:  # reading the system's figures costs more
-                return
-            limit = available_memory()
-            if limit is None:
-                return
-        else:
-            limit = budget  # type: ignore[assignment]
-        if peak.bytes > limit:
-            assert node is not None
-            allowed = ("allowed (--max-memory, or max_memory= in Python)"
-                       if budget != "available" else
-                       "available to this process (--max-memory, or max_memory= in Python, "
-                       "sets another limit)")  # fmt: skip
-            raise IrrunError(
-                f"the run needs {format_bytes(peak.bytes)} of tensors at this layer, more than "
-                f"the {format_bytes(limit)} {allowed}, of which {largest} is "
-                f"{format_bytes(peak.slot_bytes)}",
-                Location(str(self.path), node.layer.line), node.ref, code="over-budget",
-            )  # fmt: skip
-
     def _plan_peak(self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...],
                    observed: bool) -> tuple[Peak, str, Node | None]:  # fmt: skip
         """The run's peak, the largest thing it holds there, and its layer (see
-        :func:`~irrun.core.budget.schedule_peak`)."""
-        infos = self._infos
-        if self._dynamic:  # the sizes of this run's shapes
-            given = {lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
-                     for lid, shape in shapes.items()}  # fmt: skip
-            infos, _ = propagate(self._graph, self._nodes, given)
-        return schedule_peak(self._plan, infos, wanted, observed)
+        :meth:`~irrun.core.budget.RunBudget.peak`)."""
+        return self._run_budget.peak(shapes, wanted, observed)
 
     @property
     def tensor_names(self) -> dict[tuple[str, int], str]:
@@ -299,11 +244,7 @@ class Model:
     def _index_names(self) -> None:
         """The model's inputs and outputs, by every name they answer to."""
         lg, nodes = self._graph, self._nodes
-        # A run's memory is planned from the inferred shapes, or from its own inputs'
-        # shapes when some dim is left to them.
-        self._dynamic = not all(is_static(info.shape) for info in self._infos.values())
-        self._peaks: dict[tuple, tuple[Peak, str]] = {}
-        self._small: set[tuple] = set()  # buckets of shapes whose runs are small (_check_memory)
+        self._run_budget = RunBudget(self._plan, lg, nodes, self._infos, self.path)
         self.inputs: list[TensorSpec] = []
         self._input_ids: dict[str, str] = {}  # any accepted name -> Parameter layer id
         self.outputs: list[TensorSpec] = []
@@ -476,8 +417,8 @@ class Model:
             every_layer = every_layer or intermediate
             observe = self._observer(kept if intermediate else None, on_layer, slots,
                                      every_layer, values or intermediate)
-        self._check_memory({lid: a.shape for lid, a in by_layer.items()}, slots,
-                           observe is not None and every_layer)
+        self._run_budget.check(self._budget_arg, {lid: a.shape for lid, a in by_layer.items()},
+                               slots, observe is not None and every_layer)
         with threads.running(self.threads):
             found = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
         result = {name: _own(found[slot]) for name, slot in wanted.items()}
@@ -605,12 +546,8 @@ class Model:
             given.append((spec.name, node, self._input_shapes.get(node.layer.id, node.attrs.shape)))
         wanted = tuple(sorted(set(self._output_slots.values())))
         return random_inputs(given, seed, self._budget_arg, self.path,
-                             lambda shapes: self._check_memory(shapes, wanted, False))
-
-
-def _pow2(n: int) -> int:
-    """The power of two at or above ``n`` (0 for 0)."""
-    return 0 if n <= 0 else 1 << (n - 1).bit_length()
+                             lambda shapes: self._run_budget.check(self._budget_arg, shapes,
+                                                                   wanted, False))
 
 
 def _reopened(given: str, absolute: str) -> Path:
