@@ -12,6 +12,10 @@ layer or closes a cycle fails here as well.
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.util
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import networkx as nx
@@ -21,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "irrun"
 
 # Lowest first.  A module belongs to the layer with the longest prefix naming it.
 LAYERS = [
-    ("base", ("irrun.errors", "irrun.frozen", "irrun.threads", "irrun.version")),
+    ("base", ("irrun.errors", "irrun.frozen", "irrun.text", "irrun.threads", "irrun.version")),
     ("ir", ("irrun.ir",)),
     ("ops", ("irrun.ops",)),
     ("fast", ("irrun.fast",)),
@@ -31,7 +35,7 @@ LAYERS = [
 ]
 
 # What stays at the top of irrun/: the face and the base every layer uses.
-TOP = {"__init__", "__main__", "cli", "errors", "frozen", "threads", "version"}
+TOP = {"__init__", "__main__", "cli", "errors", "frozen", "text", "threads", "version"}
 
 
 def module_name(path: Path) -> str:
@@ -134,3 +138,55 @@ def test_every_package_is_installed():
     listed = set(config["tool"]["setuptools"]["packages"])
     folders = {module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
     assert folders - listed == set()
+
+
+# --------------------------------------------------------------------------- op modules' names
+
+OPS = PACKAGE / "ops"
+OP_MODULES = sorted(p.stem for p in OPS.glob("*.py") if p.stem != "__init__")
+
+
+
+@functools.cache
+def registered_types(name: str) -> tuple[str, ...]:
+    """The op types module ``irrun.ops.<name>`` registers, in order: it runs again with
+    ``register`` recording instead, so types registered in a loop count too."""
+    import irrun.ops  # noqa: F401  (what the module imports is loaded first)
+    from irrun.ir import registry
+
+    found: list[str] = []
+    spec = importlib.util.spec_from_file_location(f"irrun.ops.{name}", OPS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(registry, "register", lambda op: found.append(op.type) or op)
+        spec.loader.exec_module(module)
+    return tuple(dict.fromkeys(found))
+
+
+def unnamed(types: Sequence[str], text: str) -> list[str]:
+    return [t for t in types if not re.search(rf"\b{t}\b", text)]
+
+
+@pytest.mark.parametrize("name", OP_MODULES)
+def test_an_op_module_names_its_ops_first(name):
+    """A module's docstring's first paragraph names each op type the module registers."""
+    doc = ast.get_docstring(ast.parse((OPS / f"{name}.py").read_text(encoding="utf-8"))) or ""
+    assert unnamed(registered_types(name), doc.split("\n\n")[0]) == []
+
+
+def test_the_ops_package_lists_each_module_with_its_ops():
+    """irrun/ops/__init__.py's docstring is the table of families: a row per module that
+    registers ops, naming them."""
+    doc = ast.get_docstring(ast.parse((OPS / "__init__.py").read_text(encoding="utf-8"))) or ""
+    rows: dict[str, str] = {}
+    for line in doc.splitlines():
+        if row := re.fullmatch(r"    (\w+)  +(\S.*)", line):
+            rows[row[1]] = row[2]
+        elif rows and re.fullmatch(r" {8,}\S.*", line):
+            rows[next(reversed(rows))] += " " + line.strip()
+    assert set(rows) == {name for name in OP_MODULES if registered_types(name)}
+    assert {name: unnamed(registered_types(name), row) for name, row in rows.items()} == {
+        name: [] for name in rows
+    }
+

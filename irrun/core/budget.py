@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..errors import Diagnostic
+from pathlib import Path
+
+from ..errors import Diagnostic, IrrunError, Location
 from ..fast import fast_kernel, scratch_bytes
 from ..ir.dims import format_shape, is_static
 from ..ir.registry import TensorInfo
@@ -24,7 +26,7 @@ from .subgraphs import Body
 
 # Runs that need less than this are not checked against the memory available: reading
 # the system's figures would cost more than such a run.
-_UNCHECKED_BYTES = 16 * 2**20
+UNCHECKED_BYTES = 16 * 2**20
 
 
 def schedule_peak(
@@ -137,7 +139,7 @@ def budget_findings(
             peak = schedule_peak(plan, infos, results)
     largest = max(([peak[0].bytes] if peak else []) + [size for size, _ in sized], default=0)
     if budget == "available":
-        if largest <= _UNCHECKED_BYTES:
+        if largest <= UNCHECKED_BYTES:
             return []
         limit = available_memory()
         if limit is None:
@@ -168,6 +170,94 @@ def budget_findings(
             "refused", lg.doc.location(step_node.layer.line), step_node.ref,
         ))  # fmt: skip
     return found
+
+
+class RunBudget:
+    """A loaded model's memory check before each run: the run's planned peak against its
+    ``max_memory``, refused before anything is computed, naming the layer where it peaks.
+    Peaks are planned once per outputs wanted and, for a dynamic model, per input shapes.
+    """
+
+    def __init__(
+        self, plan: Plan, lg: LayerGraph, nodes: dict[str, Node], infos: Infos, path: Path
+    ) -> None:
+        self._plan, self._graph, self._nodes, self._infos = plan, lg, nodes, infos
+        self._path = path
+        # A run's memory is planned from the inferred shapes, or from its own inputs'
+        # shapes when some dim is left to them.
+        self.dynamic = not all(is_static(info.shape) for info in infos.values())
+        self._peaks: dict[tuple, tuple[Peak, str, Node | None]] = {}
+        self._small: set[tuple] = set()  # buckets of shapes whose runs are small (check)
+
+    def check(
+        self,
+        budget: int | str | None,
+        shapes: dict[str, tuple[int, ...]],
+        wanted: tuple[int, ...],
+        observed: bool,
+    ) -> None:
+        """Refuse a run on inputs of ``shapes`` (by Parameter layer id) whose tensors would
+        not fit in ``budget`` (a ``max_memory``: bytes, ``"available"`` or None)."""
+        if budget is None:
+            return
+        # A dynamic model run on ever other shapes (an LLM's attention mask grows by one a
+        # token) would infer every shape again at each run.  Under the default budget, a run
+        # whose shapes are within 2x per dim of a run planned at a quarter of the unchecked
+        # size is taken as small as well: shapes are bucketed by powers of two.
+        bucket = None
+        if budget == "available" and self.dynamic:
+            bucket = (wanted, observed, tuple((lid, tuple(_pow2(d) for d in shape))
+                                              for lid, shape in shapes.items()))  # fmt: skip
+            if bucket in self._small:
+                return
+        key = (wanted, observed, tuple(shapes.items()) if self.dynamic else ())
+        planned = self._peaks.get(key)
+        if planned is None:
+            if len(self._peaks) >= 32:  # a caller running ever other shapes
+                self._peaks.clear()
+            planned = self._peaks[key] = self.peak(shapes, wanted, observed)
+        peak, largest, node = planned
+        if budget == "available":
+            if bucket is not None and peak.bytes * 4 <= UNCHECKED_BYTES:
+                if len(self._small) >= 256:
+                    self._small.clear()
+                self._small.add(bucket)
+            if peak.bytes <= UNCHECKED_BYTES:  # reading the system's figures costs more
+                return
+            limit = available_memory()
+            if limit is None:
+                return
+        else:
+            limit = budget  # type: ignore[assignment]
+        if peak.bytes > limit:
+            assert node is not None
+            allowed = ("allowed (--max-memory, or max_memory= in Python)"
+                       if budget != "available" else
+                       "available to this process (--max-memory, or max_memory= in Python, "
+                       "sets another limit)")  # fmt: skip
+            raise IrrunError(
+                f"the run needs {format_bytes(peak.bytes)} of tensors at this layer, more than "
+                f"the {format_bytes(limit)} {allowed}, of which {largest} is "
+                f"{format_bytes(peak.slot_bytes)}",
+                Location(str(self._path), node.layer.line), node.ref, code="over-budget",
+            )  # fmt: skip
+
+    def peak(
+        self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...], observed: bool
+    ) -> tuple[Peak, str, Node | None]:
+        """The run's peak, the largest thing it holds there, and its layer (see
+        :func:`schedule_peak`)."""
+        infos = self._infos
+        if self.dynamic:  # the sizes of this run's shapes
+            given = {lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
+                     for lid, shape in shapes.items()}  # fmt: skip
+            infos, _ = propagate(self._graph, self._nodes, given)
+        return schedule_peak(self._plan, infos, wanted, observed)
+
+
+def _pow2(n: int) -> int:
+    """The power of two at or above ``n`` (0 for 0)."""
+    return 0 if n <= 0 else 1 << (n - 1).bit_length()
 
 
 def _info_bytes(info: TensorInfo | None) -> int | None:

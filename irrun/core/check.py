@@ -27,7 +27,7 @@ from .graph import LayerGraph, build_graph
 from .propagation import Infos, propagate
 from .reshape import ShapeSpec, input_shapes
 from .subgraphs import attach_bodies
-from .variables import check_variables
+from .variable_checks import check_variables
 
 # Errors that do not stop a model from loading: OpenVINO reads neither a port's dims nor
 # its precision (it infers both), so irrun runs such a model too.

@@ -52,6 +52,7 @@ import numpy as np
 from ..errors import UsageError
 from ..ir.dims import is_static
 from ..ir.registry import TensorInfo, resolve
+from ..text import count
 from .binding import Node
 from .executor import Plan
 from .memory import available_memory, format_bytes, parse_size, tensor_bytes
@@ -84,12 +85,12 @@ class Folding:
         a model with no layer to fold."""
         if not (self.values or self.over_cap or self.failed):
             return []
-        lines = [f"folded {_count(self.layers, 'constant layer')} into "
-                 f"{_count(self.values, 'value')} ({format_bytes(self.bytes)}) at load in "
+        lines = [f"folded {count(self.layers, 'constant layer')} into "
+                 f"{count(self.values, 'value')} ({format_bytes(self.bytes)}) at load in "
                  f"{self.seconds * 1e3:.1f} ms"]  # fmt: skip
         if self.over_cap:
             lines.append(
-                f"kept {_count(self.over_cap, 'constant subgraph')} "
+                f"kept {count(self.over_cap, 'constant subgraph')} "
                 f"({format_bytes(self.over_cap_bytes)}) unfolded: above the "
                 f"{format_bytes(self.cap or 0)} folding cap"
             )
@@ -99,10 +100,6 @@ class Folding:
             lines.append(f"kept the constant subgraphs through {names}{more} unfolded: their "
                          "kernel failed at load (a run that needs them says why)")  # fmt: skip
         return lines
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}{'s' * (n != 1)}"
 
 
 def fold_option(value: bool | int | str | None) -> bool | int | None:

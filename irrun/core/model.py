@@ -18,23 +18,23 @@ from .. import (
 )
 from ..errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
 from ..ir import element_types
-from ..ir.dims import Shape, format_shape, is_static, parse_partial_shape, shape_fits
+from ..ir.dims import Shape, format_shape, parse_partial_shape, shape_fits
 from ..ir.registry import TensorInfo
 from ..ir.weights import Weights
 from .binding import Node
-from .budget import _UNCHECKED_BYTES, budget_findings, schedule_peak
+from .budget import RunBudget, budget_findings
 from .check import _by_line, _weights_path, check_ir, collection_paused, internal_error
 from .executor import Observer, Plan
 from .folding import Folding, fold_model, fold_option
 from .graph import LayerGraph
+from .inputs import random_array as random_array  # where callers have imported it from
+from .inputs import random_inputs
 from .memory import (
-    IMPOSSIBLE_BYTES,
     Peak,
     available_memory,
-    format_bytes,
     parse_size,
-    tensor_bytes,
 )
+from .names import TensorNames
 from .propagation import propagate
 from .reshape import ShapeSpec, describe, input_shapes
 from .state import Request
@@ -78,39 +78,6 @@ class LayerRun:
     end: float
     folded: bool = False
     apart: bool = False
-
-
-@dataclass(slots=True)
-class _TensorNames:
-    """The name each layer output is shown under, and every name a tensor answers to."""
-
-    by_port: dict[tuple[str, int], str]  # (layer id, port id) -> its name
-    by_slot: dict[int, str]
-    slots: dict[str, int]  # any accepted name -> slot
-
-    @staticmethod
-    def index(lg: LayerGraph, plan_slots: dict[tuple[str, int], int]) -> _TensorNames:
-        names = _TensorNames({}, {}, {})
-        slots = names.slots
-        for lid in lg.order:
-            layer = lg.layers[lid]
-            for port in layer.outputs:
-                slot = plan_slots[(lid, port.id)]
-                for name in port.names:
-                    slots.setdefault(name, slot)
-                if port.names:
-                    shown = port.names[0]
-                elif len(layer.outputs) == 1:
-                    shown = layer.name
-                else:
-                    shown = f"{layer.name}:{port.id}"
-                names.by_port[(lid, port.id)] = shown
-                names.by_slot[slot] = shown
-            if layer.outputs:
-                slots.setdefault(layer.name, plan_slots[(lid, layer.outputs[0].id)])
-            for port in layer.outputs:
-                slots.setdefault(f"{layer.name}:{port.id}", plan_slots[(lid, port.id)])
-        return names
 
 
 class Model:
@@ -244,65 +211,11 @@ class Model:
     def max_memory(self, value: int | str | None) -> None:
         self._budget_arg: int | str | None = _budget(value)
 
-    def _check_memory(self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...],
-                      observed: bool) -> None:  # fmt: skip
-        """Refuse a run on inputs of ``shapes`` (by Parameter layer id) whose tensors would
-        not fit in :attr:`max_memory`."""
-        budget = self._budget_arg
-        if budget is None:
-            return
-        # A dynamic model run on ever other shapes (an LLM's attention mask grows by one a
-        # token) would infer every shape again at each run.  Under the default budget, a run
-        # whose shapes are within 2x per dim of a run planned at a quarter of the unchecked
-        # size is taken as small as well: shapes are bucketed by powers of two.
-        bucket = None
-        if budget == "available" and self._dynamic:
-            bucket = (wanted, observed, tuple((lid, tuple(_pow2(d) for d in shape))
-                                              for lid, shape in shapes.items()))  # fmt: skip
-            if bucket in self._small:
-                return
-        key = (wanted, observed, tuple(shapes.items()) if self._dynamic else ())
-        planned = self._peaks.get(key)
-        if planned is None:
-            if len(self._peaks) >= 32:  # a caller running ever other shapes
-                self._peaks.clear()
-            planned = self._peaks[key] = self._plan_peak(shapes, wanted, observed)
-        peak, largest, node = planned
-        if budget == "available":
-            if bucket is not None and peak.bytes * 4 <= _UNCHECKED_BYTES:
-                if len(self._small) >= 256:
-                    self._small.clear()
-                self._small.add(bucket)
-            if peak.bytes <= _UNCHECKED_BYTES:  # reading the system's figures costs more
-                return
-            limit = available_memory()
-            if limit is None:
-                return
-        else:
-            limit = budget  # type: ignore[assignment]
-        if peak.bytes > limit:
-            assert node is not None
-            allowed = ("allowed (--max-memory, or max_memory= in Python)"
-                       if budget != "available" else
-                       "available to this process (--max-memory, or max_memory= in Python, "
-                       "sets another limit)")  # fmt: skip
-            raise IrrunError(
-                f"the run needs {format_bytes(peak.bytes)} of tensors at this layer, more than "
-                f"the {format_bytes(limit)} {allowed}, of which {largest} is "
-                f"{format_bytes(peak.slot_bytes)}",
-                Location(str(self.path), node.layer.line), node.ref, code="over-budget",
-            )  # fmt: skip
-
     def _plan_peak(self, shapes: dict[str, tuple[int, ...]], wanted: tuple[int, ...],
                    observed: bool) -> tuple[Peak, str, Node | None]:  # fmt: skip
         """The run's peak, the largest thing it holds there, and its layer (see
-        :func:`~irrun.core.budget.schedule_peak`)."""
-        infos = self._infos
-        if self._dynamic:  # the sizes of this run's shapes
-            given = {lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
-                     for lid, shape in shapes.items()}  # fmt: skip
-            infos, _ = propagate(self._graph, self._nodes, given)
-        return schedule_peak(self._plan, infos, wanted, observed)
+        :meth:`~irrun.core.budget.RunBudget.peak`)."""
+        return self._run_budget.peak(shapes, wanted, observed)
 
     @property
     def tensor_names(self) -> dict[tuple[str, int], str]:
@@ -330,11 +243,7 @@ class Model:
     def _index_names(self) -> None:
         """The model's inputs and outputs, by every name they answer to."""
         lg, nodes = self._graph, self._nodes
-        # A run's memory is planned from the inferred shapes, or from its own inputs'
-        # shapes when some dim is left to them.
-        self._dynamic = not all(is_static(info.shape) for info in self._infos.values())
-        self._peaks: dict[tuple, tuple[Peak, str]] = {}
-        self._small: set[tuple] = set()  # buckets of shapes whose runs are small (_check_memory)
+        self._run_budget = RunBudget(self._plan, lg, nodes, self._infos, self.path)
         self.inputs: list[TensorSpec] = []
         self._input_ids: dict[str, str] = {}  # any accepted name -> Parameter layer id
         self.outputs: list[TensorSpec] = []
@@ -359,10 +268,10 @@ class Model:
                 self._output_slots[name] = self._plan.slots[(src.layer, src.port)]
 
     @cached_property
-    def _names(self) -> _TensorNames:
+    def _names(self) -> TensorNames:
         # Built when first asked for: a run of the model's outputs needs none of it, and a
         # big model has names for thousands of tensors.
-        return _TensorNames.index(self._graph, self._plan.slots)
+        return TensorNames.index(self._graph, self._plan.slots)
 
     @property
     def _port_names(self) -> dict[tuple[str, int], str]:
@@ -507,8 +416,8 @@ class Model:
             every_layer = every_layer or intermediate
             observe = self._observer(kept if intermediate else None, on_layer, slots,
                                      every_layer, values or intermediate)
-        self._check_memory({lid: a.shape for lid, a in by_layer.items()}, slots,
-                           observe is not None and every_layer)
+        self._run_budget.check(self._budget_arg, {lid: a.shape for lid, a in by_layer.items()},
+                               slots, observe is not None and every_layer)
         with threads.running(self.threads):
             found = self._plan.run(feed_slots, slots, observe)  # type: ignore[arg-type]
         result = {name: _own(found[slot]) for name, slot in wanted.items()}
@@ -623,50 +532,21 @@ class Model:
             raise IrrunError(f"input '{name}' has shape {got}, expected {want}", where, node.ref)
         return arr
 
+
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Seeded random values for every input; dynamic dims become their lower bound or 1.
 
         Refused, naming the largest input, when they would not fit in :attr:`max_memory`.
         """
-        rng = np.random.default_rng(seed)
-        planned: list[tuple[str, tuple[int, ...], np.dtype, int]] = []
-        shapes: dict[str, tuple[int, ...]] = {}
+        given: list[tuple[str, Node, Shape | None]] = []
         for spec in self.inputs:
-            lid = self._input_ids[spec.name]
-            attrs = self._nodes[lid].attrs
-            assert attrs is not None
-            declared = self._input_shapes.get(lid, attrs.shape)
-            shape = tuple(d if isinstance(d, int) else max(1, d.lo) for d in (declared or ()))
-            dtype = attrs.element_type.dtype
-            planned.append((spec.name, shape, dtype, tensor_bytes(shape, dtype.itemsize)))
-            shapes[lid] = shape
-        total = sum(size for *_, size in planned)
-        budget = self._budget_arg
-        limit = budget if isinstance(budget, int) else None
-        if budget == "available" and total > _UNCHECKED_BYTES:
-            limit = available_memory()
-        if total >= IMPOSSIBLE_BYTES or (limit is not None and total > limit):
-            name, shape, dtype, size = max(planned, key=lambda p: p[3])
-            lid = self._input_ids[name]
-            node = self._nodes[lid]
-            et = node.attrs.element_type.name  # type: ignore[union-attr]
-            room = ("no machine can hold" if total >= IMPOSSIBLE_BYTES
-                    else f"more than the {format_bytes(limit)} "  # type: ignore[arg-type]
-                    + ("available" if self._budget_arg == "available" else "allowed"))
-            raise IrrunError(
-                f"random inputs need {format_bytes(total)}, {room} (input '{name}' "
-                f"{et}{format_shape(shape)} is {format_bytes(size)}): give smaller shapes with "
-                "--shape, or another limit with --max-memory", Location(str(self.path),
-                node.layer.line), node.ref, code="over-budget",
-            )  # fmt: skip
-        # The run they are for is refused before the draw, which takes seconds for gigabytes.
-        self._check_memory(shapes, tuple(sorted(set(self._output_slots.values()))), False)
-        return {name: random_array(rng, shape, dtype) for name, shape, dtype, _ in planned}
-
-
-def _pow2(n: int) -> int:
-    """The power of two at or above ``n`` (0 for 0)."""
-    return 0 if n <= 0 else 1 << (n - 1).bit_length()
+            node = self._nodes[self._input_ids[spec.name]]
+            assert node.attrs is not None
+            given.append((spec.name, node, self._input_shapes.get(node.layer.id, node.attrs.shape)))
+        wanted = tuple(sorted(set(self._output_slots.values())))
+        return random_inputs(given, seed, self._budget_arg, self.path,
+                             lambda shapes: self._run_budget.check(self._budget_arg, shapes,
+                                                                   wanted, False))
 
 
 def _reopened(given: str, absolute: str) -> Path:
@@ -687,33 +567,6 @@ def _own(array: np.ndarray) -> np.ndarray:
     """A plain, writable array: no np.memmap subclass, no read-only view of the weights."""
     array = np.asarray(array)
     return array if array.flags.writeable else array.copy()
-
-
-# Random values are drawn in float64 or int64 this many at a time and cast into place,
-# so that a large input needs its own memory and no more. Drawn in chunks or at once,
-# the values are the same.
-_DRAW_CHUNK = 1 << 20
-
-
-def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """Standard normal floats, integers in [-10, 10] (unsigned: [0, 20]), or fair booleans.
-
-    >>> random_array(np.random.default_rng(0), (2, 3), np.dtype(np.int8)).tolist()
-    [[7, 3, 0], [-5, -4, -10]]
-    """
-    out = np.empty(shape, dtype)
-    flat = out.reshape(-1)
-    for start in range(0, flat.size, _DRAW_CHUNK):
-        n = min(_DRAW_CHUNK, flat.size - start)
-        if dtype == np.bool_:
-            part = rng.random(n) < 0.5
-        elif dtype.kind in "iu":
-            lo = 0 if dtype.kind == "u" else -10
-            part = rng.integers(lo, lo + 21, size=n)
-        else:
-            part = rng.standard_normal(n)
-        flat[start : start + n] = part
-    return out
 
 
 def _et_name(info: TensorInfo) -> str:

@@ -1,61 +1,97 @@
-"""The ops irrun runs. Importing this package registers every one of them."""
+"""The ops irrun runs, one module per family.  Importing this package registers every one
+of them; a module's docstring opens with the op types it registers.
 
-from . import (
+The graph's ends, element types and state:
+    graph_ends            Parameter, Result, Const
+    convert               Convert, ConvertLike
+    variables             ReadValue, Assign
+Elementwise:
+    arithmetic            Add, Subtract, Multiply, Divide, Maximum, Minimum, Power, Mod, FloorMod,
+                          SquaredDifference, ConvertPromoteTypes
+    activations           Sigmoid, HSigmoid, HSwish, SoftPlus, Mish, SoftSign, Elu, ReLU, Clamp,
+                          Selu, HardSigmoid, PRelu, Swish, Gelu
+    unary                 Sqrt, Exp, Log, Erf, Sin, Cos, Tan, Tanh, Floor, Ceiling, Acos, Asin,
+                          Atan, Cosh, Sinh, Acosh, Asinh, Atanh, Round, Abs, Negative, Sign,
+                          IsFinite, IsNaN, IsInf, Identity
+    bitwise               BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot, BitwiseLeftShift,
+                          BitwiseRightShift
+    logical               Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd,
+                          LogicalOr, LogicalXor, LogicalNot, Select
+    quantize              FakeQuantize
+Reductions, sorting and searching:
+    reduction             ReduceMean, ReduceMax, ReduceSum, ReduceProd, ReduceMin, ReduceL1,
+                          ReduceL2, ReduceLogicalAnd, ReduceLogicalOr, CumSum
+    softmax               SoftMax, LogSoftmax
+    topk                  TopK
+    sorting               Bucketize, SearchSorted, Unique
+    non_zero              NonZero
+Products:
+    matmul                MatMul
+    einsum                Einsum
+    attention             ScaledDotProductAttention
+Normalization:
+    normalization         BatchNormInference, MVN, NormalizeL2, LRN, GroupNormalization
+    grn                   GRN
+Convolution and pooling (window: the windows' geometry; pool_checks: the pools' warnings):
+    convolution           Convolution, GroupConvolution
+    convolution_backprop  ConvolutionBackpropData, GroupConvolutionBackpropData
+    max_pool              MaxPool
+    avg_pool              AvgPool
+    adaptive_pool         AdaptiveAvgPool, AdaptiveMaxPool
+Data movement:
+    movement              Reshape, Concat, Squeeze, Unsqueeze, Transpose, ShapeOf, Broadcast, Pad,
+                          Split, VariadicSplit, Tile, Roll
+    slicing               Slice, StridedSlice
+    gather                Gather, GatherElements, GatherND
+    scatter               ScatterUpdate, ScatterElementsUpdate, ScatterNDUpdate
+    reverse               Reverse, ReverseSequence
+    layout                DepthToSpace, SpaceToDepth, ShuffleChannels
+    space_batch           BatchToSpace, SpaceToBatch
+    patches               ExtractImagePatches
+    creation              Range, Eye, OneHot
+Images and detection:
+    interpolate           Interpolate
+    detection             NonMaxSuppression, ROIAlign
+
+If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
+core's machinery.  Shared shape and type helpers live in ``_shapes`` (and, for now, the
+helper section of ``movement``); the kernels' scratch declarations in ``_scratch``.
+"""
+
+from . import (  # noqa: F401  (importing a module registers its ops)
     activations,
     adaptive_pool,
     arithmetic,
     attention,
     avg_pool,
-    basic,
     bitwise,
+    convert,
     convolution,
     convolution_backprop,
+    creation,
     detection,
     einsum,
-    indexing,
+    gather,
+    graph_ends,
+    grn,
     interpolate,
     layout,
-    layout_extra,
     logical,
     matmul,
     max_pool,
     movement,
+    non_zero,
     normalization,
+    patches,
     quantize,
     reduction,
+    reverse,
     scatter,
+    slicing,
     softmax,
+    sorting,
+    space_batch,
     topk,
     unary,
     variables,
 )
-
-__all__ = [
-    "activations",
-    "adaptive_pool",
-    "arithmetic",
-    "attention",
-    "avg_pool",
-    "basic",
-    "bitwise",
-    "convolution",
-    "convolution_backprop",
-    "detection",
-    "einsum",
-    "indexing",
-    "interpolate",
-    "layout",
-    "layout_extra",
-    "logical",
-    "matmul",
-    "max_pool",
-    "movement",
-    "normalization",
-    "quantize",
-    "reduction",
-    "scatter",
-    "softmax",
-    "topk",
-    "unary",
-    "variables",
-]

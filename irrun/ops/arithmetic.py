@@ -40,7 +40,7 @@ from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
-from .basic import convert
+from .convert import convert
 
 # OpenVINO's arithmetic takes every element type but boolean.
 ARITHMETIC = tuple(name for name in ELEMENT_TYPES if name != "boolean")

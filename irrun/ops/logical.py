@@ -1,5 +1,6 @@
-"""Comparisons, logical ops and Select: the boolean tensors of shape arithmetic
-and masks (``torch.chunk``, ``torch.where`` and the like convert to them).
+"""Comparisons (Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual), logical ops
+(LogicalAnd, LogicalOr, LogicalXor, LogicalNot) and Select: the boolean tensors of shape
+arithmetic and masks (``torch.chunk``, ``torch.where`` and the like convert to them).
 
 Equal, NotEqual, Less, LessEqual, Greater and GreaterEqual compare two inputs of
 one element type, broadcast by ``auto_broadcast`` as arithmetic is (NaN compares

@@ -1,10 +1,29 @@
 """Data movement: Reshape, Concat, Split, VariadicSplit, Squeeze, Unsqueeze,
-Transpose, ShapeOf, Gather, StridedSlice, Broadcast and Pad.
+Transpose, ShapeOf, Broadcast, Pad, Tile and Roll.
 
 Shape rules read the values of their shape-like inputs (target shapes, axes, pads)
 when they are known constants; propagation folds small constant subgraphs through
 the kernels, so a ShapeOf -> Gather -> Concat -> Reshape chain on a static input
 stays static.  An unknown value leaves the affected dims dynamic, as OpenVINO does.
+
+- **Tile-v0** repeats ``data`` by ``repeats`` (aligned at the end; the shorter of the two
+  is padded with ones in front).  A negative repeat counts as 0, as OpenVINO's shape
+  inference says (its kernels disagree, see below).
+- **Roll-v7** shifts elements cyclically along ``axes``; a repeated axis adds its shifts.
+  A 1-D shift needs axes of its size.  A scalar shift is accepted by the shape rule with
+  any axes, but at run time only with a single axis: the specification would apply it to
+  every axis, yet the plugin refuses more than one (and the reference kernel any scalar).
+
+Roll's kernel, for inputs that are not constants, checks what the shape rule could not
+(shift and axes of different lengths) and raises at the layer.  Where Tile and Roll
+part from OpenVINO's kernels:
+
+- Tile with a negative repeat: the plugin returns uninitialised memory, the reference a
+  tensor of the input's shape; shape inference says the dim is 0, which irrun follows.
+- Roll with a scalar shift: the reference kernel fails; irrun runs it as the plugin does
+  (with one axis).
+
+The shape helpers at the top are shared by most op modules.
 """
 
 from __future__ import annotations
@@ -17,7 +36,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.attributes import Attr
-from ..ir.dims import DYNAMIC, Dim, Interval, Shape, map_bounds
+from ..ir.dims import DYNAMIC, Dim, Interval, Shape, format_shape, map_bounds
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._shapes import merge_dims
@@ -26,6 +45,13 @@ MANY = 1 << 30  # no upper bound on the number of inputs
 
 
 # --------------------------------------------------------------------------- helpers
+
+# Element types of shape-like and index inputs.
+INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+NUMBERS = ("f64", "f32", "f16", "bf16", *INTEGERS)
+INDEX_TYPES = ("i32", "i64")
+# Every integer type, the packed ones too.
+ALL_INTEGERS = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "i4", "u4", "u1")
 
 
 def int_values(info: TensorInfo) -> list[int] | None:
@@ -88,6 +114,77 @@ def may_be_one(d: Dim) -> bool:
 
 def fmt(shape: Sequence[Dim]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def one_d(info: TensorInfo, what: str) -> None:
+    if info.shape is not None and len(info.shape) != 1:
+        raise ShapeError(f"{what} must be 1-D, got shape {format_shape(info.shape)}")
+
+
+def scalar_like(info: TensorInfo, what: str) -> int | None:
+    """The known value of an input that is 0-D or holds one value, else None."""
+    if info.shape is not None and (len(info.shape) > 1 or (
+            len(info.shape) == 1 and info.shape[0] != 1)):  # fmt: skip
+        raise ShapeError(f"{what} must be 0-D or hold one value, got shape "
+                         f"{format_shape(info.shape)}")  # fmt: skip
+    values = int_values(info)
+    return None if values is None else values[0]
+
+
+def shapes_of(*arrays: np.ndarray, axis: np.ndarray | None = None) -> list[TensorInfo]:
+    """The inputs of a kernel as its shape rule sees them, to check them by the same rule."""
+    infos = [TensorInfo(x.shape, None) for x in arrays]
+    return infos if axis is None else [*infos, TensorInfo(axis.shape, None, axis)]
+
+
+def normalized_indices(
+    indices: np.ndarray, size: int | np.ndarray, what: str, negative: bool = True
+) -> np.ndarray:
+    """``indices`` as int64 with negative ones counted from the end, all checked to be
+    in range (``size`` may vary per last-dim position, as GatherND's tuples need)."""
+    idx = indices.astype(np.int64)
+    size = np.asarray(size, np.int64)
+    if negative:
+        idx = np.where(idx < 0, idx + size, idx)
+    bad = (idx < 0) | (idx >= size)
+    if bad.any():
+        pos = np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), bad.shape)
+        value = int(indices[pos])
+        limit = int(np.broadcast_to(size, bad.shape)[pos])
+        allowed = f"{-limit}..{limit - 1}" if negative else f"0..{limit - 1}"
+        raise KernelError(
+            f"{what} {value} at {list(map(int, pos))} is out of range for a dim of size "
+            f"{limit} (allowed {allowed})"
+        )
+    return idx
+
+
+def element_count(dims: Sequence[int]) -> int:
+    return int(np.prod(dims, dtype=np.int64))
+
+
+def upper_bound(d: Dim) -> int | None:
+    return d if isinstance(d, int) else d.hi
+
+
+def dim_within(lo: int, hi: int | None) -> Dim:
+    """The dim ``lo..hi``, where an upper bound at or past 2**62 is taken for none (an
+    interval with no upper bound is searched up to the largest dim, 2**63 - 1)."""
+    if hi is not None and hi >= 1 << 62:
+        hi = None
+    return lo if lo == hi else Interval(lo, hi)
+
+
+def bounded_dim(lo: int, hi: int | None) -> Dim:
+    """The dim ``lo..hi`` (``hi`` None: no upper bound), an int where the bounds meet."""
+    return lo if lo == hi else Interval(lo, hi)
+
+
+def affine_dim(d: Dim, mul: int, add: int) -> Dim:
+    """``d * mul + add``, bound by bound for an interval (a lower bound below 0 is 0)."""
+    if isinstance(d, int):
+        return d * mul + add
+    return bounded_dim(max(d.lo * mul + add, 0), None if d.hi is None else d.hi * mul + add)
 
 
 # --------------------------------------------------------------------------- Reshape
@@ -422,210 +519,6 @@ def _check_shape_of(a: SimpleNamespace) -> None:
         raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
 
 
-# --------------------------------------------------------------------------- Gather
-
-
-def _gather_params(a: SimpleNamespace, data_rank: int, idx_rank: int, axis_value: int):
-    batch = getattr(a, "batch_dims", 0)
-    if batch < 0:
-        batch += idx_rank
-    if not 0 <= batch <= idx_rank:
-        raise ShapeError(
-            f"batch_dims {a.batch_dims} is out of range for indices of rank {idx_rank}"
-        )
-    axis = normalize_axis(axis_value, data_rank)
-    if batch > axis:
-        raise ShapeError(f"batch_dims {a.batch_dims} must not exceed axis {axis_value}")
-    return batch, axis
-
-
-def _gather_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    data, idx, axis_info = inputs
-    check_vector(axis_info, "axis")
-    if vector_length(axis_info) not in (None, 1):
-        raise ShapeError(f"axis must hold one value, got shape {list(axis_info.shape or ())}")
-    axis_values = int_values(axis_info)
-    if data.shape is None or idx.shape is None or axis_values is None:
-        return [TensorInfo(None, data.element_type)]
-    batch, axis = _gather_params(a, len(data.shape), len(idx.shape), axis_values[0])
-    for i in range(batch):
-        merge_dims(data.shape[i], idx.shape[i], f"data and indices differ in batch dim {i}")
-    out = (*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :])
-    return [TensorInfo(out, data.element_type)]
-
-
-def _gather(version: int):
-    def kernel(a, data: np.ndarray, idx: np.ndarray, axis_arr: np.ndarray):
-        batch, axis = _gather_params(a, data.ndim, idx.ndim, flat_ints(axis_arr)[0])
-        n = data.shape[axis]
-        idx64 = idx.astype(np.int64)
-        # Negative indices count from the end (Gather-8; earlier versions run the same
-        # kernel on the CPU plugin); indices still out of range give zeros.
-        if n == 0:  # every index is out of range, and an empty axis has nothing to pick
-            return (np.zeros((*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :]),
-                             data.dtype),)  # fmt: skip
-        idx64 = np.where(idx64 < 0, idx64 + n, idx64)
-        valid = (idx64 >= 0) & (idx64 < n)
-        safe = np.where(valid, idx64, 0)
-        lead = data.shape[:batch]
-        b = int(np.prod(lead, dtype=np.int64))
-        pre = int(np.prod(data.shape[batch:axis], dtype=np.int64))
-        post = data.shape[axis + 1 :]
-        d = data.reshape(b, pre, n, *post)
-        count = int(np.prod(idx.shape[batch:], dtype=np.int64))
-        i = safe.reshape(b, count)
-        m = valid.reshape(b, count)
-        # (b, pre, I, *post) with one fancy index per leading axis.
-        picked = d[np.arange(b)[:, None, None], np.arange(pre)[None, :, None], i[:, None, :]]
-        mask = m.reshape(b, 1, count, *([1] * len(post)))
-        picked = np.where(mask, picked, np.zeros((), data.dtype))
-        out_shape = (*data.shape[:axis], *idx.shape[batch:], *post)
-        return (picked.reshape(out_shape),)
-
-    return kernel
-
-
-# --------------------------------------------------------------------------- StridedSlice
-
-
-def _mask_set(mask: Sequence[int]) -> set[int]:
-    return {i for i, v in enumerate(mask) if v}
-
-
-def slice_plan(a: SimpleNamespace, rank: int, begin, end, strides) -> list:
-    """One entry per item of the slice spec, ellipsis expanded, in NumPy's terms:
-    ``None`` (new axis), an int (shrink) or a ``slice`` per consumed input dim."""
-    n = len(begin)
-    if len(end) != n or (strides is not None and len(strides) != n):
-        raise ShapeError(
-            f"begin {list(begin)}, end {list(end)} and strides "
-            f"{list(strides or [])} must have the same length"
-        )
-    strides = strides if strides is not None else [1] * n
-    if any(s == 0 for s in strides):
-        raise ShapeError(f"strides {list(strides)} must not contain 0")
-    begin_m, end_m = _mask_set(a.begin_mask), _mask_set(a.end_mask)
-    new_m, shrink_m = _mask_set(a.new_axis_mask), _mask_set(a.shrink_axis_mask)
-    ellipsis_m = {i for i in _mask_set(a.ellipsis_mask) if i < n}
-    if len(ellipsis_m) > 1:
-        raise ShapeError(f"ellipsis_mask {list(a.ellipsis_mask)} sets more than one ellipsis")
-    consumed = sum(1 for i in range(n) if i not in new_m and i not in ellipsis_m)
-    plan: list = []
-    for i in range(n):
-        if i in ellipsis_m:
-            plan.extend([slice(None, None, 1)] * max(rank - consumed, 0))
-        elif i in new_m:
-            plan.append(None)
-        elif i in shrink_m:
-            # The CPU plugin reads a masked begin as 0 here, whatever the stride.
-            plan.append(0 if i in begin_m else int(begin[i]))
-        else:
-            plan.append(slice(None if i in begin_m else int(begin[i]),
-                              None if i in end_m else int(end[i]), int(strides[i])))  # fmt: skip
-    used = sum(1 for p in plan if p is not None)
-    if used > rank:
-        raise ShapeError(f"the slice spec addresses {used} dims of a rank-{rank} input")
-    plan.extend([slice(None, None, 1)] * (rank - used))
-    return plan
-
-
-def resolve_slice(item: slice, d: int) -> slice:
-    """A slice with OpenVINO's bounds for a dim of size ``d``.
-
-    Negative bounds count from the end and are then clamped into the dim, so unlike
-    NumPy a begin before the start with a negative stride still takes element 0.
-
-    >>> resolve_slice(slice(-7, None, -1), 1), resolve_slice(slice(-7, 2, 1), 5)
-    (slice(0, None, -1), slice(0, 2, 1))
-    """
-    begin, end, step = item.start, item.stop, item.step
-    if begin is not None and begin < 0:
-        begin += d
-    if end is not None and end < 0:
-        end += d
-    if step > 0:
-        begin = 0 if begin is None else min(max(begin, 0), d)
-        end = d if end is None else min(max(end, 0), d)
-        return slice(begin, end, step)
-    begin = d - 1 if begin is None else min(max(begin, 0), d - 1)
-    end = -1 if end is None else min(max(end, -1), d - 1)
-    # A stop of -1 means "through element 0", which a slice can only say with None.
-    return slice(begin, None if end < 0 else end, step)
-
-
-def _slice_dim(item, d: Dim) -> Dim | None:
-    """Output size of one input dim under one plan item (None: the dim is removed)."""
-    if isinstance(item, int):
-        if isinstance(d, int) and not -d <= item < d:
-            raise ShapeError(f"shrink index {item} is out of range for a dim of size {d}")
-        return None
-    if isinstance(d, int):
-        r = resolve_slice(item, d)
-        return len(range(r.start, -1 if r.stop is None else r.stop, r.step))
-    if item == slice(None, None, 1):
-        return d
-    start, stop, step = item.start, item.stop, item.step
-    if step > 0 and (start is None or start >= 0) and (stop is None or stop >= 0):
-        # With non-negative bounds the length only grows with the dim.
-        lo = _slice_dim(item, d.lo)
-        if d.hi is not None:
-            hi = _slice_dim(item, d.hi)
-        elif stop is not None:
-            hi = _slice_dim(item, stop)
-        else:
-            hi = None
-        assert isinstance(lo, int)
-        return lo if lo == hi else Interval(lo, hi)
-    return DYNAMIC
-
-
-def _strided_slice_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    x, b_info, e_info = inputs[:3]
-    s_info = inputs[3] if len(inputs) > 3 else None
-    for info, what in ((b_info, "begin"), (e_info, "end"), (s_info, "strides")):
-        if info is not None:
-            check_vector(info, what, allow_scalar=False)
-    begin, end = int_values(b_info), int_values(e_info)
-    strides = int_values(s_info) if s_info is not None else None
-    if x.shape is None or begin is None or end is None or (s_info is not None and strides is None):
-        return [TensorInfo(None, x.element_type)]
-    plan = slice_plan(a, len(x.shape), begin, end, strides)
-    out: list[Dim] = []
-    dims = iter(x.shape)
-    for item in plan:
-        if item is None:
-            out.append(1)
-            continue
-        size = _slice_dim(item, next(dims))
-        if size is not None:
-            out.append(size)
-    return [TensorInfo(tuple(out), x.element_type)]
-
-
-def _strided_slice(a: SimpleNamespace, x, begin, end, strides=None) -> tuple[np.ndarray, ...]:
-    plan = slice_plan(a, x.ndim, flat_ints(begin), flat_ints(end),
-                      None if strides is None else flat_ints(strides))  # fmt: skip
-    dims = iter(x.shape)
-    index = []
-    for item in plan:
-        if item is not None:
-            d = next(dims)
-            _slice_dim(item, d)  # raises for a shrink index out of range
-            if isinstance(item, slice):
-                item = resolve_slice(item, d)
-        index.append(item)
-    return (np.ascontiguousarray(x[tuple(index)]),)
-
-
-def _check_strided_slice(a: SimpleNamespace) -> None:
-    for name in ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"):
-        mask = getattr(a, name)
-        if any(v not in (0, 1) for v in mask):
-            raise KernelError(f"{name} {list(mask)} must hold only 0 and 1")
-    if sum(a.ellipsis_mask) > 1:
-        raise KernelError(f"ellipsis_mask {list(a.ellipsis_mask)} sets more than one ellipsis")
-
-
 # --------------------------------------------------------------------------- Broadcast
 
 BROADCAST_V1_MODES = ("numpy", "explicit", "none", "pdpd")
@@ -802,6 +695,74 @@ def _pad(a: SimpleNamespace, x: np.ndarray, pb: np.ndarray, pe: np.ndarray, valu
     return (out,)
 
 
+# --------------------------------------------------------------------------- Tile
+
+
+def _tile_shapes(shape: Shape, repeats: Sequence[int]) -> tuple[Shape, list[int]]:
+    """The data shape and the repeats (negative ones as 0) aligned to one rank."""
+    rank = max(len(shape), len(repeats))
+    aligned = (1,) * (rank - len(shape)) + tuple(shape)
+    reps = [1] * (rank - len(repeats)) + [max(r, 0) for r in repeats]
+    return aligned, reps
+
+
+def _tile_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, r_info = inputs
+    check_vector(r_info, "repeats", allow_scalar=False)
+    repeats = int_values(r_info)
+    if repeats is None:
+        n = vector_length(r_info)
+        if n is None or x.shape is None:
+            return [TensorInfo(None, x.element_type)]
+        rank = max(n, len(x.shape))
+        out = [DYNAMIC] * rank
+        return [TensorInfo(tuple(out), x.element_type)]
+    if x.shape is None:
+        return [TensorInfo(None, x.element_type)]
+    aligned, reps = _tile_shapes(x.shape, repeats)
+    out = tuple(map_bounds(d, lambda v, r=r: v * r) for d, r in zip(aligned, reps, strict=True))
+    return [TensorInfo(out, x.element_type)]
+
+
+def _tile(a: SimpleNamespace, x: np.ndarray, repeats: np.ndarray) -> tuple[np.ndarray, ...]:
+    aligned, reps = _tile_shapes(x.shape, flat_ints(repeats))
+    return (np.tile(x.reshape(aligned), reps),)
+
+
+# --------------------------------------------------------------------------- Roll
+
+
+def _roll_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    x, shift_i, axes_i = inputs
+    check_vector(shift_i, "shift")
+    check_vector(axes_i, "axes")
+    if shift_i.shape and axes_i.shape is not None:
+        n_shift, n_axes = vector_length(shift_i), vector_length(axes_i)
+        if not axes_i.shape or (n_shift is not None and n_axes is not None and n_shift != n_axes):
+            raise ShapeError(f"shift {fmt(shift_i.shape)} is a 1-D vector, so axes must be one "
+                             f"of the same size, got {fmt(axes_i.shape)}")  # fmt: skip
+    axes = int_values(axes_i)
+    if axes is not None and x.shape is not None:
+        for v in axes:
+            normalize_axis(v, len(x.shape), "axes value")
+    return [TensorInfo(x.shape, x.element_type)]
+
+
+def _roll(a: SimpleNamespace, x: np.ndarray, shift: np.ndarray, axes: np.ndarray):
+    ax = [normalize_axis(v, x.ndim, "axes value") for v in flat_ints(axes)]
+    shifts = flat_ints(shift)
+    if len(shifts) != len(ax):
+        # A scalar shift with several axes: the specification shifts each axis by it, but
+        # OpenVINO's kernels refuse it (the plugin: "'shift' and 'axes' dimensions mismatch").
+        raise ShapeError(f"shift {shifts} must have one value per axis {flat_ints(axes)} "
+                         "(OpenVINO's kernels do not spread a scalar shift over axes)")  # fmt: skip
+    if x.size == 0 or not ax:
+        return (x.copy(),)
+    # Reduce each shift first: np.roll would otherwise add huge shifts of repeated axes.
+    steps = [s % x.shape[i] for s, i in zip(shifts, ax, strict=True)]
+    return (np.roll(x, steps, axis=ax),)
+
+
 # --------------------------------------------------------------------------- registration
 
 register(OpDef(type="Reshape", version=1, since_opset=1,
@@ -826,21 +787,6 @@ register(OpDef(type="ShapeOf", version=0, since_opset=1, attrs=(),
 register(OpDef(type="ShapeOf", version=3, since_opset=3,
                attrs=(Attr("output_type", "element_type", ELEMENT_TYPES["i64"]),),
                infer=_shape_of_infer, kernel=_shape_of, check=_check_shape_of))  # fmt: skip
-register(OpDef(type="Gather", version=1, since_opset=1, attrs=(),
-               infer=_gather_infer, kernel=_gather(1), inputs=(3, 3)))  # fmt: skip
-for _version in (7, 8):
-    register(OpDef(type="Gather", version=_version, since_opset=_version,
-                   attrs=(Attr("batch_dims", "int", 0),),
-                   infer=_gather_infer, kernel=_gather(_version), inputs=(3, 3),
-                   shape_attrs=("batch_dims",)))  # fmt: skip
-register(OpDef(type="StridedSlice", version=1, since_opset=1,
-               attrs=(Attr("begin_mask", "ints"), Attr("end_mask", "ints"),
-                      Attr("new_axis_mask", "ints", ()), Attr("shrink_axis_mask", "ints", ()),
-                      Attr("ellipsis_mask", "ints", ())),
-               infer=_strided_slice_infer, kernel=_strided_slice, inputs=(3, 4),
-               check=_check_strided_slice,
-               shape_attrs=("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask",
-                            "ellipsis_mask")))  # fmt: skip
 register(OpDef(type="Broadcast", version=1, since_opset=1,
                attrs=(Attr("mode", "enum", "numpy", BROADCAST_V1_MODES),),
                infer=_broadcast_infer, kernel=_broadcast, inputs=(2, 3),
@@ -859,3 +805,8 @@ register(OpDef(type="Split", version=1, since_opset=1, attrs=(Attr("num_splits",
                shape_attrs=("num_splits",)))  # fmt: skip
 register(OpDef(type="VariadicSplit", version=1, since_opset=1, attrs=(),
                infer=_variadic_split_infer, kernel=_variadic_split, inputs=(3, 3)))  # fmt: skip
+register(OpDef(type="Tile", version=0, since_opset=1, attrs=(), infer=_tile_infer,
+               kernel=_tile, inputs=(2, 2), input_types=(None, INTEGERS)))  # fmt: skip
+register(OpDef(type="Roll", version=7, since_opset=7, attrs=(), infer=_roll_infer,
+               kernel=_roll, inputs=(3, 3),
+               input_types=(None, INDEX_TYPES, INDEX_TYPES)))  # fmt: skip

@@ -1,5 +1,5 @@
-"""Gathers and scatters by index tensors: GatherElements-6, GatherND-5 and -8,
-ScatterUpdate-3, ScatterElementsUpdate-3 and -12, ScatterNDUpdate-4 and -15.
+"""Scatters by index tensors: ScatterUpdate-3, ScatterElementsUpdate-3 and -12,
+ScatterNDUpdate-4 and -15 (the gathers are in :mod:`irrun.ops.gather`).
 
 Indices count from the end when negative (``-1`` is the last entry of the axis),
 except in ScatterUpdate, whose reference kernel refuses negative indices.  An
@@ -26,10 +26,6 @@ rounding, to match torch), so -3/2 is -2.  Booleans reduce logically: sum and
 max are ``or``, prod and min are ``and``, ScatterNDUpdate's sub is ``xor``;
 ScatterElementsUpdate refuses ``mean`` on booleans.
 
-GatherND's ``batch_dims`` leading dims are shared by data and indices; GatherND-8
-keeps them in the output, GatherND-5 folds them into one leading dim.  An index
-tuple of length 0 picks the whole (batch's) data.
-
 Where irrun follows the reference kernels rather than the CPU plugin:
 * integer ``mean``: the plugin truncates toward zero (-3/2 gives -1), the
   reference rounds down (-2);
@@ -39,7 +35,6 @@ Where irrun follows the reference kernels rather than the CPU plugin:
   gives false;
 * ScatterNDUpdate with index tuples of length 0: every tuple replaces the whole
   tensor (the reference), where the plugin leaves the data unchanged;
-* GatherND with index tuples of length 0: the plugin returns unspecified memory;
 * out-of-range indices (see above).
 And where irrun follows the CPU plugin rather than the reference: ScatterUpdate
 with indices of rank 2 or more that have a dim of 1 (indices ``[3, 1]``, say)
@@ -62,13 +57,21 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.attributes import Attr
-from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._shapes import merge_dims
-from .movement import check_vector, flat_ints, fmt, int_values, normalize_axis
+from .movement import (
+    ALL_INTEGERS,
+    INDEX_TYPES,
+    check_vector,
+    element_count,
+    flat_ints,
+    fmt,
+    int_values,
+    normalize_axis,
+    normalized_indices,
+    shapes_of,
+)
 
-INT_TYPES = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "i4", "u4", "u1")
-I32_I64 = ("i32", "i64")
 SEU_REDUCTIONS = ("none", "sum", "prod", "min", "max", "mean")
 SND_REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max")
 
@@ -82,12 +85,6 @@ def _same_type(data: TensorInfo, updates: TensorInfo) -> None:
         raise ShapeError(f"updates are {b.name} but data is {a.name}; they must be the same type")
 
 
-def _shapes_of(*arrays: np.ndarray, axis: np.ndarray | None = None) -> list[TensorInfo]:
-    """The inputs of a kernel as its shape rule sees them, to check them by the same rule."""
-    infos = [TensorInfo(x.shape, None) for x in arrays]
-    return infos if axis is None else [*infos, TensorInfo(axis.shape, None, axis)]
-
-
 def _axis_value(info: TensorInfo) -> int | None:
     """The known value of a scalar or 1-element axis input."""
     check_vector(info, "axis")
@@ -96,27 +93,6 @@ def _axis_value(info: TensorInfo) -> int | None:
         raise ShapeError(f"axis must be a scalar or hold one value, got {fmt(info.shape)}")
     values = int_values(info)
     return None if values is None else values[0]
-
-
-def _normalized(indices: np.ndarray, size: int | np.ndarray, what: str,
-                negative: bool = True) -> np.ndarray:  # fmt: skip
-    """``indices`` as int64 with negative ones counted from the end, all checked to be
-    in range (``size`` may vary per last-dim position, as GatherND's tuples need)."""
-    idx = indices.astype(np.int64)
-    size = np.asarray(size, np.int64)
-    if negative:
-        idx = np.where(idx < 0, idx + size, idx)
-    bad = (idx < 0) | (idx >= size)
-    if bad.any():
-        pos = np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), bad.shape)
-        value = int(indices[pos])
-        limit = int(np.broadcast_to(size, bad.shape)[pos])
-        allowed = f"{-limit}..{limit - 1}" if negative else f"0..{limit - 1}"
-        raise KernelError(
-            f"{what} {value} at {list(map(int, pos))} is out of range for a dim of size "
-            f"{limit} (allowed {allowed})"
-        )
-    return idx
 
 
 def _last_wins(offsets: np.ndarray) -> np.ndarray:
@@ -174,118 +150,6 @@ def _scatter_into(out: np.ndarray, offsets: np.ndarray, values: np.ndarray, redu
             out[touched] = np.floor_divide(acc.astype(np.int64), n).astype(out.dtype)
 
 
-def _size(dims: Sequence[int]) -> int:
-    return int(np.prod(dims, dtype=np.int64))
-
-
-def _prod_dims(dims: Sequence[Dim]) -> Dim:
-    if all(isinstance(d, int) for d in dims):
-        return int(np.prod(dims, dtype=np.int64))
-    lo, hi = 1, 1
-    for d in dims:
-        d_lo, d_hi = (d, d) if isinstance(d, int) else (d.lo, d.hi)
-        lo *= d_lo
-        hi = None if hi is None or d_hi is None else hi * d_hi
-    return lo if lo == hi else Interval(lo, hi)
-
-
-# --------------------------------------------------------------------------- GatherElements
-
-
-def _gather_elements_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    data, idx = inputs
-    et = data.element_type
-    axis = None
-    if data.shape is not None:
-        if len(data.shape) == 0:
-            raise ShapeError("data must have rank 1 or more, got a scalar")
-        axis = normalize_axis(a.axis, len(data.shape))
-    if idx.shape is not None and len(idx.shape) == 0:
-        raise ShapeError("indices must have rank 1 or more, got a scalar")
-    if data.shape is None:
-        return [TensorInfo(idx.shape, et)]
-    if idx.shape is None:
-        return [TensorInfo(tuple(DYNAMIC if i == axis else d for i, d in enumerate(data.shape)),
-                           et)]  # fmt: skip
-    if len(idx.shape) != len(data.shape):
-        raise ShapeError(f"data {fmt(data.shape)} and indices {fmt(idx.shape)} must have the "
-                         "same rank")  # fmt: skip
-    out = []
-    for i, (d, n) in enumerate(zip(data.shape, idx.shape, strict=True)):
-        if i == axis:
-            out.append(n)
-        else:
-            what = (f"data {fmt(data.shape)} and indices {fmt(idx.shape)} differ in dim {i} "
-                    f"(only axis {a.axis} may differ)")  # fmt: skip
-            out.append(merge_dims(d, n, what))
-    return [TensorInfo(tuple(out), et)]
-
-
-def _gather_elements(a: SimpleNamespace, data: np.ndarray, idx: np.ndarray):
-    axis = normalize_axis(a.axis, data.ndim)
-    for i, (d, n) in enumerate(zip(data.shape, idx.shape, strict=True)):
-        if i != axis and d != n:
-            raise ShapeError(f"data {list(data.shape)} and indices {list(idx.shape)} differ in "
-                             f"dim {i} (only axis {a.axis} may differ)")  # fmt: skip
-    safe = _normalized(idx, data.shape[axis], "index")
-    return (np.take_along_axis(data, safe, axis=axis),)
-
-
-# --------------------------------------------------------------------------- GatherND
-
-
-def _gather_nd_infer(version: int):
-    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-        data, idx = inputs
-        b, et = a.batch_dims, data.element_type
-        for name, info in (("data", data), ("indices", idx)):
-            if info.shape is not None:
-                if len(info.shape) == 0:
-                    raise ShapeError(f"{name} must have rank 1 or more, got a scalar")
-                if b >= len(info.shape):
-                    raise ShapeError(f"batch_dims {b} must be less than the rank of {name} "
-                                     f"{fmt(info.shape)}")  # fmt: skip
-        if data.shape is None or idx.shape is None or not isinstance(idx.shape[-1], int):
-            return [TensorInfo(None, et)]
-        k = idx.shape[-1]
-        if b + k > len(data.shape):
-            raise ShapeError(f"index tuples of length {k} with batch_dims {b} do not fit data "
-                             f"{fmt(data.shape)} (at most {len(data.shape) - b})")  # fmt: skip
-        batch = [merge_dims(data.shape[i], idx.shape[i],
-                            f"data {fmt(data.shape)} and indices {fmt(idx.shape)} differ in "
-                            f"batch dim {i}") for i in range(b)]  # fmt: skip
-        rest = (*idx.shape[b:-1], *data.shape[b + k :])
-        if version == 5 and b > 1:
-            return [TensorInfo((_prod_dims(batch), *rest), et)]
-        return [TensorInfo((*batch, *rest), et)]
-
-    return infer
-
-
-def _gather_nd(version: int):
-    def kernel(a: SimpleNamespace, data: np.ndarray, idx: np.ndarray):
-        b = a.batch_dims
-        (out_info,) = _gather_nd_infer(version)(a, _shapes_of(data, idx))
-        k = idx.shape[-1]
-        nb = _size(data.shape[:b])
-        safe = _normalized(idx, np.array(data.shape[b : b + k], np.int64), "index")
-        safe = safe.reshape(nb, _size(idx.shape[b:-1]), k)
-        # One flat offset per tuple into the indexed dims, then one fancy index per batch.
-        flat = np.zeros(safe.shape[:2], np.int64)
-        for j in range(k):
-            flat = flat * data.shape[b + j] + safe[:, :, j]
-        source = data.reshape(nb, _size(data.shape[b : b + k]), *data.shape[b + k :])
-        picked = source[np.arange(nb)[:, None], flat]
-        return (picked.reshape(out_info.shape),)
-
-    return kernel
-
-
-def _check_batch_dims(a: SimpleNamespace) -> None:
-    if a.batch_dims < 0:
-        raise KernelError(f"batch_dims must not be negative, got {a.batch_dims}")
-
-
 # --------------------------------------------------------------------------- ScatterUpdate
 
 
@@ -316,12 +180,12 @@ def _scatter_update_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> l
 
 
 def _scatter_update(a: SimpleNamespace, data, idx, upd, axis_arr):
-    _scatter_update_infer(a, _shapes_of(data, idx, upd, axis=axis_arr))
+    _scatter_update_infer(a, shapes_of(data, idx, upd, axis=axis_arr))
     axis = normalize_axis(flat_ints(axis_arr)[0], data.ndim)
     n = data.shape[axis]
     # The reference refuses negative indices here, unlike the other scatters.
-    rows = _normalized(idx.reshape(-1), n, "index", negative=False)
-    pre, post = _size(data.shape[:axis]), _size(data.shape[axis + 1 :])
+    rows = normalized_indices(idx.reshape(-1), n, "index", negative=False)
+    pre, post = element_count(data.shape[:axis]), element_count(data.shape[axis + 1 :])
     out = data.copy().reshape(pre, n, post)
     values = upd.reshape(pre, rows.size, post)
     keep = _last_wins(rows)
@@ -355,7 +219,7 @@ def _scatter_elements_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) ->
 
 
 def _scatter_elements(a: SimpleNamespace, data, idx, upd, axis_arr):
-    _scatter_elements_infer(a, _shapes_of(data, idx, upd, axis=axis_arr))
+    _scatter_elements_infer(a, shapes_of(data, idx, upd, axis=axis_arr))
     if data.ndim == 0:
         raise ShapeError("data must have rank 1 or more, got a scalar")
     axis = normalize_axis(flat_ints(axis_arr)[0], data.ndim)
@@ -363,7 +227,7 @@ def _scatter_elements(a: SimpleNamespace, data, idx, upd, axis_arr):
         if i != axis and n > d:
             raise KernelError(f"indices {list(idx.shape)} are larger than data {list(data.shape)} "
                              f"in dim {i}, which is not the axis {axis}")  # fmt: skip
-    rows = _normalized(idx, data.shape[axis], "index")
+    rows = normalized_indices(idx, data.shape[axis], "index")
     # Every index element addresses data at its own coordinates with the axis one replaced.
     coords = list(np.indices(idx.shape, sparse=True))
     coords[axis] = rows
@@ -406,14 +270,14 @@ def _scatter_nd_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[
 
 
 def _scatter_nd(a: SimpleNamespace, data, idx, upd):
-    _scatter_nd_infer(a, _shapes_of(data, idx, upd))
+    _scatter_nd_infer(a, shapes_of(data, idx, upd))
     k = idx.shape[-1]
-    tuples = _normalized(idx, np.array(data.shape[:k], np.int64), "index")
-    tuples = tuples.reshape(_size(idx.shape[:-1]), k)
+    tuples = normalized_indices(idx, np.array(data.shape[:k], np.int64), "index")
+    tuples = tuples.reshape(element_count(idx.shape[:-1]), k)
     offsets = np.zeros(len(tuples), np.int64)
     for j in range(k):
         offsets = offsets * data.shape[j] + tuples[:, j]
-    out = data.copy().reshape(_size(data.shape[:k]), _size(data.shape[k:]))
+    out = data.copy().reshape(element_count(data.shape[:k]), element_count(data.shape[k:]))
     if upd.size != len(tuples) * out.shape[1]:
         raise KernelError(
             f"updates {list(upd.shape)} hold {upd.size} values, not the "
@@ -426,31 +290,22 @@ def _scatter_nd(a: SimpleNamespace, data, idx, upd):
 
 # --------------------------------------------------------------------------- registration
 
-register(OpDef(type="GatherElements", version=6, since_opset=6, attrs=(Attr("axis", "int", 0),),
-               infer=_gather_elements_infer, kernel=_gather_elements, inputs=(2, 2),
-               shape_attrs=("axis",), input_types=(None, I32_I64)))  # fmt: skip
-for _version in (5, 8):
-    register(OpDef(type="GatherND", version=_version, since_opset=_version,
-                   attrs=(Attr("batch_dims", "int", 0),),
-                   infer=_gather_nd_infer(_version), kernel=_gather_nd(_version), inputs=(2, 2),
-                   check=_check_batch_dims, shape_attrs=("batch_dims",),
-                   input_types=(None, INT_TYPES)))  # fmt: skip
 register(OpDef(type="ScatterUpdate", version=3, since_opset=3, attrs=(),
                infer=_scatter_update_infer, kernel=_scatter_update, inputs=(4, 4),
-               input_types=(None, INT_TYPES, None, INT_TYPES)))  # fmt: skip
+               input_types=(None, ALL_INTEGERS, None, ALL_INTEGERS)))  # fmt: skip
 register(OpDef(type="ScatterElementsUpdate", version=3, since_opset=3, attrs=(),
                infer=_scatter_elements_infer, kernel=_scatter_elements, inputs=(4, 4),
-               input_types=(None, (*INT_TYPES, "boolean"), None, INT_TYPES)))  # fmt: skip
+               input_types=(None, (*ALL_INTEGERS, "boolean"), None, ALL_INTEGERS)))  # fmt: skip
 register(OpDef(type="ScatterElementsUpdate", version=12, since_opset=12,
                attrs=(Attr("reduction", "enum", "none", SEU_REDUCTIONS),
                       Attr("use_init_val", "bool", True)),
                infer=_scatter_elements_infer, kernel=_scatter_elements, inputs=(4, 4),
                shape_attrs=("reduction",),
-               input_types=(None, (*INT_TYPES, "boolean"), None, INT_TYPES)))  # fmt: skip
+               input_types=(None, (*ALL_INTEGERS, "boolean"), None, ALL_INTEGERS)))  # fmt: skip
 register(OpDef(type="ScatterNDUpdate", version=4, since_opset=4, attrs=(),
                infer=_scatter_nd_infer, kernel=_scatter_nd, inputs=(3, 3),
-               input_types=(None, I32_I64)))  # fmt: skip
+               input_types=(None, INDEX_TYPES)))  # fmt: skip
 register(OpDef(type="ScatterNDUpdate", version=15, since_opset=15,
                attrs=(Attr("reduction", "enum", "none", SND_REDUCTIONS),),
                infer=_scatter_nd_infer, kernel=_scatter_nd, inputs=(3, 3),
-               input_types=(None, I32_I64)))  # fmt: skip
+               input_types=(None, INDEX_TYPES)))  # fmt: skip

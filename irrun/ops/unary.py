@@ -39,7 +39,7 @@ from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import infer_unary
 from .arithmetic import ARITHMETIC
-from .basic import convert
+from .convert import convert
 
 BOOLEAN = ELEMENT_TYPES["boolean"]
 REAL = ("f64", "f32", "f16", "bf16")

@@ -22,7 +22,7 @@ in OpenVINO's ``ReadValue::validate_and_infer_types`` (irrun refuses only an ini
 shape that cannot fit: its own inference of that shape may know less than OpenVINO's).
 Assign-6's input must be compatible with them.  Checks between the layers of one
 variable (a ReadValue without its Assign, two that disagree, a cycle) are
-:mod:`irrun.core.variables`'.
+in :mod:`irrun.core.variable_checks`.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from .. import threads
 from ..core.model import Model, load
 from ..errors import IrrunError, Location, UsageError
 from ..ir.dims import format_shape
+from ..text import count
 from .common import int_at_least, load_array_file, random_seed, save_npz
 
 INPUT_SUFFIXES = (".npy", ".npz")
@@ -262,10 +263,6 @@ def _describe(result: FileResult) -> str:
     return f"{result.source} -> {result.target}: {shapes} ({result.seconds * 1000:.1f} ms)"
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' * (n != 1)}"
-
-
 # --- the command ---------------------------------------------------------------------------
 
 
@@ -375,7 +372,7 @@ def batch_command(
         bar.close()
     seconds = time.perf_counter() - start
     if not args.quiet:
-        parts = [f"{_count(len(files), 'input')}, {_count(written, 'output')} written to {out_dir}"]
+        parts = [f"{count(len(files), 'input')}, {count(written, 'output')} written to {out_dir}"]
         if skipped:
             parts.append(f"{skipped} skipped (already there)")
         if failed:
@@ -386,7 +383,7 @@ def batch_command(
         print(f"{', '.join(parts)} in {seconds:.2f} s", file=stdout, flush=True)
     if failed:
         shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-        print(f"irrun: error: {len(failed)} of {_count(len(files), 'input file')} failed: {shown}",
+        print(f"irrun: error: {len(failed)} of {count(len(files), 'input file')} failed: {shown}",
               file=stderr)  # fmt: skip
         return 1
     return 0

@@ -24,6 +24,7 @@ from ..core.memory import parse_size
 from ..core.model import Model
 from ..core.reshape import parse_shapes
 from ..errors import IrrunError, Location, UsageError
+from ..text import count as count  # profile.py imports it from here
 
 
 def check_output_path(path: Path) -> None:
@@ -42,11 +43,6 @@ def say_written(what: str, path: Path | str, quiet: bool = False) -> None:
     stdout is left to what the command prints for itself."""
     if not quiet:
         print(f"irrun: wrote {what} to {path}", file=sys.stderr, flush=True)
-
-
-def count(n: int, noun: str) -> str:
-    """``1 output``, ``2 outputs``."""
-    return f"{n} {noun}{'s' * (n != 1)}"
 
 
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:

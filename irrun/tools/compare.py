@@ -39,11 +39,11 @@ import numpy as np
 
 from ..core.model import Model, load
 from ..errors import UsageError
+from ..text import count
 from .common import (
     Parents,
     add_threads,
     check_output_path,
-    count,
     dump_json,
     random_seed,
     read_inputs,

@@ -37,6 +37,7 @@ from ..ir.element_types import ElementType
 from ..ir.records import Layer, Port
 from ..ir.registry import TensorInfo, opset_number
 from ..ir.weights import Weights
+from ..text import count
 from .common import Parents, shapes
 
 # Integer constants up to this many elements (axes, target shapes) are shown by value.
@@ -362,10 +363,6 @@ def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     ]
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'s' * (n != 1)}"
-
-
 def format_report(report: dict[str, Any]) -> str:
     """The text of ``irrun inspect``, from :func:`inspect_model`'s document."""
     lines = [one_line(
@@ -375,7 +372,7 @@ def format_report(report: dict[str, Any]) -> str:
     if report["shapes"]:
         lines.append(f"shapes: {report['shapes']}")
     lines.append("opsets: " + (", ".join(
-        f"{opset or '(none)'} ({_plural(n, 'layer')})" for opset, n in report["opsets"].items()
+        f"{opset or '(none)'} ({count(n, 'layer')})" for opset, n in report["opsets"].items()
     ) or "none"))  # fmt: skip
     for title, specs in (("inputs", report["inputs"]), ("outputs", report["outputs"])):
         lines += ["", f"{title}: {len(specs)}"]
@@ -415,16 +412,16 @@ def _weights_text(report: dict[str, Any]) -> list[str]:
     w = report["weights"]
     size = w["bin_bytes"]
     bin_text = f"{report['weights_file']}: " + (
-        _plural(size, "byte") if size is not None else "missing"
+        count(size, "byte") if size is not None else "missing"
     )
     lines = [
-        f"weights: {_plural(w['consts'], 'Const')}, {_plural(w['elements'], 'value')}, "
-        f"{_plural(w['bytes'], 'byte')} ({bin_text})"
+        f"weights: {count(w['consts'], 'Const')}, {count(w['elements'], 'value')}, "
+        f"{count(w['bytes'], 'byte')} ({bin_text})"
     ]
     if w["by_element_type"]:
         rows = [
-            [et, _plural(g["consts"], "Const"), _plural(g["elements"], "value"),
-             _plural(g["bytes"], "byte")]
+            [et, count(g["consts"], "Const"), count(g["elements"], "value"),
+             count(g["bytes"], "byte")]
             for et, g in w["by_element_type"].items()
         ]  # fmt: skip
         lines += _table(rows)
@@ -448,10 +445,10 @@ def _validation_text(report: dict[str, Any]) -> str:
     if report["shapes"]:
         command += f" --shape {shlex.quote(report['shapes'])}"
     if v["errors"]:
-        counts = f"{_plural(v['errors'], 'error')}, {_plural(v['warnings'], 'warning')}"
+        counts = f"{count(v['errors'], 'error')}, {count(v['warnings'], 'warning')}"
         return f"validate: {counts} ({command} lists them)"
     if v["warnings"]:
         them = "it" if v["warnings"] == 1 else "them"
-        return f"validate: valid, {_plural(v['warnings'], 'warning')} ({command} lists {them})"
+        return f"validate: valid, {count(v['warnings'], 'warning')} ({command} lists {them})"
     return "validate: valid"
 

@@ -645,7 +645,8 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("FakeQuantize", 1): _unary(
         lambda x: o1.fake_quantize(x, *(o1.constant(np.array(v, F32)) for v in (-1, 1, 0, 2)), 256)
     ),
-    # irrun/ops/indexing.py, irrun/ops/layout.py and ConvertLike
+    # irrun/ops/slicing.py, creation.py, movement.py (Tile, Roll), non_zero.py, layout.py
+    # and ConvertLike
     ("Slice", 8): _unary(lambda x: o8.slice(x, const([1, -1]), const([2**63 - 1, -(2**63)]),
                                             const([1, -2]), const([1, -1]))),
     ("Range", 0): _unary(lambda x: o1.add(x, o1.range(const(0.0, F32), const(8.0, F32),

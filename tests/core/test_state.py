@@ -345,8 +345,8 @@ def test_a_growing_decode_is_not_planned_again_at_every_step(monkeypatch):
     too: 30 steps of a growing attention mask plan about log2(30) times, not 30."""
     m = irrun.load(Path(__file__).resolve().parents[1] / "stateful" / "gpt2" / "openvino_model.xml")
     calls = []
-    plan = m._plan_peak
-    monkeypatch.setattr(m, "_plan_peak", lambda *a: calls.append(1) or plan(*a))
+    plan = m._run_budget.peak
+    monkeypatch.setattr(m._run_budget, "peak", lambda *a: calls.append(1) or plan(*a))
     req = m.create_request()
     for step in range(30):
         req.run({"input_ids": np.array([[5]]), "attention_mask": np.ones((1, step + 1), np.int64),

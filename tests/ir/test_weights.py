@@ -21,7 +21,7 @@ import pytest
 from openvino import opset1
 
 import irrun
-from irrun.ops.basic import convert
+from irrun.ops.convert import convert
 
 CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 CORE = ov.Core()

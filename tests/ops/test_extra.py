@@ -648,7 +648,7 @@ def test_extract_image_patches_by_hand(tmp_path):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.integers(-4, 4), min_size=0, max_size=40), st.booleans())
 def test_unique_reconstructs_its_input(values, sorted_):
-    from irrun.ops.layout_extra import unique_rows
+    from irrun.ops.sorting import unique_rows
 
     x = np.array(values, np.int64).reshape(-1, 1)
     first, inverse, counts = unique_rows(x, sorted_)
@@ -662,7 +662,7 @@ def test_unique_reconstructs_its_input(values, sorted_):
 @settings(max_examples=150, deadline=None)
 @given(st.integers(1, 4), st.integers(0, 6), st.integers(0, 6), st.booleans(), st.data())
 def test_row_search_is_searchsorted_per_row(rows, n, m, right, data):
-    from irrun.ops.layout_extra import search_rows
+    from irrun.ops.sorting import search_rows
 
     ints = st.integers(-3, 3)
     s = np.sort(np.array(data.draw(st.lists(ints, min_size=rows * n, max_size=rows * n)),

@@ -22,7 +22,8 @@ from irrun.core.budget import _info_bytes
 from irrun.ir.dims import Interval, dims_agree
 from irrun.ir.element_types import ELEMENT_TYPES
 from irrun.ir.registry import ShapeError, TensorInfo, resolve
-from irrun.ops.indexing import range_count, slice_dim, slice_length
+from irrun.ops.creation import range_count
+from irrun.ops.slicing import slice_dim, slice_length
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset3, opset7, opset8, opset12, opset16  # noqa: E402
@@ -310,7 +311,7 @@ def test_range4_matches_reference(case, out, tmp_path):
     want = reference(model, inputs)[0]
     assert_close(got, want, what=f"{case} -> {out}")
     # The CPU plugin differs where its inputs are fractions and the output integers (it
-    # rounds values to nearest, see the module docstring of irrun.ops.indexing), where the
+    # rounds values to nearest, see the module docstring of irrun.ops.creation), where the
     # step points away from stop (it makes |stop - start| / |step| values anyway) and where
     # u8 values would be negative (it saturates them to 0; the reference wraps).
     whole = all(float(v).is_integer() for v in case) or out in ("f32", "f16")

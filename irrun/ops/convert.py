@@ -1,5 +1,6 @@
-"""Parameter, Result, Const, Convert and ConvertLike: the graph's edges to the outside world.
+"""Element type conversion: Convert-v1 and ConvertLike-v1.
 
+Convert-v1 converts to ``destination_type`` as the CPU plugin does (see :func:`convert`).
 ConvertLike-v1 converts its first input to the element type of its second (whose values
 are not read) exactly as Convert does; ONNX's LpPool, for one, converts to it.
 """
@@ -11,41 +12,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, TensorInfo, register
-
-
-def _parameter_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    return [TensorInfo(a.shape, a.element_type)]
-
-
-def _no_kernel(a: SimpleNamespace, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    raise RuntimeError("Parameter values are fed by the executor")
-
-
-def _result_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    return []  # a Result has no output port: the tensor it receives is the model's output
-
-
-def _result(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    return ()
-
-
-def _const_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    # The executor decodes the weights into ``a.value`` before anything asks.
-    return [TensorInfo(tuple(a.shape), a.element_type, getattr(a, "value", None))]
-
-
-def _const(a: SimpleNamespace) -> tuple[np.ndarray, ...]:
-    return (a.value,)
-
-
-def _check_const(a: SimpleNamespace) -> None:
-    if any(d < 0 for d in a.shape):
-        raise KernelError(f"shape {list(a.shape)} has a negative dimension")
-    if a.offset < 0 or a.size < 0:
-        raise KernelError(f"offset {a.offset} and size {a.size} must not be negative")
 
 
 def _convert_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -89,40 +57,6 @@ def _convert_like(a: SimpleNamespace, x: np.ndarray, like: np.ndarray) -> tuple[
     return (convert(x, like.dtype),)
 
 
-register(
-    OpDef(
-        type="Parameter",
-        version=1,
-        since_opset=1,
-        attrs=(Attr("shape", "partial_shape", ()), Attr("element_type", "element_type")),
-        infer=_parameter_infer,
-        kernel=_no_kernel,
-        inputs=(0, 0),
-        foldable=False,
-    )
-)
-register(
-    OpDef(type="Result", version=1, since_opset=1, attrs=(), infer=_result_infer, kernel=_result,
-          foldable=False)
-)
-register(
-    OpDef(
-        type="Const",
-        version=1,
-        since_opset=1,
-        attrs=(
-            Attr("element_type", "element_type"),
-            Attr("shape", "ints", ()),
-            Attr("offset", "int"),
-            Attr("size", "int"),
-        ),
-        infer=_const_infer,
-        kernel=_const,
-        inputs=(0, 0),
-        check=_check_const,
-        foldable=False,  # a constant already
-    )
-)
 register(
     OpDef(
         type="Convert",
