@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True)
@@ -18,3 +19,11 @@ if os.environ.get("CI"):
 
 # The script that makes tests/torch_models needs PyTorch, which the tests do not.
 collect_ignore = ["torch_models/make_torch_models.py"]
+
+
+@pytest.fixture(scope="session")
+def core():
+    """One OpenVINO runtime for the tests that compare with its CPU plugin (configured as
+    ``support.ov_oneop.CPU_CONFIG``: f32, one thread)."""
+    ov = pytest.importorskip("openvino")
+    return ov.Core()

@@ -119,7 +119,7 @@ _UFUNCS = {"sum": np.add, "mean": np.add, "sub": np.subtract, "prod": np.multipl
 _BOOL_UFUNCS = {**_UFUNCS, "sub": np.logical_xor}
 
 
-def _scatter_into(out: np.ndarray, offsets: np.ndarray, values: np.ndarray, reduction: str,
+def _scatter_to(out: np.ndarray, offsets: np.ndarray, values: np.ndarray, reduction: str,
                   use_init_val: bool = True) -> None:  # fmt: skip
     """Apply ``values`` (one row per offset) to rows ``offsets`` of the 2-D ``out``, in order."""
     if len(offsets) == 0:
@@ -131,7 +131,7 @@ def _scatter_into(out: np.ndarray, offsets: np.ndarray, values: np.ndarray, redu
     if out.dtype.kind == "f" and out.dtype.itemsize < 4:
         # OpenVINO folds f16 (and bf16) in f32 and rounds once at the end.
         wide = out.astype(np.float32)
-        _scatter_into(wide, offsets, values.astype(np.float32), reduction, use_init_val)
+        _scatter_to(wide, offsets, values.astype(np.float32), reduction, use_init_val)
         out[...] = wide.astype(out.dtype)
         return
     if not use_init_val:
@@ -233,7 +233,7 @@ def _scatter_elements(a: SimpleNamespace, data, idx, upd, axis_arr):
     coords[axis] = rows
     offsets = np.ravel_multi_index(np.broadcast_arrays(*coords), data.shape).reshape(-1)
     out = data.copy().reshape(-1, 1)
-    _scatter_into(out, offsets, upd.reshape(-1, 1), getattr(a, "reduction", "none"),
+    _scatter_to(out, offsets, upd.reshape(-1, 1), getattr(a, "reduction", "none"),
                   getattr(a, "use_init_val", True))  # fmt: skip
     return (out.reshape(data.shape),)
 
@@ -283,7 +283,7 @@ def _scatter_nd(a: SimpleNamespace, data, idx, upd):
             f"updates {list(upd.shape)} hold {upd.size} values, not the "
             f"{len(tuples) * out.shape[1]} that indices {list(idx.shape)} address"
         )
-    _scatter_into(out, offsets, upd.reshape(len(tuples), out.shape[1]),
+    _scatter_to(out, offsets, upd.reshape(len(tuples), out.shape[1]),
                   getattr(a, "reduction", "none"))  # fmt: skip
     return (out.reshape(data.shape),)
 

@@ -19,11 +19,11 @@ import numpy as np
 import openvino as ov
 import pytest
 from openvino import opset1
+from support.ov_oneop import CPU_CONFIG
 
 import irrun
 from irrun.ops.convert import convert
 
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 CORE = ov.Core()
 
 F32_SPECIALS = [0.0, -0.0, 1.5, -2.25, 0.1, np.inf, -np.inf, np.nan]

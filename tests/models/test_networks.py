@@ -17,10 +17,9 @@ import openvino.opset4 as op4
 import openvino.opset8 as op8
 import openvino.opset14 as op14
 import pytest
+from support.ov_oneop import CPU_CONFIG as CPU
 
 import irrun
-
-CPU = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 
 
 class Net:
@@ -151,11 +150,6 @@ NETWORKS: dict[str, tuple[Callable, tuple[int, ...]]] = {
     "cnn3d": (cnn3d, (1, 2, 12, 12, 12)),
     "cnn1d": (cnn1d, (2, 4, 40)),
 }
-
-
-@pytest.fixture(scope="module")
-def core():
-    return ov.Core()
 
 
 @pytest.mark.parametrize("compress", [False, True], ids=["f32-weights", "f16-weights"])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.ov_oneop import CPU_CONFIG as CPU
 
 import irrun
 
@@ -23,7 +24,6 @@ ov = pytest.importorskip("openvino")
 
 HERE = Path(__file__).resolve().parents[1] / "torch_models"
 SHAPES = json.loads((HERE / "shapes.json").read_text())
-CPU = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 
 
 def test_every_file_has_a_shape():

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from support.ov_oneop import CPU_CONFIG as CONFIG
 
 import irrun
 from irrun.fast import convolution as fast
@@ -23,7 +24,6 @@ ov = pytest.importorskip("openvino")
 from openvino import opset1  # noqa: E402
 
 CPU = ov.Core()
-CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 
 
 def _both(node_of, x: np.ndarray, tmp_path) -> tuple[np.ndarray, np.ndarray]:

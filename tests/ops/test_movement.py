@@ -19,6 +19,7 @@ from itertools import count
 
 import numpy as np
 import pytest
+from support.ov_oneop import CPU_CONFIG
 from support.ov_shapes import from_ov_shape
 
 import irrun
@@ -36,13 +37,7 @@ from openvino import (  # noqa: E402
     opset15,
 )
 
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 NP = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "i8": np.int8}
-
-
-@pytest.fixture(scope="module")
-def core():
-    return ov.Core()
 
 
 def const(values, dtype=np.int64):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support import reference_mode
+from support.ov_oneop import CPU_CONFIG
 
 import irrun
 from irrun.fast import adaptive_pool as fast_adaptive_pool
@@ -21,8 +22,6 @@ from irrun.ops import adaptive_pool
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset8, opset14  # noqa: E402
-
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 
 
 def _values(shape, kind: str, seed: int = 0) -> np.ndarray:
@@ -98,11 +97,6 @@ CASES = {
     "adaptive-avg-uneven": ((2, 10, 11, 17), _adaptive([4, 5])),
     "adaptive-max-13to7": ((2, 20, 13, 13), _adaptive([7, 7], "max")),
 }
-
-
-@pytest.fixture(scope="module")
-def core():
-    return ov.Core()
 
 
 @pytest.fixture()

@@ -15,6 +15,7 @@ import warnings
 import ml_dtypes
 import numpy as np
 import pytest
+from support.ov_oneop import CPU_CONFIG
 
 import irrun
 import irrun.ir.registry
@@ -24,7 +25,6 @@ ov = pytest.importorskip("openvino")
 from openvino import opset1, opset8, opset14, opset16  # noqa: E402
 from support.pools import write_pool  # noqa: E402
 
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 BF16 = np.dtype(ml_dtypes.bfloat16)
 NUMPY = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "bf16": BF16, "i64": np.int64,
          "i32": np.int32, "i16": np.int16, "i8": np.int8, "u64": np.uint64, "u32": np.uint32,
@@ -90,11 +90,6 @@ def _same_bits(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 # f64: the plugin computes in f32, irrun keeps f64 (docs/semantics.md, "deliberately differs").
 COMPARED = [t for t in POOL_TYPES if t != "f64"]
-
-
-@pytest.fixture(scope="module")
-def core():
-    return ov.Core()
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 11), (1, 4, 7, 9)], ids=["1d", "2d"])

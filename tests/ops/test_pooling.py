@@ -71,8 +71,7 @@ from support import reference_mode
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset5, opset8, opset14, opset16  # noqa: E402
-
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+from support.ov_oneop import CPU_CONFIG  # noqa: E402
 
 OPS = (
     ("MaxPool", 1),
@@ -405,11 +404,6 @@ def make_input(cfg: dict[str, Any]) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- running
-
-
-@pytest.fixture(scope="module")
-def core():
-    return ov.Core()
 
 
 def run_cpu(core, cfg: dict[str, Any], x: np.ndarray):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.ov_oneop import CPU_CONFIG
 
 import irrun
 from irrun.cli import main
@@ -23,9 +24,6 @@ from irrun.tools.compare import compare, compare_arrays
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
 BUNDLED = sorted(p.stem for p in MODELS.glob("*.xml"))
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
-
-
 
 
 def run_cli(capsys, *args: str) -> tuple[int, str, str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.ov_oneop import CPU_CONFIG
 
 import irrun
 from irrun.cli import main
@@ -19,7 +20,7 @@ from irrun.tools.compare import compare
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+
 # The bundled models' inputs: one each, of these shapes.
 INPUTS = {"pooling_chain": ("image", [1, 3, 16, 16]), "demo": ("image", [1, 3, 32, 32])}
 

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from support.ov_oneop import CPU_CONFIG
 
 import irrun
 from irrun.cli import main
@@ -22,7 +23,6 @@ from irrun.tools.compare_references import _outputs_by_result
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
-CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 
 # Each bundled model's outputs and the Result layers that take them.
 RESULTS = {
