@@ -165,3 +165,22 @@ def test_irrun_ops_lists_the_fast_kernels(capsys):
     heads = [line for line in blocks if not line.startswith("  ")]
     assert len(heads) == len(fast_kernels()) and "MaxPool v8" in heads
     assert sum(line.startswith("  applies: ") for line in blocks) == len(heads)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "models").glob("*.xml")), ids=lambda p: p.stem)
+def test_a_dump_and_a_profile_save_the_plain_runs_bits(path, tmp_path, capsys):
+    """``irrun run --dump-dir`` and ``--profile`` save what a plain ``irrun run -o`` saves."""
+    from irrun.cli import main
+
+    saved = {}
+    for name, extra in (("plain", []), ("dump", ["--dump-dir", str(tmp_path / "dump")]),
+                        ("profile", ["--profile", "--iterations", "2"])):
+        out = tmp_path / f"{name}.npz"
+        assert main([str(path), "-q", "-o", str(out), *extra]) == 0
+        with np.load(out) as f:
+            saved[name] = dict(f)
+    capsys.readouterr()
+    assert_same_bits(saved["dump"], saved["plain"], "--dump-dir")
+    assert_same_bits(saved["profile"], saved["plain"], "--profile")
+    manifest = json.loads((tmp_path / "dump" / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["tensors"]
