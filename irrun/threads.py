@@ -6,7 +6,7 @@ run; a kernel that is not BLAS splits its work with :func:`map_blocks` into cont
 blocks of an axis (batch x channels, rows), a few per thread, and NumPy, which releases
 the GIL in its loops, runs them at once.  Each block computes exactly what the whole
 would have for its part, so results do not depend on the thread count.  Which kernels
-split, and from what size: pools (``ops.window.each_chunk``: blocks of planes, at
+split, and from what size: pools (``fast.chunks.each_chunk``: blocks of planes, at
 least 512 KiB of input each), elementwise ops, Softmax and reductions (their fast
 kernels, ``fast.blocks``: at least 2**20 elements in all, blocks of at least 2**18).
 Convolutions and matrix products go through BLAS's own threads.
