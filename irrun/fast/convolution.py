@@ -54,7 +54,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..ir.registry import ShapeError, TensorInfo
+from ..ir.registry import TensorInfo
 from ..ops.convolution import check_shapes, geometry, static_shapes, work_type
 from ..ops.window import Windows
 from . import conv_depthwise, conv_taps
@@ -244,14 +244,10 @@ def _scratch(grouped: bool):
         """Bytes the chosen path holds beside the input and the output, at most: the
         input and the filter in the work type (f16, bf16), the padded copy, the column
         matrix or the per-tap sums, and the result in the work type."""
-        known = static_shapes(inputs, grouped)
+        known = static_shapes(a, inputs, grouped)
         if known is None:
             return 0
-        x_shape, w_shape, dtype = known
-        try:
-            win = geometry(a, x_shape, w_shape)
-        except ShapeError:
-            return 0
+        x_shape, w_shape, dtype, win = known
         taken = path(x_shape, w_shape, dtype, win)
         if taken is None:
             return 0

@@ -245,9 +245,9 @@ def check_shapes(x: np.ndarray, w: np.ndarray) -> None:
         )
 
 
-def static_shapes(inputs: Sequence[TensorInfo], grouped: bool):
-    """(data shape, filter shape as [G, Co, Ci, *K], data dtype) when all are known and
-    static, else None: what the scratch estimates read."""
+def static_shapes(a: SimpleNamespace, inputs: Sequence[TensorInfo], grouped: bool):
+    """(data shape, filter shape as [G, Co, Ci, *K], data dtype, windows) when all are
+    known and static and the geometry holds, else None: what the scratch estimates read."""
     data, filt = inputs[:2]
     shapes = (data.shape, filt.shape)
     if data.element_type is None or any(
@@ -257,7 +257,11 @@ def static_shapes(inputs: Sequence[TensorInfo], grouped: bool):
     w_shape = tuple(filt.shape) if grouped else (1, *filt.shape)
     if len(w_shape) != len(data.shape) + 1:
         return None
-    return tuple(data.shape), w_shape, data.element_type.dtype
+    try:
+        win = geometry(a, data.shape, w_shape)
+    except ShapeError:
+        return None
+    return tuple(data.shape), w_shape, data.element_type.dtype, win
 
 
 def _scratch(grouped: bool):
@@ -267,14 +271,10 @@ def _scratch(grouped: bool):
         input and its product (each at most the input positions a tap reads, never more
         than the input's), the filter in the work type, and the accumulator when it is
         not the output's type (f16, bf16)."""
-        known = static_shapes(inputs, grouped)
+        known = static_shapes(a, inputs, grouped)
         if known is None:
             return 0
-        x_shape, w_shape, dtype = known
-        try:
-            win = geometry(a, x_shape, w_shape)
-        except ShapeError:
-            return 0
+        x_shape, w_shape, dtype, win = known
         groups, co, ci = w_shape[:3]
         size = work_type(dtype).itemsize
         box = math.prod(min(o, n) for o, n in zip(win.out, win.sizes, strict=True))
