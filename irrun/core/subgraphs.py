@@ -89,6 +89,7 @@ from ..ir.dims import DYNAMIC, Interval, Shape, format_shape
 from ..ir.records import IRDocument, MapEntry
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ..ir.weights import Weights
+from ..ops._scratch import nothing, outputs_bytes
 from .binding import Node, bind
 from .executor import Plan, reference_mode
 from .graph import LayerGraph, build_graph
@@ -476,6 +477,7 @@ def _if_kernel(a: SimpleNamespace, *args: np.ndarray) -> tuple:
 register(OpDef(
     type="If", version=8, since_opset=8, attrs=(), infer=_if_infer, kernel=_if_kernel,
     inputs=(1, 1 << 20), doc="Runs the then_body or the else_body by a boolean condition.",
+    scratch=nothing,  # the body's tensors: budget.body_peak
 ))  # fmt: skip
 
 
@@ -713,6 +715,7 @@ register(OpDef(
     inputs=(2, 1 << 20),
     doc="Runs its body while a condition holds, up to a trip count, slicing and "
         "concatenating along axes and feeding Results back to Parameters.",
+    scratch=outputs_bytes,  # the iterations' pieces, joined at the end
 ))  # fmt: skip
 
 
@@ -755,6 +758,7 @@ register(OpDef(
     kernel=_ti_kernel, inputs=(0, 1 << 20),
     doc="Runs its body once per part of its sliced inputs, concatenating along axes and "
         "feeding Results back to Parameters.",
+    scratch=outputs_bytes,  # the iterations' pieces, joined at the end
 ))  # fmt: skip
 
 

@@ -17,6 +17,14 @@ from types import SimpleNamespace
 from ..ir.registry import Scratch, TensorInfo
 
 
+def static_shape(info: TensorInfo) -> tuple[int, ...] | None:
+    """``info``'s shape where every dim is known, else None."""
+    shape = info.shape
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return None
+    return tuple(shape)
+
+
 def largest(infos: Sequence[TensorInfo]) -> int:
     """Elements of the largest of ``infos`` with a static shape (0 if none has one)."""
     return max((math.prod(i.shape) for i in infos
@@ -39,3 +47,18 @@ def per_element(wide: int, narrow: int | None = None, integer: int | None = None
         return each * largest([*inputs, *outputs])
 
     return scratch
+
+
+def nothing(attrs: SimpleNamespace, inputs: Sequence[TensorInfo],
+            outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """No scratch: the kernel returns views of its inputs, or writes its outputs whole
+    with no temporary as large as a tensor (index arrays of a few elements aside)."""
+    return 0
+
+
+def outputs_bytes(attrs: SimpleNamespace, inputs: Sequence[TensorInfo],
+                  outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """As much again as the outputs: the kernel builds them in pieces, then joins them."""
+    return sum(math.prod(o.shape) * max(o.element_type.bits // 8, 1) for o in outputs
+               if o.element_type is not None and o.shape is not None
+               and all(isinstance(d, int) for d in o.shape))

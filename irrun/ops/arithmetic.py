@@ -256,5 +256,6 @@ register(
           attrs=(Attr("promote_unsafe", "bool", False),
                  Attr("pytorch_scalar_promotion", "bool", False),
                  Attr("u64_integer_promotion_target", "element_type", ELEMENT_TYPES["f32"])),
-          infer=_infer_promote, kernel=_convert_promote, inputs=(2, 2))
+          infer=_infer_promote, kernel=_convert_promote, inputs=(2, 2),
+          scratch=per_element(16))
 )

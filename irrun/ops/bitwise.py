@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ir.registry import OpDef, register
-from ._scratch import per_element
+from ._scratch import nothing, per_element
 from ._shapes import BROADCAST_ATTR, infer_unary
 from .arithmetic import binary_kernel, infer_binary
 
@@ -67,9 +67,11 @@ for _type, _fn in LOGIC.items():
     register(OpDef(type=_type, version=13, since_opset=13, attrs=(BROADCAST_ATTR,),
                    infer=infer_binary, kernel=binary_kernel(lambda a, x, y, f=_fn: f(x, y)),
                    inputs=(2, 2), shape_attrs=("auto_broadcast",),
-                   input_types=(BOOLEAN_OR_INTEGERS, BOOLEAN_OR_INTEGERS), elementwise=True))
+                   input_types=(BOOLEAN_OR_INTEGERS, BOOLEAN_OR_INTEGERS), elementwise=True,
+                   scratch=nothing))
 register(OpDef(type="BitwiseNot", version=13, since_opset=13, attrs=(), infer=infer_unary,
-               kernel=_not, input_types=(BOOLEAN_OR_INTEGERS,), elementwise=True))
+               kernel=_not, input_types=(BOOLEAN_OR_INTEGERS,), elementwise=True,
+               scratch=nothing))
 for _type, _left in (("BitwiseLeftShift", True), ("BitwiseRightShift", False)):
     register(OpDef(type=_type, version=15, since_opset=15, attrs=(BROADCAST_ATTR,),
                    infer=infer_binary,

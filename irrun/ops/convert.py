@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, TensorInfo, register
+from ._scratch import largest
 
 
 def _convert_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -45,6 +46,18 @@ def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return x.astype(dtype)
 
 
+def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+             outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """Floats made integers go through f64 and i64 (a few of each per element); NaN tests
+    for booleans take a byte or two; any other conversion is NumPy's, into the output."""
+    source, target = inputs[0].element_type, outputs[0].element_type
+    elements = largest([*inputs[:1], *outputs])
+    if source is None or target is None or (source.dtype.kind in "fV" and
+                                            target.dtype.kind in "iu"):  # fmt: skip
+        return 32 * elements
+    return 2 * elements if target.dtype == np.bool_ else 0
+
+
 def _convert(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return (convert(x, a.destination_type.dtype),)
 
@@ -65,6 +78,7 @@ register(
         attrs=(Attr("destination_type", "element_type"),),
         infer=_convert_infer,
         kernel=_convert,
+        scratch=_scratch,
     )
 )
 register(
@@ -76,5 +90,6 @@ register(
         infer=_convert_like_infer,
         kernel=_convert_like,
         inputs=(2, 2),
+        scratch=_scratch,
     )
 )

@@ -51,6 +51,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim
 from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import nothing, per_element
 from .movement import (
     INDEX_TYPES,
     INTEGERS,
@@ -240,24 +241,29 @@ def _one_hot(a: SimpleNamespace, idx, depth, on, off) -> tuple[np.ndarray, ...]:
 
 register(OpDef(type="Range", version=0, since_opset=1, attrs=(), infer=_range_infer(0),
                kernel=_range(0), inputs=(3, 3),
-               input_types=(NUMBERS, NUMBERS, NUMBERS)))  # fmt: skip
+               input_types=(NUMBERS, NUMBERS, NUMBERS),
+               scratch=per_element(16)))  # fmt: skip
 register(OpDef(type="Range", version=4, since_opset=4,
                attrs=(Attr("output_type", "element_type"),),
                infer=_range_infer(4), kernel=_range(4), inputs=(3, 3), check=_check_range4,
-               input_types=(NUMBERS, NUMBERS, NUMBERS), shape_attrs=("output_type",)))  # fmt: skip
+               input_types=(NUMBERS, NUMBERS, NUMBERS), shape_attrs=("output_type",),
+               scratch=per_element(16)))  # fmt: skip
 register(
     OpDef(type="Eye", version=9, since_opset=9,
           attrs=(Attr("output_type", "element_type"),), infer=_eye_infer, kernel=_eye,
-          inputs=(3, 4), input_types=(INDEX_TYPES,) * 4)
+          inputs=(3, 4), input_types=(INDEX_TYPES,) * 4,
+          scratch=nothing)
 )  # fmt: skip
 # OpenVINO leaves an absent OneHot axis uninitialised: irrun requires it.
 register(OpDef(type="OneHot", version=1, since_opset=1, attrs=(Attr("axis", "int"),),
                infer=_one_hot_infer, kernel=_one_hot, inputs=(4, 4),
-               input_types=(INTEGERS, INTEGERS), shape_attrs=("axis",)))  # fmt: skip
+               input_types=(INTEGERS, INTEGERS), shape_attrs=("axis",),
+               scratch=per_element(8)))  # fmt: skip
 # OpenVINO leaves an absent OneHot axis uninitialised: irrun requires it.
 register(OpDef(type="OneHot", version=16, since_opset=16,
                attrs=(Attr("axis", "int"),
                       Attr("negative_indices_mode", "enum", "ignore_negative",
                            ("ignore_negative", "normalize"))),
                infer=_one_hot_infer, kernel=_one_hot, inputs=(4, 4),
-               input_types=(INTEGERS, INTEGERS), shape_attrs=("axis",)))  # fmt: skip
+               input_types=(INTEGERS, INTEGERS), shape_attrs=("axis",),
+               scratch=per_element(8)))  # fmt: skip

@@ -75,6 +75,7 @@ reference kernel computes in the input's type).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -85,6 +86,7 @@ from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import static_shape
 from ._shapes import merge_dims
 from .movement import int_values
 
@@ -284,11 +286,20 @@ def _nms_kernel(version: int):
     return kernel
 
 
+def _nms_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                 outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """Per score (a box in a class): its corners, area and state in f32, one step's
+    IoU temporaries, and what each selection step keeps (at most one per box)."""
+    scores = static_shape(inputs[1])
+    return 128 * math.prod(scores) if scores is not None else 0
+
+
 for _version in (5, 9):
     register(OpDef(type="NonMaxSuppression", version=_version, since_opset=_version,
                    attrs=NMS_ATTRS, infer=_nms_infer, kernel=_nms_kernel(_version),
                    inputs=(2, 6), check=_check_nms,
-                   input_types=(FLOATS, FLOATS, None, FLOATS, FLOATS, FLOATS)))  # fmt: skip
+                   input_types=(FLOATS, FLOATS, None, FLOATS, FLOATS, FLOATS),
+                   scratch=_nms_scratch))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- ROIAlign
@@ -455,9 +466,28 @@ def _pool(pixels: np.ndarray, bidx: np.ndarray, ys: np.ndarray, xs: np.ndarray,
     return np.maximum(np.where(np.isnan(value), zero, value).max(axis=0), zero)
 
 
+def _roi_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                 outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """The map in f32 channels last, and the samples pooled at once (SAMPLES_AT_ONCE, or
+    one region's if more) with their taps and weights.  An adaptive sampling ratio is
+    counted for regions within the map (about a bin's size in pixels): a region far
+    larger than the map takes more samples than any shape tells."""
+    data, rois = static_shape(inputs[0]), static_shape(inputs[1])
+    if data is None or rois is None or len(data) != 4 or len(rois) != 2:
+        return 0
+    _, channels, height, width = data
+    if a.sampling_ratio > 0:
+        sy = sx = a.sampling_ratio
+    else:
+        sy, sx = -(-height // max(a.pooled_h, 1)) + 1, -(-width // max(a.pooled_w, 1)) + 1
+    per_roi = channels * a.pooled_h * a.pooled_w * sy * sx
+    at_once = max(min(SAMPLES_AT_ONCE, rois[0] * per_roi), per_roi)
+    return 4 * math.prod(data) + 24 * at_once
+
+
 for _version in (3, 9):
     register(OpDef(type="ROIAlign", version=_version, since_opset=_version,
                    attrs=_roi_attrs(_version), infer=_roi_infer, kernel=_roi_kernel,
                    inputs=(3, 3), check=_check_roi,
                    input_types=(REALS, REALS, INTEGERS),
-                   shape_attrs=("pooled_h", "pooled_w")))  # fmt: skip
+                   shape_attrs=("pooled_h", "pooled_w"), scratch=_roi_scratch))  # fmt: skip

@@ -41,6 +41,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import broadcast_dims, broadcast_shapes, try_merge_dims
 
 ELLIPSIS = "..."
@@ -266,5 +267,6 @@ register(
         attrs=(Attr("equation", "str"),),
         infer=_infer, kernel=_einsum, inputs=(1, 1 << 16), shape_attrs=("equation",),
         doc="Einstein summation by an equation such as 'ab,bc->ac'",
+        scratch=per_element(24),
     )
 )  # fmt: skip

@@ -27,6 +27,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from .movement import (
     ALL_INTEGERS,
     INDEX_TYPES,
@@ -217,18 +218,22 @@ def _check_batch_dims(a: SimpleNamespace) -> None:
 # --------------------------------------------------------------------------- registration
 
 register(OpDef(type="Gather", version=1, since_opset=1, attrs=(),
-               infer=_gather_infer, kernel=_gather(1), inputs=(3, 3)))  # fmt: skip
+               infer=_gather_infer, kernel=_gather(1), inputs=(3, 3),
+               scratch=per_element(16)))  # fmt: skip
 for _version in (7, 8):
     register(OpDef(type="Gather", version=_version, since_opset=_version,
                    attrs=(Attr("batch_dims", "int", 0),),
                    infer=_gather_infer, kernel=_gather(_version), inputs=(3, 3),
-                   shape_attrs=("batch_dims",)))  # fmt: skip
+                   shape_attrs=("batch_dims",),
+                   scratch=per_element(16)))  # fmt: skip
 register(OpDef(type="GatherElements", version=6, since_opset=6, attrs=(Attr("axis", "int", 0),),
                infer=_gather_elements_infer, kernel=_gather_elements, inputs=(2, 2),
-               shape_attrs=("axis",), input_types=(None, INDEX_TYPES)))  # fmt: skip
+               shape_attrs=("axis",), input_types=(None, INDEX_TYPES),
+               scratch=per_element(32)))  # fmt: skip
 for _version in (5, 8):
     register(OpDef(type="GatherND", version=_version, since_opset=_version,
                    attrs=(Attr("batch_dims", "int", 0),),
                    infer=_gather_nd_infer(_version), kernel=_gather_nd(_version), inputs=(2, 2),
                    check=_check_batch_dims, shape_attrs=("batch_dims",),
-                   input_types=(None, ALL_INTEGERS)))  # fmt: skip
+                   input_types=(None, ALL_INTEGERS),
+                   scratch=per_element(4)))  # fmt: skip

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, TensorInfo, register
+from ._scratch import nothing
 
 
 def _parameter_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -58,11 +59,13 @@ register(
         kernel=_no_kernel,
         inputs=(0, 0),
         foldable=False,
+        scratch=nothing,
     )
 )
 register(
     OpDef(type="Result", version=1, since_opset=1, attrs=(), infer=_result_infer, kernel=_result,
-          foldable=False)
+          foldable=False,
+          scratch=nothing)
 )
 register(
     OpDef(
@@ -79,6 +82,7 @@ register(
         kernel=_const,
         inputs=(0, 0),
         check=_check_const,
-        foldable=False,  # a constant already
+        foldable=False,  # a constant already,
+        scratch=nothing,
     )
 )

@@ -16,6 +16,7 @@ import numpy as np
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from .unary import float_compute
 
 
@@ -37,5 +38,6 @@ def _grn(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="GRN", version=1, since_opset=1, attrs=(Attr("bias", "float"),),
-          infer=_grn_infer, kernel=_grn)
+          infer=_grn_infer, kernel=_grn,
+          scratch=per_element(4, 12))
 )  # fmt: skip

@@ -50,6 +50,7 @@ Interpolate-4/11 refuse negative axes, as OpenVINO's shape inference does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -59,6 +60,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import static_shape
 from .movement import check_vector, flat_ints, int_values, normalize_axis
 
 MODES = ("nearest", "linear", "linear_onnx", "cubic")
@@ -481,16 +483,35 @@ V4_ATTRS = (
 )
 SHAPE_ATTRS = ("mode", "shape_calculation_mode", "pads_begin", "pads_end")
 
+def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+             outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """The kernel's most: the padded input, a few f64 copies of the largest stage of the
+    resizing (each axis of a stage is the padded input's or the output's, whichever
+    order the axes come in) and one axis's weight matrices (output by input length)."""
+    x, y = static_shape(inputs[0]), static_shape(outputs[0])
+    if x is None or y is None or len(x) != len(y):
+        return 0
+    pb = [*a.pads_begin, *[0] * len(x)][: len(x)]
+    pe = [*a.pads_end, *[0] * len(x)][: len(x)]
+    padded = [d + b + e for d, b, e in zip(x, pb, pe, strict=True)]
+    stage = math.prod(max(p, o) for p, o in zip(padded, y, strict=True))
+    weights = max((p * o for p, o in zip(padded, y, strict=True)), default=0)
+    itemsize = inputs[0].element_type.dtype.itemsize if inputs[0].element_type else 8
+    return math.prod(padded) * itemsize + 48 * stage + 40 * weights
+
+
 register(OpDef(
     type="Interpolate", version=0, since_opset=1,
     attrs=(Attr("axes", "ints"), Attr("mode", "enum", choices=V0_MODES),
            Attr("align_corners", "bool", False), Attr("antialias", "bool", False),
            Attr("pads_begin", "ints", ()), Attr("pads_end", "ints", ())),
     infer=_infer(0), kernel=_kernel(0), inputs=(2, 2), check=_check_v0,
-    shape_attrs=("axes", "mode", "pads_begin", "pads_end"),
+    shape_attrs=("axes", "mode", "pads_begin", "pads_end"), scratch=_scratch,
 ))  # fmt: skip
 register(OpDef(type="Interpolate", version=4, since_opset=4, attrs=V4_ATTRS, infer=_infer(4),
-               kernel=_kernel(4), inputs=(3, 4), shape_attrs=SHAPE_ATTRS))  # fmt: skip
+               kernel=_kernel(4), inputs=(3, 4), shape_attrs=SHAPE_ATTRS,
+               scratch=_scratch))  # fmt: skip
 V11_ATTRS = (Attr("mode", "enum", choices=V11_MODES), *V4_ATTRS[1:])
 register(OpDef(type="Interpolate", version=11, since_opset=11, attrs=V11_ATTRS, infer=_infer(11),
-               kernel=_kernel(11), inputs=(2, 3), shape_attrs=SHAPE_ATTRS))  # fmt: skip
+               kernel=_kernel(11), inputs=(2, 3), shape_attrs=SHAPE_ATTRS,
+               scratch=_scratch))  # fmt: skip

@@ -21,6 +21,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import nothing
 from ._shapes import BROADCAST_ATTR, broadcast_shapes, same_element_type
 from .arithmetic import binary_kernel
 
@@ -89,9 +90,12 @@ for _table, _infer in ((COMPARE, _compare_infer), (LOGICAL, _logical_infer)):
     for _type, _fn in _table.items():
         register(OpDef(type=_type, version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
                        infer=_infer, kernel=binary_kernel(lambda a, x, y, f=_fn: f(x, y), True),
-                       inputs=(2, 2), shape_attrs=("auto_broadcast",), elementwise=True))
+                       inputs=(2, 2), shape_attrs=("auto_broadcast",), elementwise=True,
+                       scratch=nothing))
 register(OpDef(type="LogicalNot", version=1, since_opset=1, attrs=(), infer=_not_infer,
-               kernel=_not, elementwise=True))
+               kernel=_not, elementwise=True,
+               scratch=nothing))
 register(OpDef(type="Select", version=1, since_opset=1, attrs=(SELECT_BROADCAST,),
                infer=_select_infer, kernel=_select, inputs=(3, 3),
-               shape_attrs=("auto_broadcast",), elementwise=True))
+               shape_attrs=("auto_broadcast",), elementwise=True,
+               scratch=nothing))

@@ -39,6 +39,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape, format_shape, map_bounds
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import nothing, per_element
 from ._shapes import merge_dims
 
 MANY = 1 << 30  # no upper bound on the number of inputs
@@ -768,45 +769,60 @@ def _roll(a: SimpleNamespace, x: np.ndarray, shift: np.ndarray, axes: np.ndarray
 register(OpDef(type="Reshape", version=1, since_opset=1,
                attrs=(Attr("special_zero", "bool"),),
                infer=_reshape_infer, kernel=_reshape, inputs=(2, 2),
-               shape_attrs=("special_zero",)))  # fmt: skip
+               shape_attrs=("special_zero",),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="Concat", version=0, since_opset=1, attrs=(Attr("axis", "int"),),
                infer=_concat_infer, kernel=_concat, inputs=(1, MANY),
-               shape_attrs=("axis",)))  # fmt: skip
+               shape_attrs=("axis",),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="Squeeze", version=0, since_opset=1, attrs=(),
-               infer=_squeeze_infer(0), kernel=_squeeze, inputs=(1, 2)))  # fmt: skip
+               infer=_squeeze_infer(0), kernel=_squeeze, inputs=(1, 2),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="Squeeze", version=15, since_opset=15,
                attrs=(Attr("allow_axis_skip", "bool", False),),
                infer=_squeeze_infer(15), kernel=_squeeze, inputs=(1, 2),
-               shape_attrs=("allow_axis_skip",)))  # fmt: skip
+               shape_attrs=("allow_axis_skip",),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="Unsqueeze", version=0, since_opset=1, attrs=(),
-               infer=_unsqueeze_infer, kernel=_unsqueeze, inputs=(2, 2)))  # fmt: skip
+               infer=_unsqueeze_infer, kernel=_unsqueeze, inputs=(2, 2),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="Transpose", version=1, since_opset=1, attrs=(),
-               infer=_transpose_infer, kernel=_transpose, inputs=(2, 2)))  # fmt: skip
+               infer=_transpose_infer, kernel=_transpose, inputs=(2, 2),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="ShapeOf", version=0, since_opset=1, attrs=(),
-               infer=_shape_of_infer, kernel=_shape_of))  # fmt: skip
+               infer=_shape_of_infer, kernel=_shape_of,
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="ShapeOf", version=3, since_opset=3,
                attrs=(Attr("output_type", "element_type", ELEMENT_TYPES["i64"]),),
-               infer=_shape_of_infer, kernel=_shape_of, check=_check_shape_of))  # fmt: skip
+               infer=_shape_of_infer, kernel=_shape_of, check=_check_shape_of,
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="Broadcast", version=1, since_opset=1,
                attrs=(Attr("mode", "enum", "numpy", BROADCAST_V1_MODES),),
                infer=_broadcast_infer, kernel=_broadcast, inputs=(2, 3),
-               shape_attrs=("mode",)))  # fmt: skip
+               shape_attrs=("mode",),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="Broadcast", version=3, since_opset=3,
                attrs=(Attr("mode", "enum", "numpy", BROADCAST_V3_MODES),),
                infer=_broadcast_infer, kernel=_broadcast, inputs=(2, 3),
-               shape_attrs=("mode",)))  # fmt: skip
+               shape_attrs=("mode",),
+               scratch=nothing))  # fmt: skip
 for _version, _since in ((1, 1), (12, 12)):
     register(OpDef(type="Pad", version=_version, since_opset=_since,
                    attrs=(Attr("pad_mode", "enum", "constant", PAD_MODES),),
                    infer=_pad_infer, kernel=_pad, inputs=(3, 4),
-                   shape_attrs=("pad_mode",)))  # fmt: skip
+                   shape_attrs=("pad_mode",),
+                   scratch=per_element(16)))  # fmt: skip
 register(OpDef(type="Split", version=1, since_opset=1, attrs=(Attr("num_splits", "int"),),
                infer=_split_infer, kernel=_split, inputs=(2, 2), check=_check_split,
-               shape_attrs=("num_splits",)))  # fmt: skip
+               shape_attrs=("num_splits",),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="VariadicSplit", version=1, since_opset=1, attrs=(),
-               infer=_variadic_split_infer, kernel=_variadic_split, inputs=(3, 3)))  # fmt: skip
+               infer=_variadic_split_infer, kernel=_variadic_split, inputs=(3, 3),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="Tile", version=0, since_opset=1, attrs=(), infer=_tile_infer,
-               kernel=_tile, inputs=(2, 2), input_types=(None, INTEGERS)))  # fmt: skip
+               kernel=_tile, inputs=(2, 2), input_types=(None, INTEGERS),
+               scratch=per_element(4)))  # fmt: skip
 register(OpDef(type="Roll", version=7, since_opset=7, attrs=(), infer=_roll_infer,
                kernel=_roll, inputs=(3, 3),
-               input_types=(None, INDEX_TYPES, INDEX_TYPES)))  # fmt: skip
+               input_types=(None, INDEX_TYPES, INDEX_TYPES),
+               scratch=per_element(1)))  # fmt: skip

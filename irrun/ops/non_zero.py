@@ -23,6 +23,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, TensorInfo, register
+from ._scratch import per_element
 from .movement import INDEX_TYPES, dim_within, upper_bound
 
 
@@ -56,4 +57,5 @@ def _check_index_type(a: SimpleNamespace) -> None:
 
 register(OpDef(type="NonZero", version=3, since_opset=3,
                attrs=(Attr("output_type", "element_type", ELEMENT_TYPES["i64"]),),
-               infer=_non_zero_infer, kernel=_non_zero, check=_check_index_type))  # fmt: skip
+               infer=_non_zero_infer, kernel=_non_zero, check=_check_index_type,
+               scratch=per_element(24)))  # fmt: skip

@@ -17,6 +17,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from .movement import affine_dim
 
 PATCH_PADS = ("valid", "same_upper", "same_lower")
@@ -90,5 +91,6 @@ register(
           attrs=(Attr("sizes", "ints"), Attr("strides", "ints"), Attr("rates", "ints"),
                  Attr("auto_pad", "enum", choices=PATCH_PADS)),
           infer=_patches_infer, kernel=_extract_image_patches, check=_check_patches,
-          shape_attrs=("sizes", "strides", "rates", "auto_pad"))
+          shape_attrs=("sizes", "strides", "rates", "auto_pad"),
+          scratch=per_element(12))
 )  # fmt: skip

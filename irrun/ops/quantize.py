@@ -84,6 +84,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
 
 TYPES = ("f32", "f16", "i32", "i64", "u32", "u64")
@@ -202,5 +203,6 @@ register(
         attrs=(Attr("levels", "int"), BROADCAST_ATTR),
         infer=_infer, kernel=_fake_quantize, inputs=(5, 5), check=_check,
         input_types=(TYPES,) * 5,
+        scratch=per_element(20, 28),
     )
 )  # fmt: skip

@@ -22,6 +22,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import nothing, per_element
 from .movement import INTEGERS, NUMBERS, normalize_axis, one_d
 
 # --------------------------------------------------------------------------- Reverse
@@ -67,7 +68,8 @@ def _reverse(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.nd
 register(
     OpDef(type="Reverse", version=1, since_opset=1,
           attrs=(Attr("mode", "enum", choices=("index", "mask")),),
-          infer=_reverse_infer, kernel=_reverse, inputs=(2, 2), shape_attrs=("mode",))
+          infer=_reverse_infer, kernel=_reverse, inputs=(2, 2), shape_attrs=("mode",),
+          scratch=nothing)
 )  # fmt: skip
 
 
@@ -124,5 +126,6 @@ register(
     OpDef(type="ReverseSequence", version=1, since_opset=1,
           attrs=(Attr("batch_axis", "int", 0), Attr("seq_axis", "int", 1)),
           infer=_reverse_sequence_infer, kernel=_reverse_sequence, inputs=(2, 2),
-          input_types=(None, NUMBERS), shape_attrs=("batch_axis", "seq_axis"))
+          input_types=(None, NUMBERS), shape_attrs=("batch_axis", "seq_axis"),
+          scratch=per_element(10))
 )  # fmt: skip

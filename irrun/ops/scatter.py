@@ -58,6 +58,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import merge_dims
 from .movement import (
     ALL_INTEGERS,
@@ -292,20 +293,25 @@ def _scatter_nd(a: SimpleNamespace, data, idx, upd):
 
 register(OpDef(type="ScatterUpdate", version=3, since_opset=3, attrs=(),
                infer=_scatter_update_infer, kernel=_scatter_update, inputs=(4, 4),
-               input_types=(None, ALL_INTEGERS, None, ALL_INTEGERS)))  # fmt: skip
+               input_types=(None, ALL_INTEGERS, None, ALL_INTEGERS),
+               scratch=per_element(4)))  # fmt: skip
 register(OpDef(type="ScatterElementsUpdate", version=3, since_opset=3, attrs=(),
                infer=_scatter_elements_infer, kernel=_scatter_elements, inputs=(4, 4),
-               input_types=(None, (*ALL_INTEGERS, "boolean"), None, ALL_INTEGERS)))  # fmt: skip
+               input_types=(None, (*ALL_INTEGERS, "boolean"), None, ALL_INTEGERS),
+               scratch=per_element(48)))  # fmt: skip
 register(OpDef(type="ScatterElementsUpdate", version=12, since_opset=12,
                attrs=(Attr("reduction", "enum", "none", SEU_REDUCTIONS),
                       Attr("use_init_val", "bool", True)),
                infer=_scatter_elements_infer, kernel=_scatter_elements, inputs=(4, 4),
                shape_attrs=("reduction",),
-               input_types=(None, (*ALL_INTEGERS, "boolean"), None, ALL_INTEGERS)))  # fmt: skip
+               input_types=(None, (*ALL_INTEGERS, "boolean"), None, ALL_INTEGERS),
+               scratch=per_element(48)))  # fmt: skip
 register(OpDef(type="ScatterNDUpdate", version=4, since_opset=4, attrs=(),
                infer=_scatter_nd_infer, kernel=_scatter_nd, inputs=(3, 3),
-               input_types=(None, INDEX_TYPES)))  # fmt: skip
+               input_types=(None, INDEX_TYPES),
+               scratch=per_element(8, 12)))  # fmt: skip
 register(OpDef(type="ScatterNDUpdate", version=15, since_opset=15,
                attrs=(Attr("reduction", "enum", "none", SND_REDUCTIONS),),
                infer=_scatter_nd_infer, kernel=_scatter_nd, inputs=(3, 3),
-               input_types=(None, INDEX_TYPES)))  # fmt: skip
+               input_types=(None, INDEX_TYPES),
+               scratch=per_element(8, 12)))  # fmt: skip

@@ -32,6 +32,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import nothing
 from .movement import (
     INTEGERS,
     check_vector,
@@ -302,7 +303,8 @@ def _check_strided_slice(a: SimpleNamespace) -> None:
 
 register(OpDef(type="Slice", version=8, since_opset=8, attrs=(), infer=_slice_infer,
                kernel=_slice, inputs=(4, 5),
-               input_types=(None, INTEGERS, INTEGERS, INTEGERS, INTEGERS)))  # fmt: skip
+               input_types=(None, INTEGERS, INTEGERS, INTEGERS, INTEGERS),
+               scratch=nothing))  # fmt: skip
 register(OpDef(type="StridedSlice", version=1, since_opset=1,
                attrs=(Attr("begin_mask", "ints"), Attr("end_mask", "ints"),
                       Attr("new_axis_mask", "ints", ()), Attr("shrink_axis_mask", "ints", ()),
@@ -310,4 +312,5 @@ register(OpDef(type="StridedSlice", version=1, since_opset=1,
                infer=_strided_slice_infer, kernel=_strided_slice, inputs=(3, 4),
                check=_check_strided_slice,
                shape_attrs=("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask",
-                            "ellipsis_mask")))  # fmt: skip
+                            "ellipsis_mask"),
+                            scratch=nothing))  # fmt: skip

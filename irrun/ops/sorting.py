@@ -34,6 +34,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from .movement import INDEX_TYPES, NUMBERS, bounded_dim, normalize_axis, one_d, scalar_like
 
 
@@ -74,7 +75,8 @@ register(
           attrs=(Attr("output_type", "element_type", ELEMENT_TYPES["i64"]),
                  Attr("with_right_bound", "bool", True)),
           infer=_bucketize_infer, kernel=_bucketize, inputs=(2, 2),
-          input_types=(NUMBERS, NUMBERS), check=lambda a: _check_index_type(a.output_type))
+          input_types=(NUMBERS, NUMBERS), check=lambda a: _check_index_type(a.output_type),
+          scratch=per_element(14, 20))
 )  # fmt: skip
 
 
@@ -157,7 +159,8 @@ register(
           attrs=(Attr("right_mode", "bool", False),
                  Attr("output_type", "element_type", ELEMENT_TYPES["i64"])),
           infer=_search_sorted_infer, kernel=_search_sorted, inputs=(2, 2),
-          input_types=(NUMBERS, NUMBERS), check=lambda a: _check_index_type(a.output_type))
+          input_types=(NUMBERS, NUMBERS), check=lambda a: _check_index_type(a.output_type),
+          scratch=per_element(128))
 )  # fmt: skip
 
 
@@ -260,5 +263,6 @@ register(
                  Attr("index_element_type", "element_type", ELEMENT_TYPES["i64"]),
                  Attr("count_element_type", "element_type", ELEMENT_TYPES["i64"])),
           infer=_unique_infer, kernel=_unique, inputs=(1, 2),
-          input_types=(None, INDEX_TYPES), check=_check_unique)
+          input_types=(None, INDEX_TYPES), check=_check_unique,
+          scratch=per_element(64))
 )  # fmt: skip

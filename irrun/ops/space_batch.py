@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from .movement import INDEX_TYPES, affine_dim, bounded_dim, int_values, one_d
 
 
@@ -144,10 +145,12 @@ def _space_to_batch(a: SimpleNamespace, x, block, begin, end) -> tuple[np.ndarra
 register(
     OpDef(type="BatchToSpace", version=2, since_opset=2, attrs=(), infer=_batch_to_space_infer,
           kernel=_batch_to_space, inputs=(4, 4),
-          input_types=(None, INDEX_TYPES, INDEX_TYPES, INDEX_TYPES))
+          input_types=(None, INDEX_TYPES, INDEX_TYPES, INDEX_TYPES),
+          scratch=per_element(12))
 )  # fmt: skip
 register(
     OpDef(type="SpaceToBatch", version=2, since_opset=2, attrs=(), infer=_space_to_batch_infer,
           kernel=_space_to_batch, inputs=(4, 4),
-          input_types=(None, INDEX_TYPES, INDEX_TYPES, INDEX_TYPES))
+          input_types=(None, INDEX_TYPES, INDEX_TYPES, INDEX_TYPES),
+          scratch=per_element(12))
 )  # fmt: skip

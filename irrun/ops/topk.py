@@ -22,6 +22,7 @@ from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from .movement import check_vector, flat_ints, int_values, normalize_axis
 
 MODES = ("max", "min")
@@ -106,4 +107,5 @@ def _kernel(a: SimpleNamespace, x: np.ndarray, k: np.ndarray) -> tuple[np.ndarra
 for _version in (1, 3, 11):
     register(OpDef(type="TopK", version=_version, since_opset=_version, attrs=_attrs(_version),
                    infer=_infer, kernel=_kernel, inputs=(2, 2), check=_check,
-                   shape_attrs=("axis",)))  # fmt: skip
+                   shape_attrs=("axis",),
+                   scratch=per_element(24)))  # fmt: skip

@@ -36,7 +36,7 @@ import numpy as np
 from ..ir.attributes import Attr
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from ._scratch import per_element
+from ._scratch import nothing, per_element
 from ._shapes import infer_unary
 from .arithmetic import ARITHMETIC
 from .convert import convert
@@ -169,7 +169,8 @@ def _round(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 register(
     OpDef(type="Round", version=5, since_opset=5,
           attrs=(Attr("mode", "enum", "half_to_even", ROUND_MODES),), infer=infer_unary,
-          kernel=_round, elementwise=True)
+          kernel=_round, elementwise=True,
+          scratch=nothing)
 )
 
 
@@ -205,7 +206,7 @@ for _type, _infer, _kernel in (("Abs", infer_unary, _abs), ("Negative", _infer_s
                                ("Sign", infer_unary, _sign)):
     register(OpDef(type=_type, version=1, since_opset=1, attrs=(), infer=_infer, kernel=_kernel,
                    input_types=(ARITHMETIC,), elementwise=True,
-                   scratch=per_element(12, 8, 12) if _type == "Sign" else None))
+                   scratch=per_element(12, 8, 12) if _type == "Sign" else nothing))
 
 
 # --------------------------------------------------------------------------- IsFinite, IsInf, IsNaN
@@ -258,5 +259,6 @@ def _identity(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="Identity", version=16, since_opset=16, attrs=(), infer=infer_unary,
-          kernel=_identity, elementwise=True)
+          kernel=_identity, elementwise=True,
+          scratch=nothing)
 )

@@ -38,6 +38,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
 from ..ir.element_types import ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import nothing
 
 _DYNAMIC_TYPES = ("dynamic", "undefined")
 
@@ -139,6 +140,7 @@ register(
         type="ReadValue", version=3, since_opset=3, attrs=(_ID,), infer=_read_value_v3_infer,
         kernel=_read_value, check=_check_id, shape_attrs=("variable_id",), foldable=False,
         doc="the variable's value, or its initial value (input 0) while it is unset",
+        scratch=nothing,
     )
 )  # fmt: skip
 register(
@@ -149,6 +151,7 @@ register(
         infer=_read_value_v6_infer, kernel=_read_value, inputs=(0, 1), check=_check_v6,
         shape_attrs=("variable_id",), foldable=False,
         doc="the variable's value, or its initial value (input 0, or zeros) while it is unset",
+        scratch=nothing,
     )
 )  # fmt: skip
 for _version in (3, 6):  # alike: Assign-6 only finds its variable by id, not through a ReadValue
@@ -158,6 +161,7 @@ for _version in (3, 6):  # alike: Assign-6 only finds its variable by id, not th
             infer=_assign_infer, kernel=_assign, check=_check_id, shape_attrs=("variable_id",),
             foldable=False,
             doc="gives the variable the value the next run reads",
+            scratch=nothing,
         )
     )  # fmt: skip
 

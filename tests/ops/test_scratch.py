@@ -1,8 +1,10 @@
 """Kernels hold no more memory beside their inputs and outputs than their ``OpDef.scratch``
 declares (irrun/ops/_scratch.py): measured with ``tracemalloc``, which sees NumPy's
 arrays, for the elementwise ops, reductions, SoftMax, MatMul, the normalizations and
-attention, in each element type they take; the reference kernels, and a default run's
-(the fast kernel where it applies) on one thread and on two."""
+attention, in each element type they take, and for the data movement, indexing, sorting
+and detection ops of tests/support/scratch_cases.py; the reference kernels, and a default
+run's (the fast kernel where it applies) on one thread and on two.  Every op declares its
+scratch, ``nothing`` included, so that none is left out of the plan by omission."""
 
 from __future__ import annotations
 
@@ -12,11 +14,12 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 from support.elementwise_cases import ELEMENTWISE, accepted_types, default_attrs, filled
+from support.scratch_cases import cases as movement_cases
 
 from irrun import threads
 from irrun.fast import blocks, kernel_for, scratch_bytes
 from irrun.ir.element_types import ELEMENT_TYPES, of_array
-from irrun.ir.registry import TensorInfo, resolve
+from irrun.ir.registry import TensorInfo, resolve, supported_ops
 
 SHAPE = (8, 64, 64)
 # Python's own objects and NumPy's small arrays while a kernel runs.
@@ -36,7 +39,8 @@ def held(op, attrs, arrays, kernel) -> tuple[int, int]:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    infos = [TensorInfo(a.shape, of_array(a)) for a in arrays if a is not None]
+    infos = [TensorInfo(np.shape(a), of_array(np.asarray(a))) for a in arrays if a is not None]
+    outputs = [np.asarray(o) for o in outputs]
     declared = scratch_bytes(op, attrs, infos, [TensorInfo(o.shape, of_array(o)) for o in outputs])
     return peak - base - sum(o.nbytes for o in outputs), declared
 
@@ -129,3 +133,22 @@ def test_other_kernels_hold_what_they_declare(case, which):
     op, attrs, arrays = case
     got, declared = _held(op, attrs, arrays, which)
     assert got <= declared + SLACK, (got, declared)
+
+
+def _movement():
+    for dtype in map(np.dtype, (np.float32, np.float16, np.float64, np.int32, np.uint8)):
+        for op, attrs, arrays in movement_cases(dtype):
+            yield pytest.param(op, attrs, arrays, id=f"{op.label}-{dtype.name}")
+
+
+@pytest.mark.parametrize("which", KERNELS)
+@pytest.mark.parametrize(("op", "attrs", "arrays"), list(_movement()))
+def test_movement_and_indexing_kernels_hold_what_they_declare(op, attrs, arrays, which):
+    got, declared = _held(op, attrs, arrays, which)
+    assert got <= declared + SLACK, (got, declared)
+
+
+def test_every_op_declares_its_scratch():
+    import irrun.core.subgraphs  # noqa: F401  (If, Loop and TensorIterator register there)
+
+    assert [op.label for op in supported_ops() if op.scratch is None] == []

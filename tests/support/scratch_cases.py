@@ -1,0 +1,133 @@
+"""Inputs for the kernels whose scratch tests/ops/test_scratch.py measures beyond the
+elementwise family: the data movement, indexing, sorting, detection and control ops, each
+with tensors large enough (2**15 elements and more) that what a kernel holds per element
+stands out from Python's own small objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace as NS
+
+import numpy as np
+
+from irrun.ir.element_types import ELEMENT_TYPES
+from irrun.ir.registry import OpDef, resolve
+
+ET = ELEMENT_TYPES
+Case = tuple[OpDef, NS, list]
+
+
+def _i(*values: int) -> np.ndarray:
+    return np.array(values, np.int64)
+
+
+def cases(dtype: np.dtype) -> Iterator[Case]:
+    """The cases for data of ``dtype`` (a float or an integer type)."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((8, 64, 64)) * 10).astype(dtype)  # 32K elements
+    img = (rng.standard_normal((2, 16, 32, 32)) * 10).astype(dtype)
+    r = resolve
+    for name in ("f32", "f16", "i64", "u8", "boolean", "i4"):
+        yield r("Convert", "opset1"), NS(destination_type=ET[name]), [x]
+    yield r("ConvertLike", "opset1"), NS(), [x, np.zeros(1, np.float16)]
+    yield r("Reshape", "opset1"), NS(special_zero=False), [x, _i(64, 512)]
+    yield r("Reshape", "opset1"), NS(special_zero=False), [x.transpose(2, 0, 1), _i(-1)]
+    yield r("Concat", "opset1"), NS(axis=1), [x, x, x]
+    yield r("Squeeze", "opset1"), NS(), [x[None], _i(0)]
+    yield r("Unsqueeze", "opset1"), NS(), [x, _i(0, 2)]
+    yield r("Transpose", "opset1"), NS(), [x, _i(2, 0, 1)]
+    yield r("ShapeOf", "opset3"), NS(output_type=ET["i64"]), [x]
+    yield r("Broadcast", "opset3"), NS(mode="numpy"), [x[:, :1], _i(8, 64, 64)]
+    yield r("Broadcast", "opset3"), NS(mode="bidirectional"), [x[:1], _i(4, 1, 1, 1)]
+    for mode in ("constant", "edge", "reflect", "symmetric"):
+        yield r("Pad", "opset12"), NS(pad_mode=mode), [x, _i(0, 3, 5), _i(1, 2, 7), dtype.type(0)]
+    yield r("Split", "opset1"), NS(num_splits=4), [x, np.int64(1)]
+    yield r("VariadicSplit", "opset1"), NS(), [x, np.int64(2), _i(10, -1, 20)]
+    yield r("Tile", "opset1"), NS(), [x, _i(2, 1, 3)]
+    yield r("Roll", "opset7"), NS(), [x, _i(5, -7), _i(1, 2)]
+    yield r("Range", "opset4"), NS(output_type=ET["f32"]), [np.float32(0), np.float32(65536),
+                                                             np.float32(1)]
+    yield r("Eye", "opset9"), NS(output_type=ET["f32"]), [np.int64(256), np.int64(256),
+                                                           np.int64(3)]
+    yield (r("OneHot", "opset1"), NS(axis=-1),
+           [rng.integers(-2, 64, (8, 64)), np.int64(64), np.float32(1), np.float32(0)])
+    yield r("Gather", "opset8"), NS(batch_dims=0), [x, rng.integers(-64, 64, (32, 40)), np.int64(1)]
+    yield r("Gather", "opset8"), NS(batch_dims=1), [x, rng.integers(0, 64, (8, 70)), np.int64(2)]
+    yield (r("GatherElements", "opset6"), NS(axis=1),
+           [x, rng.integers(-64, 64, (8, 64, 64))])
+    yield r("GatherND", "opset8"), NS(batch_dims=0), [x, rng.integers(0, 8, (300, 1))]
+    yield r("GatherND", "opset8"), NS(batch_dims=1), [x, rng.integers(0, 64, (8, 50, 2))]
+    if dtype.kind == "f":
+        yield r("GRN", "opset1"), NS(bias=1.0), [img]
+    for mode in ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow"):
+        if dtype.kind != "f" and mode == "cubic":
+            continue
+        yield (r("Interpolate", "opset11"),
+               NS(mode=mode, shape_calculation_mode="scales",
+                  coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor",
+                  antialias=False, pads_begin=(), pads_end=(), cube_coeff=-0.75),
+               [img, np.float32([1.5, 2.0]), _i(2, 3)])
+        # One axis grows while another shrinks: a stage outgrows the input and the output.
+        yield (r("Interpolate", "opset11"),
+               NS(mode=mode, shape_calculation_mode="sizes",
+                  coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_floor",
+                  antialias=False, pads_begin=(0, 0, 1, 0), pads_end=(0, 0, 1, 0),
+                  cube_coeff=-0.75),
+               [img, _i(256, 4), _i(2, 3)])
+    yield r("DepthToSpace", "opset1"), NS(mode="blocks_first", block_size=2), [img]
+    yield r("SpaceToDepth", "opset1"), NS(mode="depth_first", block_size=2), [img]
+    yield r("ShuffleChannels", "opset1"), NS(axis=1, group=4), [img]
+    yield r("NonZero", "opset3"), NS(output_type=ET["i64"]), [x]
+    yield (r("ExtractImagePatches", "opset3"),
+           NS(sizes=(3, 3), strides=(2, 2), rates=(1, 1), auto_pad="same_upper"), [img])
+    if dtype.kind == "f":
+        lo, hi = dtype.type(-5), dtype.type(5)
+        yield r("FakeQuantize", "opset1"), NS(levels=255, auto_broadcast="numpy"), [x, lo, hi, lo, hi]
+    yield r("Reverse", "opset1"), NS(mode="index"), [x, _i(0, 2)]
+    yield r("Reverse", "opset1"), NS(mode="mask"), [x, np.array([True, False, True])]
+    yield (r("ReverseSequence", "opset1"), NS(batch_axis=0, seq_axis=2),
+           [x, rng.integers(1, 64, 8)])
+    updates = np.ones((8, 10, 64), dtype)
+    yield r("ScatterUpdate", "opset3"), NS(), [x, rng.permutation(64)[:10], updates, np.int64(1)]
+    for red in ("none", "sum", "prod", "min", "max", "mean"):
+        yield (r("ScatterElementsUpdate", "opset12"), NS(reduction=red, use_init_val=True),
+               [x, rng.integers(0, 64, (8, 32, 64)), np.ones((8, 32, 64), dtype), np.int64(1)])
+    for red in ("none", "sum", "max"):
+        yield (r("ScatterNDUpdate", "opset15"), NS(reduction=red),
+               [x, rng.integers(0, 8, (20, 1)), np.ones((20, 64, 64), dtype)])
+    yield r("Slice", "opset8"), NS(), [x, _i(1, 60), _i(7, 2), _i(1, -3), _i(0, 2)]
+    yield (r("StridedSlice", "opset1"),
+           NS(begin_mask=(0, 0, 0), end_mask=(0, 0, 0), new_axis_mask=(), shrink_axis_mask=(),
+              ellipsis_mask=()), [x, _i(0, 1, 60), _i(8, 60, 0), _i(1, 2, -3)])
+    bounds = np.sort(rng.standard_normal(100)).astype(dtype) * 10
+    yield r("Bucketize", "opset3"), NS(output_type=ET["i64"], with_right_bound=True), [x, bounds]
+    yield (r("SearchSorted", "opset15"), NS(right_mode=False, output_type=ET["i64"]),
+           [np.sort(x, axis=-1), x])
+    for axis in (None, 1):
+        yield (r("Unique", "opset10"),
+               NS(sorted=True, index_element_type=ET["i64"], count_element_type=ET["i64"]),
+               [x] if axis is None else [x, np.int64(axis)])
+    yield r("SpaceToBatch", "opset2"), NS(), [img, _i(1, 1, 2, 2), _i(0, 0, 1, 0), _i(0, 0, 1, 0)]
+    yield r("BatchToSpace", "opset2"), NS(), [img, _i(1, 1, 2, 1), _i(0, 0, 1, 0), _i(0, 0, 1, 0)]
+    for sort in ("value", "index", "none"):
+        yield (r("TopK", "opset11"),
+               NS(axis=2, mode="max", sort=sort, index_element_type=ET["i32"], stable=True),
+               [x, np.int64(20)])
+    yield (r("TopK", "opset11"),
+           NS(axis=0, mode="min", sort="value", index_element_type=ET["i64"], stable=False),
+           [x, np.int64(3)])
+    yield r("Einsum", "opset7"), NS(equation="abc,acd->abd"), [x, x]
+    yield r("Einsum", "opset7"), NS(equation="abc->cb"), [x]
+    yield r("Einsum", "opset7"), NS(equation="aij,aij->a"), [x, x]
+    yield r("Einsum", "opset7"), NS(equation="abc,acd,ade->abe"), [x, x, x]
+    if dtype.kind == "f":
+        boxes = np.sort(rng.uniform(0, 100, (2, 500, 4)).astype(dtype), axis=-1)
+        scores = rng.uniform(0, 1, (2, 3, 500)).astype(dtype)
+        yield (r("NonMaxSuppression", "opset9"),
+               NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
+               [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
+        rois = np.sort(rng.uniform(0, 30, (40, 4)).astype(dtype), axis=-1)
+        for mode in ("avg", "max"):
+            yield (r("ROIAlign", "opset9"),
+                   NS(pooled_h=7, pooled_w=7, sampling_ratio=2, spatial_scale=1.0, mode=mode,
+                      aligned_mode="half_pixel"), [img, rois, rng.integers(0, 2, 40)])
