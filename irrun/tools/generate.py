@@ -45,7 +45,7 @@ def register(sub: Any, parents: Parents) -> None:
                         help="the prompt as token ids, such as 1,2,3")  # fmt: skip
     prompt.add_argument("--prompt", metavar="TEXT",
                         help="the prompt as text (needs tokenizer.json in the folder and the "
-                        f"tokenizers library: {install_hint('text', 'tokenizers')})")  # fmt: skip
+                        "tokenizers library: pip install tokenizers)")  # fmt: skip
     parser.add_argument("--max-new-tokens", type=positive, metavar="N",
                         help="stop after N new tokens (default: generation_config.json's "
                         "max_new_tokens, else 16)")  # fmt: skip
