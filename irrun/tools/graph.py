@@ -397,7 +397,7 @@ def to_dot(
             text.append(coloring.notes[layer["id"]])
             fill = coloring.fills[layer["id"]]
         if fill:
-            attrs.append(f'fillcolor="{fill}"')
+            attrs.append(_fill(fill))
         where = f"{report['file']}:{layer['line']}"
         attrs.append(f"tooltip={quote_text([where])}")
         lines.append(f"  {quote(layer['id'])} [label={quote_text(text)}, {', '.join(attrs)}];")
@@ -422,7 +422,7 @@ def to_dot(
 
 
 def _legend_dot(coloring: Coloring) -> list[str]:
-    """The legend: a box of coloured boxes, one per colour, titled with what they measure."""
+    """The legend: a row of coloured boxes, one per colour, titled with what they measure."""
     lines = [
         '  subgraph "cluster_legend" {',
         f"    label={quote_text([coloring.title])};",
@@ -430,9 +430,16 @@ def _legend_dot(coloring: Coloring) -> list[str]:
     ]
     names = [f"legend {i}" for i in range(len(coloring.legend))]
     for name, (text, colour) in zip(names, coloring.legend, strict=True):
-        lines.append(f'    {quote(name)} [label={quote_text([text])}, fillcolor="{colour}"];')
-    # Invisible edges keep the boxes in order, one under the other.
+        lines.append(f"    {quote(name)} [label={quote_text([text])}, {_fill(colour)}];")
+    # One rank, in order: a row under the title.
+    lines.append("    { rank=same; " + " ".join(f"{quote(n)};" for n in names) + " }")
     lines += [f"    {quote(a)} -> {quote(b)} [style=invis];"
               for a, b in itertools.pairwise(names)]  # fmt: skip
     lines.append("  }")
     return lines
+
+
+def _fill(colour: str) -> str:
+    """A fill, with white text on the darkest colours of the scale."""
+    dark = colour in _SCALE[3:]
+    return f'fillcolor="{colour}"' + (', fontcolor="#ffffff"' if dark else "")

@@ -60,7 +60,7 @@ def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str
         if m is None:
             # Blank lines, the comments, the defaults and the legend's frame are all the rest.
             assert line == "" or line.lstrip().startswith(
-                ("//", "graph ", "node ", "edge ", "subgraph ", "label=", "style=", "}")
+                ("//", "graph ", "node ", "edge ", "subgraph ", "label=", "style=", "{ rank=", "}")
             ), line
             continue
         tail, head, attrs = m.groups()
@@ -462,6 +462,9 @@ def test_color_by_time_through_a_subprocess():
                               ("5% to 10%", SCALE[2]), ("10% to 25%", SCALE[3]),
                               (">= 25%", SCALE[4]), ("not timed", "#ffffff")]  # fmt: skip
     assert 'label="time per layer: share of ' in done.stdout
+    # White text on the two darkest fills, black on the others.
+    assert [nodes[f"legend {i}"].get("fontcolor") for i in range(6)] == [
+        None, None, None, "#ffffff", "#ffffff", None]  # fmt: skip
     shares = {}
     for lid in COMPUTED:
         last = nodes[lid]["label"].split("\n")[-1]
