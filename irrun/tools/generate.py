@@ -196,7 +196,10 @@ class _Stream:
         self.out.flush()
 
     def close(self) -> None:
-        if self.tokenizer is not None and self.tokens:
+        """The text held back, and the end of the line (none if no token came)."""
+        if not self.tokens:
+            return
+        if self.tokenizer is not None:
             text = self.tokenizer.decode(self.tokens)
             if text.startswith(self.shown):
                 self.out.write(text[len(self.shown) :])
