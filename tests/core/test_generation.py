@@ -475,3 +475,46 @@ def test_a_mamba_config_is_read(tmp_path):
     (folder / "config.json").write_text(json.dumps(config))
     assert irrun.core.generation.open_language_model(folder).conv_kernel == 4
     assert irrun.core.generation.open_language_model(HERE / "llama").conv_kernel is None
+
+
+def test_a_mamba_folder_decodes_with_optimums_inputs(tmp_path):
+    """A stateful 16-token "Mamba" (config.json: model_type mamba, conv_kernel 4) whose
+    logits are the one-hot of (input_ids + max(cache_position) + sum(attention_mask)) mod
+    16.  Fed as OVMambaForCausalLM feeds it, by hand from the prompt [1, 2]: the prompt's
+    positions are 0..3 and its mask 2 ones, so 2 + 3 + 2 = 7; then the new token's
+    position and a mask of one: 7 + 2 + 1 = 10, 10 + 3 + 1 = 14, 14 + 4 + 1 = 19 = 3."""
+    import openvino as ov
+    from openvino import opset1, opset6
+    from openvino.op.util import Variable, VariableInfo
+
+    def param(name, shape):
+        p = opset1.parameter(shape, np.int64, name=name)
+        p.output(0).get_tensor().set_names({name})
+        return p
+
+    def const(value):
+        return opset1.constant(np.array(value, np.int64))
+
+    ids, mask, positions = (param("input_ids", [1, -1]), param("attention_mask", [1, -1]),
+                            param("cache_position", [-1]))  # fmt: skip
+    info = VariableInfo()
+    info.variable_id, info.data_type, info.data_shape = "conv", ov.Type.i64, ov.PartialShape([1])
+    var = Variable(info)
+    steps = opset1.add(opset6.read_value(const([0]), var), const([1]))
+    shift = opset1.add(opset1.reduce_max(positions, const([0])),
+                       opset1.reduce_sum(mask, const([1])))  # fmt: skip
+    index = opset1.floor_mod(opset1.add(ids, shift), const(16))
+    logits = opset1.one_hot(index, const(16), opset1.constant(np.float32(1)),
+                            opset1.constant(np.float32(0)), -1)  # fmt: skip
+    logits.output(0).get_tensor().set_names({"logits"})
+    model = ov.Model([opset1.result(logits)], [opset6.assign(steps, var)],
+                     [ids, mask, positions], "mamba")  # fmt: skip
+    folder = tmp_path / "mamba"
+    folder.mkdir()
+    ov.save_model(model, folder / "openvino_model.xml", compress_to_fp16=False)
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "mamba", "conv_kernel": 4, "vocab_size": 16}))  # fmt: skip
+    assert irrun.generate(folder, [1, 2], 4).tokens == [7, 10, 14, 3]
+    # The same IR without the config is fed as a transformer: (2 + 1 + 2) = 5 first.
+    ov.save_model(model, tmp_path / "plain.xml", compress_to_fp16=False)
+    assert irrun.generate(tmp_path / "plain.xml", [1, 2], 1).tokens == [5]
