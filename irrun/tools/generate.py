@@ -23,6 +23,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import unquote, urlparse
 
 from ..core.generation import LanguageModel, generate, open_language_model, sampling_settings
 from ..errors import IrrunError, Location, UsageError
@@ -49,9 +50,8 @@ def register(sub: Any, parents: Parents) -> None:
     parser.add_argument("--max-new-tokens", type=positive, metavar="N",
                         help="stop after N new tokens (default: generation_config.json's "
                         "max_new_tokens, else 16)")  # fmt: skip
-    parser.add_argument(
-        "--ignore-eos", action="store_true", help="decode on past the end-of-sequence id"
-    )
+    parser.add_argument("--ignore-eos", action="store_true",
+                        help="decode on past the end-of-sequence id")  # fmt: skip
     sample = parser.add_argument_group(
         "sampling", "as Hugging Face's generate(do_sample=True): the logits divided by the "
         "temperature, cut to the top k, then to the top p, then a token drawn; the defaults "
@@ -59,18 +59,10 @@ def register(sub: Any, parents: Parents) -> None:
     sample.add_argument("--do-sample", action="store_true",
                         help="draw each token from the logits' distribution (default: greedy, "
                         "the largest logit)")  # fmt: skip
-    sample.add_argument(
-        "--temperature",
-        type=float,
-        metavar="T",
-        help="divide the logits by T, above 0 (default 1.0)",
-    )
-    sample.add_argument(
-        "--top-k",
-        type=int_at_least(0, "--top-k"),
-        metavar="K",
-        help="keep the K most likely tokens; 0 keeps all (default 50)",
-    )
+    sample.add_argument("--temperature", type=float, metavar="T",
+                        help="divide the logits by T, above 0 (default 1.0)")  # fmt: skip
+    sample.add_argument("--top-k", type=int_at_least(0, "--top-k"), metavar="K",
+                        help="keep the K most likely tokens; 0 keeps all (default 50)")  # fmt: skip
     sample.add_argument("--top-p", type=_probability, metavar="P",
                         help="keep the fewest most likely tokens whose probability reaches P, "
                         "at least one (default 1.0: all)")  # fmt: skip
@@ -136,10 +128,10 @@ def install_hint(extra: str, package: str) -> str:
     if direct is None:  # from an index: the installed package should be this one
         located = Path(str(dist.locate_file("irrun"))).resolve()
         return f'pip install "irrun[{extra}]"' if located == here / "irrun" else plain
-    url = str(direct.get("url", ""))
-    if "dir_info" not in direct or not url.startswith("file://"):
+    url = urlparse(str(direct.get("url", "")))
+    if "dir_info" not in direct or url.scheme != "file":
         return plain
-    folder = Path(url.removeprefix("file://"))
+    folder = Path(unquote(url.path))
     if folder.resolve() != here or not (folder / "pyproject.toml").is_file():
         return plain
     editable = bool(direct["dir_info"].get("editable"))
