@@ -9,19 +9,40 @@ a one-line error saying how to get it, and nothing is written.
 Like ``irrun inspect``, a model with errors is drawn as far as it can be read: its
 layers with errors get a red border, and the edges the graph could not take are left
 out.  The file is written only once the picture is complete, whole or not at all.
+
+As Netron does, constants are folded into the layers that use them: a Const, and a
+Convert of one (weights stored in f16 or int8), is a line in its consumer's box
+(``weight: f16->f32[16,3,3,3]``) rather than a box of its own; ``--constants`` draws
+them all.  ``--color-by time`` fills each layer by its share of a profiled run's time
+(as ``irrun run --profile`` measures it), ``--color-by error`` by its largest absolute
+difference from a reference run (as ``irrun compare --mark-all`` finds it: irrun's
+reference kernels, or OpenVINO with ``--ref-backend openvino``), both on seeded random
+inputs or ``--input``; a legend says what each colour means.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import subprocess
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import IrrunError, Location, UsageError, one_line
-from .common import Parents, check_output_path, say_written, shapes, write_atomically
+from ..text import count
+from .common import (
+    Parents,
+    check_output_path,
+    int_at_least,
+    read_inputs,
+    say_written,
+    shapes,
+    write_atomically,
+)
 from .inspect import attributes_text, inspect_model, shape_text
 
 # The format each output file name ending gives, when --format does not say.
@@ -29,6 +50,26 @@ FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "p
 
 # Fill colours by layer type: inputs green, outputs orange, constants grey.
 _FILL = {"Parameter": "#d9ead3", "Result": "#fce5cd", "Const": "#eeeeee"}
+
+# --color-by: light to dark (ColorBrewer's YlOrRd), the cheapest or closest first.
+_SCALE = ("#ffffb2", "#fecc5c", "#fd8d3c", "#f03b20", "#bd0026")
+# A layer's share of the time: below 1%, 5%, 10%, 25%, and from 25%.
+TIME_BINS = (0.01, 0.05, 0.10, 0.25)
+# A layer's largest absolute error: 0, then below 1e-6, 1e-5, 1e-4, 1e-3, and from 1e-3.
+ERROR_BINS = (1e-6, 1e-5, 1e-4, 1e-3)
+_EQUAL = "#b6d7a8"  # an error of exactly 0
+_UNCOLORED = "#ffffff"
+
+
+@dataclass
+class Coloring:
+    """What ``--color-by`` adds to the picture: a fill and a label line per layer id, and
+    the legend (its title and each colour's meaning)."""
+
+    title: str
+    fills: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    legend: list[tuple[str, str]] = field(default_factory=list)
 
 
 def register(sub: Any, parents: Parents) -> None:
@@ -52,6 +93,30 @@ def register(sub: Any, parents: Parents) -> None:
         "--shape", type=shapes, metavar="SHAPES",
         help="give the inputs new shapes first and draw the shapes that follow, in "
         "OpenVINO's syntax: x[8,3,224,224],y[1,4], or [1,3,224,224] for one input",
+    )  # fmt: skip
+    parser.add_argument(
+        "--constants", action="store_true",
+        help="draw every Const (and Convert of one) as a box of its own, instead of as a line "
+        "in the box of the layer that uses it",
+    )  # fmt: skip
+    parser.add_argument(
+        "--color-by", choices=("time", "error"),
+        help="fill each layer by its share of a profiled run's time, or by its largest "
+        "absolute error against a reference run (see --ref-backend); with a legend",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ref-backend", choices=("reference", "openvino"),
+        help="--color-by error: the run to compare with, irrun's reference kernels (the "
+        "default) or OpenVINO's CPU plugin",
+    )  # fmt: skip
+    parser.add_argument(
+        "-i", "--input", action="append", default=[], metavar="[NAME=]PATH",
+        help="--color-by: an input (.npy, NAME=x.npy, or an .npz by input name); default: "
+        "seeded random inputs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seed", type=int_at_least(0, "--seed"),
+        help="--color-by: the seed of the random inputs (default 0)",
     )  # fmt: skip
     parser.set_defaults(handler=_handle)
 
@@ -77,6 +142,15 @@ def output_format(output: str, given: str | None) -> str:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    if args.color_by is None:
+        for flag, given in (("--ref-backend", args.ref_backend), ("--input", args.input),
+                            ("--seed", args.seed)):  # fmt: skip
+            if given not in (None, []):
+                raise UsageError(f"{flag} only applies with --color-by")
+    elif args.color_by == "time" and args.ref_backend is not None:
+        raise UsageError("--ref-backend only applies with --color-by error")
+    if args.input and args.seed is not None:
+        raise UsageError("--seed makes random inputs, but the inputs come from --input")
     out = None if args.output == "-" else Path(args.output)
     if out is not None:  # before any work, so that nothing is drawn for a file never written
         check_output_path(out)
@@ -89,7 +163,12 @@ def _handle(args: argparse.Namespace) -> int:
                 f"drawing {fmt.upper()} needs Graphviz's dot program, which is not on PATH: "
                 "install Graphviz (apt-get install graphviz) or write DOT (-o graph.dot)"
             )
-    text = to_dot(inspect_model(args.model, args.weights, args.shape))
+    report = inspect_model(args.model, args.weights, args.shape)
+    coloring = None
+    if args.color_by is not None:
+        coloring = color_by(args.color_by, args.model, args.weights, args.shape, args.input,
+                            args.seed or 0, args.ref_backend or "reference")  # fmt: skip
+    text = to_dot(report, constants=args.constants, coloring=coloring)
     if program is None and out is None:
         sys.stdout.write(text)
         return 0
@@ -102,6 +181,81 @@ def _handle(args: argparse.Namespace) -> int:
         write_atomically(out, lambda f: f.write(data), binary=True)
         say_written(f"the graph ({fmt.upper()})", out)
     return 0
+
+
+def color_by(
+    what: str,
+    xml: str,
+    weights: str | None = None,
+    shape: str | None = None,
+    inputs: list[str] | None = None,
+    seed: int = 0,
+    backend: str = "reference",
+) -> Coloring:
+    """The :class:`Coloring` of ``--color-by time`` or ``--color-by error``: one run of the
+    model on ``inputs`` (``--input`` values) or on random inputs of ``seed``."""
+    from ..core.model import load
+
+    model = load(xml, weights)
+    if shape:
+        model.reshape(shape)
+    feeds = read_inputs(model, inputs) if inputs else model.random_inputs(seed)
+    origin = "--input" if inputs else f"random inputs, seed {seed}"
+    if what == "time":
+        return _time_coloring(model, feeds, origin)
+    return _error_coloring(model, feeds, origin, backend)
+
+
+def _time_coloring(model: Any, feeds: dict[str, Any], origin: str) -> Coloring:
+    from .profile import Profile
+
+    profile = Profile(model.folding)
+    model.run(feeds)  # the first run's set-up is charged to no layer, as --profile does
+    profile.start_run(time.perf_counter())
+    model._execute(feeds, on_layer=profile, every_layer=False, values=False)
+    profile.end_run(time.perf_counter())
+    total = sum(t.median for t in profile.layers.values())
+    coloring = Coloring(f"time per layer: share of {total * 1e3:.3f} ms ({origin})")
+    for lid, times in profile.layers.items():
+        share = times.median / total if total > 0 else 0.0
+        coloring.fills[lid] = _SCALE[_bin(share, TIME_BINS)]
+        coloring.notes[lid] = f"{times.median * 1e3:.3f} ms ({share:.1%})"
+    edges = [f"{b:.0%}" for b in TIME_BINS]
+    coloring.legend = [*_legend(edges, "%"), ("not timed", _UNCOLORED)]
+    return coloring
+
+
+def _error_coloring(model: Any, feeds: dict[str, Any], origin: str, backend: str) -> Coloring:
+    from .compare import compare
+
+    report = compare(model, feeds, backend=backend, mark_all=True)
+    worst: dict[str, tuple[float, bool]] = {}  # layer id -> largest error, all passed
+    for result in report.results:
+        if result.layer is None:
+            continue
+        error = result.max_abs if result.max_abs is not None else float("inf")
+        before = worst.get(result.layer.id, (0.0, True))
+        worst[result.layer.id] = (max(before[0], error), before[1] and result.passed)
+    what = "OpenVINO" if backend == "openvino" else "irrun's reference kernels"
+    coloring = Coloring(f"largest absolute error against {what} ({origin})")
+    for lid, (error, passed) in worst.items():
+        coloring.fills[lid] = _EQUAL if error == 0 else _SCALE[_bin(error, ERROR_BINS)]
+        coloring.notes[lid] = f"max abs error {error:.2g}" + ("" if passed else " (FAILED)")
+    edges = [f"{b:.0e}".replace("e-0", "e-") for b in ERROR_BINS]
+    coloring.legend = [("0", _EQUAL), *_legend(edges, ""), ("not compared", _UNCOLORED)]
+    return coloring
+
+
+def _bin(value: float, bins: tuple[float, ...]) -> int:
+    return sum(value >= b for b in bins)
+
+
+def _legend(edges: list[str], unit: str) -> list[tuple[str, str]]:
+    """``< 1%``, ``1% to 5%``, ... ``>= 25%`` with their colours."""
+    labels = [f"< {edges[0]}"]
+    labels += [f"{lo} to {hi}" for lo, hi in itertools.pairwise(edges)]
+    labels.append(f">= {edges[-1]}")
+    return list(zip(labels, _SCALE, strict=True))
 
 
 def render(text: str, fmt: str, program: str, output: str) -> bytes:
@@ -147,11 +301,68 @@ def quote_text(lines: list[str]) -> str:
     return '"' + "\\n".join(escaped) + '"'
 
 
-def to_dot(report: dict[str, Any]) -> str:
+def folded_constants(report: dict[str, Any]) -> set[str]:
+    """The ids of the layers drawn as lines in their consumers' boxes: each Const, and
+    each Convert of one, that feeds layers other than Results.
+
+    >>> sorted(folded_constants(inspect_model("models/demo.xml")), key=int)
+    ['1', '2', '6', '7', '11', '13', '15', '16', '18', '19']
+    """
+    by_id = {layer["id"]: layer for layer in report["layers"]}
+    consumers: dict[str, list[dict[str, Any]]] = {}
+    for layer in report["layers"]:
+        for tensor in layer["inputs"]:
+            if tensor["from"] is not None:
+                consumers.setdefault(tensor["from"]["layer"], []).append(layer)
+
+    def constant(layer: dict[str, Any]) -> bool:
+        if layer["type"] == "Const":
+            return True
+        if layer["type"] != "Convert" or len(layer["inputs"]) != 1:
+            return False
+        src = layer["inputs"][0]["from"]
+        return src is not None and constant(by_id[src["layer"]])
+
+    folded: dict[str, bool] = {}
+
+    def fold(layer: dict[str, Any]) -> bool:
+        lid = layer["id"]
+        if lid not in folded:
+            users = consumers.get(lid, [])
+            folded[lid] = (constant(layer) and bool(users) and all(
+                u["type"] != "Result" and (not constant(u) or fold(u)) for u in users))  # fmt: skip
+        return folded[lid]
+
+    return {layer["id"] for layer in report["layers"] if fold(layer)}
+
+
+def _constant_text(by_id: dict[str, dict[str, Any]], tensor: dict[str, Any]) -> str:
+    """A folded input's line: the name of the layer that feeds it, the Const's element type
+    if converted, the shape the consumer gets, and its value when the file holds a short one."""
+    layer = by_id[tensor["from"]["layer"]]
+    name = layer["name"]
+    while layer["type"] == "Convert":
+        layer = by_id[layer["inputs"][0]["from"]["layer"]]
+    stored = layer["outputs"][0]["element_type"] if layer["outputs"] else None
+    text = shape_text(tensor)
+    if stored and tensor["element_type"] and stored != tensor["element_type"]:
+        text = f"{stored}->{text}"
+    line = f"{name}: {text}"
+    if "value" in layer["attributes"]:
+        line += " = " + attributes_text({"v": layer["attributes"]["value"]})[0][2:]
+    return line
+
+
+def to_dot(
+    report: dict[str, Any], constants: bool = False, coloring: Coloring | None = None
+) -> str:
     """The DOT text of the graph in an :func:`~irrun.tools.inspect.inspect_model` document.
 
+    Constants are folded into their consumers unless ``constants``; ``coloring`` fills
+    the layers and adds a legend.
+
     >>> text = to_dot(inspect_model("models/pooling_chain.xml"))
-    >>> print(text.splitlines()[6])
+    >>> print(next(line for line in text.splitlines() if line.startswith('  "0" ')))
       "0" [label="image\\nParameter-v1", fillcolor="#d9ead3", tooltip="models/pooling_chain.xml:4"];
     >>> print(next(line for line in text.splitlines() if '"1" -> "2"' in line))
       "1" -> "2" [label="port 1\\nf32[1,3,8,8]"];
@@ -166,24 +377,35 @@ def to_dot(report: dict[str, Any]) -> str:
         "",
     ]
     by_id = {layer["id"]: layer for layer in report["layers"]}
+    hidden = set() if constants else folded_constants(report)
+    if hidden:
+        lines.insert(5, f"  // {count(len(hidden), 'constant layer')} folded into the layers "
+                     "that use them (--constants draws them)")  # fmt: skip
     for layer in report["layers"]:
+        if layer["id"] in hidden:
+            continue
         text = [layer["name"], layer["op"], *attributes_text(layer["attributes"])]
+        text += [_constant_text(by_id, t) for t in layer["inputs"]
+                 if t["from"] is not None and t["from"]["layer"] in hidden]  # fmt: skip
         errors = layer["problems"]["errors"]
         attrs = []
         if errors:
             text.append(f"{errors} error{'s' * (errors != 1)} (irrun validate)")
             attrs += ['color="#cc0000"', "penwidth=2"]
         fill = _FILL.get(layer["type"])
+        if coloring is not None and layer["id"] in coloring.notes:
+            text.append(coloring.notes[layer["id"]])
+            fill = coloring.fills[layer["id"]]
         if fill:
-            attrs.append(f'fillcolor="{fill}"')
+            attrs.append(_fill(fill))
         where = f"{report['file']}:{layer['line']}"
         attrs.append(f"tooltip={quote_text([where])}")
-        lines.append(f'  {quote(layer["id"])} [label={quote_text(text)}, {", ".join(attrs)}];')
+        lines.append(f"  {quote(layer['id'])} [label={quote_text(text)}, {', '.join(attrs)}];")
     lines.append("")
     for layer in report["layers"]:
         for tensor in layer["inputs"]:
             src = tensor["from"]
-            if src is None:
+            if src is None or src["layer"] in hidden:
                 continue
             producer = by_id[src["layer"]]
             text = [shape_text(tensor)]
@@ -191,7 +413,33 @@ def to_dot(report: dict[str, Any]) -> str:
                 port = next(p for p in producer["outputs"] if p["port"] == src["port"])
                 text.insert(0, port["names"][0] if port["names"] else f"port {src['port']}")
             lines.append(
-                f'  {quote(src["layer"])} -> {quote(layer["id"])} [label={quote_text(text)}];'
+                f"  {quote(src['layer'])} -> {quote(layer['id'])} [label={quote_text(text)}];"
             )
+    if coloring is not None:
+        lines += ["", *_legend_dot(coloring)]
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _legend_dot(coloring: Coloring) -> list[str]:
+    """The legend: a row of coloured boxes, one per colour, titled with what they measure."""
+    lines = [
+        '  subgraph "cluster_legend" {',
+        f"    label={quote_text([coloring.title])};",
+        '    style="rounded"; fontname="Helvetica"; fontsize=10;',
+    ]
+    names = [f"legend {i}" for i in range(len(coloring.legend))]
+    for name, (text, colour) in zip(names, coloring.legend, strict=True):
+        lines.append(f"    {quote(name)} [label={quote_text([text])}, {_fill(colour)}];")
+    # One rank, in order: a row under the title.
+    lines.append("    { rank=same; " + " ".join(f"{quote(n)};" for n in names) + " }")
+    lines += [f"    {quote(a)} -> {quote(b)} [style=invis];"
+              for a, b in itertools.pairwise(names)]  # fmt: skip
+    lines.append("  }")
+    return lines
+
+
+def _fill(colour: str) -> str:
+    """A fill, with white text on the darkest colours of the scale."""
+    dark = colour in _SCALE[3:]
+    return f'fillcolor="{colour}"' + (', fontcolor="#ffffff"' if dark else "")

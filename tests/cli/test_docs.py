@@ -88,6 +88,8 @@ def assert_same_output(printed: str, shown: str) -> None:
         "irrun compare models/pooling_chain.xml --ref models/pooling_chain.expected.npz --seed 1",
         "irrun models/demo.xml --input-dir models/demo_batch --output-dir out -v",
         "irrun generate tests/stateful/gpt2_int4 --input-ids 3,17,42,99,123,200 --max-new-tokens 8",
+        "irrun generate tests/stateful/llama --input-ids 293,360,361 --max-new-tokens 6 "
+        "--do-sample --top-p 0.9 --seed 3 --no-stream",
         'irrun benchmark models/demo.xml -niter 100 -shape "[8,3,32,32]" --threads 1',
     ],
 )

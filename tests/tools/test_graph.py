@@ -13,6 +13,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import openvino as ov
 import pytest
 from lxml import etree
@@ -39,7 +40,7 @@ def graph(capsys, *args) -> tuple[int, str, str]:
 # A small reader of the DOT irrun writes: one statement a line, IDs and values quoted.
 QUOTED = r'"(?:[^"\\]|\\.)*"'
 STATEMENT = re.compile(rf"\s*({QUOTED})(?:\s*->\s*({QUOTED}))?\s*\[(.*)\];")
-ATTRIBUTE = re.compile(rf'(\w+)=({QUOTED}|[^,\s]+)')
+ATTRIBUTE = re.compile(rf"(\w+)=({QUOTED}|[^,\s]+)")
 
 
 def unquote(text: str) -> str:
@@ -57,8 +58,10 @@ def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str
     for line in lines[1:-1]:
         m = STATEMENT.fullmatch(line)
         if m is None:
-            # Blank lines, the comment and the defaults are all the rest.
-            assert line == "" or line.lstrip().startswith(("//", "graph ", "node ", "edge ")), line
+            # Blank lines, the comments, the defaults and the legend's frame are all the rest.
+            assert line == "" or line.lstrip().startswith(
+                ("//", "graph ", "node ", "edge ", "subgraph ", "label=", "style=", "{ rank=", "}")
+            ), line
             continue
         tail, head, attrs = m.groups()
         values = {k: unquote(v) if v.startswith('"') else v for k, v in ATTRIBUTE.findall(attrs)}
@@ -81,7 +84,7 @@ def ir_edges(xml: Path) -> list[tuple[str, str, str, str]]:
 
 @pytest.mark.parametrize("xml", MODELS, ids=MODEL_IDS)
 def test_dot_has_a_node_per_layer_and_an_edge_per_ir_edge(xml, capsys):
-    rc, text, err = graph(capsys, xml)
+    rc, text, err = graph(capsys, xml, "--constants")
     assert (rc, err) == (0, "")
     nodes, edges = parse_dot(text)
     root = etree.parse(str(xml)).getroot()
@@ -106,8 +109,11 @@ def test_edge_labels_are_the_shapes_openvino_infers(xml, capsys):
     for tail, head, attrs in edges:
         consumer = by_name[name_of[head]]
         # The edge into the consumer: the input fed by the tail's layer (one per pair here).
-        [port] = [i for i in consumer.inputs()
-                  if i.get_source_output().get_node().get_friendly_name() == name_of[tail]]
+        [port] = [
+            i
+            for i in consumer.inputs()
+            if i.get_source_output().get_node().get_friendly_name() == name_of[tail]
+        ]
         shape = from_ov_shape(port.get_partial_shape())
         et = port.get_element_type().get_type_name()
         label = attrs["label"].split("\n")
@@ -121,7 +127,7 @@ def test_edge_labels_are_the_shapes_openvino_infers(xml, capsys):
 
 def test_dot_of_pooling_chain_in_full(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    _, text, _ = graph(capsys, "models/pooling_chain.xml")
+    _, text, _ = graph(capsys, "models/pooling_chain.xml", "--constants")
     nodes, edges = parse_dot(text)
     assert nodes["1"]["label"].split("\n") == [
         "stem_pool", "MaxPool-v8", "kernel=[3,3]", "strides=[2,2]", "dilations=[1,1]",
@@ -137,6 +143,16 @@ def test_dot_of_pooling_chain_in_full(capsys, monkeypatch):
         ("4", "5", "pooled\nf32[1,3,2,2]"),
         ("4", "6", "indices\ni32[1,3,2,2]"),
     ]
+    # By default the Const is a line in the box of the layer that uses it.
+    _, text, _ = graph(capsys, "models/pooling_chain.xml")
+    folded, folded_edges = parse_dot(text)
+    assert set(folded) == set(nodes) - {"3"}
+    assert folded["4"]["label"].split("\n") == [
+        "head_pool", "AdaptiveMaxPool-v8", "index_element_type=i32", "head_size: i64[2] = [2,2]"
+    ]  # fmt: skip
+    assert folded_edges == [e for e in edges if e[0] != "3"]
+    assert "  // 1 constant layer folded into the layers that use them (--constants draws them)" \
+        in text.splitlines()  # fmt: skip
 
 
 def test_dot_on_stdout_is_the_dot_file(tmp_path, capsys):
@@ -177,8 +193,8 @@ def test_graphviz_reads_the_dot_as_irrun_wrote_it(tmp_path, capsys):
     done = subprocess.run(["dot", "-Tjson"], input=text, capture_output=True, text=True,
                           check=True)  # fmt: skip
     drawn = json.loads(done.stdout)
-    assert {o["name"] for o in drawn["objects"]} == {str(i) for i in range(7)}
-    assert len(drawn["edges"]) == 6
+    assert {o["name"] for o in drawn["objects"]} == {str(i) for i in range(7) if i != 3}
+    assert len(drawn["edges"]) == 5
     rc, _, _ = graph(capsys, xml, "-o", tmp_path / "odd.svg")
     assert rc == 0
     svg = etree.parse(str(tmp_path / "odd.svg")).getroot()
@@ -190,7 +206,11 @@ def test_graphviz_reads_the_dot_as_irrun_wrote_it(tmp_path, capsys):
 @pytest.mark.parametrize("xml", MODELS, ids=MODEL_IDS)
 def test_svg_is_xml_with_every_layer_and_edge(xml, tmp_path, capsys):
     out = tmp_path / "graph.svg"
-    assert graph(capsys, xml, "-o", out) == (0, "", f"irrun: wrote the graph (SVG) to {out}\n")
+    assert graph(capsys, xml, "-o", out, "--constants") == (
+        0,
+        "",
+        f"irrun: wrote the graph (SVG) to {out}\n",
+    )
     svg = etree.parse(str(out)).getroot()
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
     texts = {t.text for t in svg.iter("{http://www.w3.org/2000/svg}text")}
@@ -321,15 +341,21 @@ def test_a_model_with_errors_is_drawn_with_them_marked(tmp_path, capsys):
     rc, dot_text, err = graph(capsys, xml)
     assert (rc, err) == (0, "")
     nodes, edges = parse_dot(dot_text)
-    assert len(nodes) == 7 and len(edges) == 6
+    assert len(nodes) == 6 and len(edges) == 5  # the Const in head_pool's box
     assert nodes["4"]["label"].split("\n") == [
-        "head_pool", "AdaptiveMaxPool (opset7)", "index_element_type=i32", "1 error (irrun validate)"
+        "head_pool",
+        "AdaptiveMaxPool (opset7)",
+        "index_element_type=i32",
+        "head_size: i64[2] = [2,2]",
+        "1 error (irrun validate)",
     ]
     assert nodes["4"]["color"] == "#cc0000"
     assert all("color" not in attrs for lid, attrs in nodes.items() if lid != "4")
     # Past it, the shapes are those the file declares, marked as such.
-    assert [a["label"] for t, h, a in edges if t == "4"] == ["pooled\nf32[1,3,2,2]*",
-                                                            "indices\ni32[1,3,2,2]*"]
+    assert [a["label"] for t, h, a in edges if t == "4"] == [
+        "pooled\nf32[1,3,2,2]*",
+        "indices\ni32[1,3,2,2]*",
+    ]
 
 
 def test_a_file_that_is_not_ir_is_one_line(tmp_path, capsys):
@@ -343,8 +369,7 @@ def test_shape_draws_the_new_shapes(capsys):
     _, text, _ = graph(capsys, ROOT / "models/pooling_chain.xml", "--shape", "image[2,3,32,32]")
     _, edges = parse_dot(text)
     assert [a["label"].split("\n")[-1] for _, _, a in edges] == [
-        "f32[2,3,32,32]", "f32[2,3,16,16]", "f32[2,3,8,8]", "i64[2]", "f32[2,3,2,2]",
-        "i32[2,3,2,2]",
+        "f32[2,3,32,32]", "f32[2,3,16,16]", "f32[2,3,8,8]", "f32[2,3,2,2]", "i32[2,3,2,2]",
     ]  # fmt: skip
 
 
@@ -358,3 +383,160 @@ def test_python_m_irrun_graph(tmp_path):
     assert proc.stderr == f"irrun: wrote the graph (SVG) to {tmp_path / 'chain.svg'}\n"
     svg = etree.parse(str(tmp_path / "chain.svg")).getroot()
     assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+
+
+# ------------------------------------------------------------------- constants, folded
+
+
+DEMO_CONSTANTS = {"1", "2", "6", "7", "11", "13", "15", "16", "18", "19"}  # Consts, Converts
+
+
+def test_weights_and_their_converts_are_lines_in_their_layers_box(capsys):
+    """models/demo.xml stores its weights in f16, each decompressed by a Convert: the
+    pair is a line in the box of the layer that uses it, as Netron draws it."""
+    xml = ROOT / "models/demo.xml"
+    _, text, _ = graph(capsys, xml)
+    nodes, edges = parse_dot(text)
+    root = etree.parse(str(xml)).getroot()
+    layers = {el.get("id"): el for el in root.iter("layer")}
+    assert {lid for lid, el in layers.items() if el.get("type") in ("Const", "Convert")} == (
+        DEMO_CONSTANTS
+    )
+    assert set(nodes) == set(layers) - DEMO_CONSTANTS
+    assert Counter((t, h) for t, h, _ in edges) == Counter(
+        (f, t) for f, _, t, _ in ir_edges(xml) if f not in DEMO_CONSTANTS
+    )
+    lines = {lid: attrs["label"].split("\n") for lid, attrs in nodes.items()}
+    # The name is the Convert's (the tensor the layer gets), the types the file's.
+    assert lines["3"][-1] == "Constant_58067: f16->f32[16,3,3,3]"
+    assert lines["8"][-1] == "Constant_58071: f16->f32[32,16,3,3]"
+    assert lines["17"][-1] == "Constant_58080: f16->f32[10,32]"
+    assert lines["20"][-1] == "Constant_58079: f16->f32[10]"
+    assert lines["14"][-1] == "Constant_58077: i64[2] = [0,-1]"
+    _, full, _ = graph(capsys, xml, "--constants")
+    assert set(parse_dot(full)[0]) == set(layers)
+
+
+def test_constants_that_are_outputs_or_shared(tmp_path, capsys):
+    """A Const used by two layers is a line in both boxes; a Const (or its Convert) that
+    is a model output stays a box, as does every layer on its way to the Result."""
+    from openvino import opset1
+
+    x = opset1.parameter([1, 3], np.float32, name="x")
+    shared = opset1.constant(np.ones((1, 3), np.float32), name="shared")
+    a = opset1.add(x, shared, name="a")
+    b = opset1.multiply(a, shared, name="b")
+    kept = opset1.constant(np.zeros(3, np.float16), name="kept")
+    converted = opset1.convert(kept, "f32", name="converted")
+    model = ov.Model([opset1.result(b), opset1.result(converted)], [x], "m")
+    xml = tmp_path / "m.xml"
+    ov.save_model(model, xml, compress_to_fp16=False)
+    _, text, _ = graph(capsys, xml)
+    nodes, _ = parse_dot(text)
+    names = {attrs["label"].split("\n")[0]: attrs["label"].split("\n") for attrs in nodes.values()}
+    assert "shared" not in names and {"kept", "converted"} <= set(names)
+    assert names["a"][-1] == names["b"][-1] == "shared: f32[1,3]"
+
+
+# -------------------------------------------------------------------------- --color-by
+
+SCALE = ("#ffffb2", "#fecc5c", "#fd8d3c", "#f03b20", "#bd0026")
+COMPUTED = {"3", "4", "5", "8", "9", "10", "12", "14", "17", "20", "21"}  # in demo.xml
+
+
+def _legend(nodes: dict) -> list[tuple[str, str]]:
+    keys = sorted((k for k in nodes if k.startswith("legend ")), key=lambda k: int(k.split()[1]))
+    return [(nodes[k]["label"], nodes[k]["fillcolor"]) for k in keys]
+
+
+def test_color_by_time_through_a_subprocess():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "irrun", "graph", str(ROOT / "models/demo.xml"),
+         "--color-by", "time"],
+        capture_output=True, text=True, env=env, check=False, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    nodes, _ = parse_dot(done.stdout)
+    assert _legend(nodes) == [("< 1%", SCALE[0]), ("1% to 5%", SCALE[1]),
+                              ("5% to 10%", SCALE[2]), ("10% to 25%", SCALE[3]),
+                              (">= 25%", SCALE[4]), ("not timed", "#ffffff")]  # fmt: skip
+    assert 'label="time per layer: share of ' in done.stdout
+    # White text on the two darkest fills, black on the others.
+    assert [nodes[f"legend {i}"].get("fontcolor") for i in range(6)] == [
+        None, None, None, "#ffffff", "#ffffff", None]  # fmt: skip
+    shares = {}
+    for lid in COMPUTED:
+        last = nodes[lid]["label"].split("\n")[-1]
+        m = re.fullmatch(r"(\d+\.\d{3}) ms \((\d+\.\d)%\)", last)
+        assert m, last
+        share = float(m.group(2)) / 100
+        shares[lid] = share
+        # Its colour is its share's bin (a share printed at a bin's edge may round across).
+        bins = (0.01, 0.05, 0.10, 0.25)
+        near = {sum(share + d >= b for b in bins) for d in (-0.0005, 0.0005)}
+        assert nodes[lid]["fillcolor"] in {SCALE[i] for i in near}, (lid, share)
+    assert abs(sum(shares.values()) - 1) <= 0.0006 * len(shares)
+    assert nodes["0"]["fillcolor"] == "#d9ead3" and nodes["22"]["fillcolor"] == "#fce5cd"
+
+
+def test_color_by_error_against_the_reference_kernels(capsys):
+    """Each computed layer's largest error is the one ``irrun compare --mark-all`` finds,
+    and its colour the bin of that error."""
+    import irrun
+    from irrun.tools.compare import compare
+
+    xml = ROOT / "models/demo.xml"
+    inputs = ROOT / "models/demo.inputs.npz"
+    rc, text, err = graph(capsys, xml, "--color-by", "error", "--input", inputs)
+    assert (rc, err) == (0, "")
+    nodes, _ = parse_dot(text)
+    model = irrun.load(xml)
+    with np.load(inputs) as f:
+        feeds = dict(f)
+    report = compare(model, feeds, backend="reference", mark_all=True)
+    errors = {r.layer.id: r.max_abs for r in report.results}
+    bins = (1e-6, 1e-5, 1e-4, 1e-3)
+    for lid in COMPUTED:
+        last = nodes[lid]["label"].split("\n")[-1]
+        assert last == f"max abs error {errors[lid]:.2g}", (lid, last)
+        want = "#b6d7a8" if errors[lid] == 0 else SCALE[sum(errors[lid] >= b for b in bins)]
+        assert nodes[lid]["fillcolor"] == want
+    assert _legend(nodes)[0] == ("0", "#b6d7a8") and _legend(nodes)[-1][0] == "not compared"
+    assert "largest absolute error against irrun's reference kernels (--input)" in text
+
+
+def test_color_by_error_of_exact_layers_is_zero(capsys):
+    """Max pooling picks values, with no arithmetic: OpenVINO and irrun agree exactly
+    (error 0, the first colour)."""
+    pytest.importorskip("openvino")
+    rc, text, err = graph(capsys, ROOT / "models/pooling_chain.xml", "--color-by", "error",
+                          "--ref-backend", "openvino", "--seed", "3")  # fmt: skip
+    assert (rc, err) == (0, "")
+    nodes, _ = parse_dot(text)
+    assert nodes["1"]["label"].split("\n")[-1] == "max abs error 0"
+    assert nodes["1"]["fillcolor"] == "#b6d7a8"
+    assert "against OpenVINO (random inputs, seed 3)" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ref-backend", "openvino"], "--ref-backend only applies with --color-by"),
+        (["--seed", "1"], "--seed only applies with --color-by"),
+        (["--color-by", "time", "--ref-backend", "openvino"],
+         "--ref-backend only applies with --color-by error"),
+        (["--color-by", "time", "--seed", "1", "--input", "models/demo.inputs.npz"],
+         "--seed makes random inputs, but the inputs come from --input"),
+        (["--color-by", "size"], "invalid choice: 'size'"),
+    ],
+)  # fmt: skip
+def test_color_by_misuse_is_exit_2(args, message, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    try:
+        rc = main(["graph", "models/demo.xml", *args])
+    except SystemExit as exc:
+        rc = exc.code
+    captured = capsys.readouterr()
+    assert (rc, captured.out) == (2, "")
+    assert message in captured.err
