@@ -165,11 +165,12 @@ class Model:
     def threads(self) -> int:
         """The threads a run uses: BLAS's, and the other kernels' blocks (see
         :mod:`irrun.threads`).  Set it to a count, or None for the cores this process may
-        use (the default; no more than ``OMP_NUM_THREADS`` and the like say, when set).
+        use that other work does not keep busy (the default, :func:`irrun.threads.default`;
+        no more than ``OMP_NUM_THREADS`` and the like say, when set).
         Results do not depend on it, but for the order of BLAS's sums.  During a run BLAS
         has this many threads; after it, what it had before.
         """
-        return self._threads_arg if self._threads_arg is not None else threads.available()
+        return self._threads_arg if self._threads_arg is not None else threads.default()
 
     @threads.setter
     def threads(self, value: int | None) -> None:

@@ -350,7 +350,7 @@ def batch_command(
     if getattr(args, "threads", None) is not None:
         model.threads = args.threads
     elif jobs > 1 and len(files) > 1 and not model.reference:  # each worker its cores' share
-        model.threads = max(1, threads.available() // min(jobs, len(files)))
+        model.threads = max(1, threads.default() // min(jobs, len(files)))
     start = time.perf_counter()
     failed: list[str] = []
     written = skipped = 0

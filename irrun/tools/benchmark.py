@@ -59,6 +59,7 @@ from ..version import __version__
 from . import common
 from .batch import Progress, progress
 from .common import Parents
+from .profile import warn_if_busy
 from .run import _with_shape_hint
 
 DEFAULT_SECONDS = 10.0  # when neither -niter nor -t is given
@@ -99,7 +100,8 @@ def register(sub: Any, parents: Parents) -> None:
     model = bench.add_argument_group("the model")
     model.add_argument(
         "-nthreads", "--threads", type=common.positive, metavar="N",
-        help="threads a run uses (default: the cores this process may use)",
+        help="threads a run uses (default: the cores this process may use that the "
+        "machine's load leaves idle, at least 1)",
     )  # fmt: skip
     model.add_argument(
         "-shape", "--shape", type=common.shapes, metavar="SHAPES",
@@ -388,6 +390,7 @@ def _handle(args: argparse.Namespace) -> int:
     # Without limits, the default time; benchmark() would pick it too, the report says it.
     limited = args.time is not None or args.iterations is not None
     seconds = args.time if limited else DEFAULT_SECONDS
+    warn_if_busy(args.quiet)
     bar = _ProgressBar(args.iterations, seconds, sys.stderr, args.quiet)
     try:
         result = benchmark(

@@ -233,7 +233,8 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", type=int_at_least(1, "--threads"), metavar="N",
         help="threads a run uses, BLAS's and the other kernels' (default: the cores this "
-        "process may use); results do not depend on it but for the order of BLAS's sums",
+        "process may use that the machine's load leaves idle, at least 1); results do not "
+        "depend on it but for the order of BLAS's sums",
     )  # fmt: skip
 
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import threads
 from ..core.folding import Folding
 from ..core.model import LayerRun
 from ..errors import LayerRef
@@ -44,6 +46,16 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         help="with --profile/--profile-json: run N times and report each layer's median "
         "(default 1)",
     )  # fmt: skip
+
+
+def warn_if_busy(quiet: bool = False) -> None:
+    """Say on stderr that the timings about to be taken are unreliable when the machine's
+    load is above the cores this process may use (``--profile``, ``irrun benchmark``):
+    other work takes the cores, and the times vary by orders of magnitude.  Not with
+    ``quiet`` (``-q``: nothing but errors)."""
+    message = None if quiet else threads.busy_warning()
+    if message is not None:
+        print(f"irrun: warning: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass

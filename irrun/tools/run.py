@@ -94,6 +94,8 @@ def _handle(args: argparse.Namespace) -> int:
     ))  # fmt: skip
     start = time.perf_counter()
     profile = Profile(model.folding) if args.profile or args.profile_json else None
+    if profile is not None:
+        profiling.warn_if_busy(args.quiet)
     if dumper is not None:
         dumper.prepare(feeds, [ref.id for ref, _, _ in model.layers() if ref.type != "Parameter"])
     outputs: dict[str, np.ndarray] = {}

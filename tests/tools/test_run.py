@@ -1,0 +1,64 @@
+"""``irrun run``: its threads on a busy machine, ``--dump-type`` checked against the model,
+``-o -`` (stdout), and ``--json``.
+
+(Per-layer values, dumps and profiles: tests/tools/test_run_layers.py.)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from support.cli import run_cli
+
+import irrun
+from irrun import threads
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "models"
+DEMO = str(MODELS / "demo.xml")
+TREE = {**os.environ, "PYTHONPATH": str(Path(irrun.__file__).parents[1])}
+
+
+def busy_message(load: float, cores: int) -> str:
+    plural = "s" if cores != 1 else ""
+    return (f"irrun: warning: the machine is busy (load {load:.1f} on {cores} core{plural}): "
+            "timings are unreliable")  # fmt: skip
+
+
+# --- threads on a busy machine ----------------------------------------------------------------
+
+
+def test_a_busy_machine_runs_on_one_thread_and_profile_says_it_is_busy():
+    # The process's load average is made up (9.5: busy whatever the machine's cores), as
+    # the command sees it from os.getloadavg.
+    code = ("import os, runpy, sys; os.getloadavg = lambda: (9.5, 9.0, 8.0); "
+            "sys.argv[0] = 'irrun'; runpy.run_module('irrun', run_name='__main__')")  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, DEMO, "--profile", "-v"],
+        capture_output=True, text=True, env=TREE, cwd=ROOT, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.splitlines()
+    assert busy_message(9.5, threads.available()) in err
+    # The default thread count is the idle cores', at least one.
+    ran = [line for line in err if line.startswith("irrun: ran 1 time")]
+    assert len(ran) == 1 and ran[0].endswith(" ms on 1 thread"), err
+    assert "op type" in proc.stdout  # the profile's table
+
+
+def test_profile_warns_of_a_busy_machine_but_not_when_quiet(capsys, monkeypatch):
+    cores = threads.available()
+    monkeypatch.setattr(os, "getloadavg", lambda: (cores + 0.75, 1.0, 1.0))
+    rc, out, err = run_cli(capsys, DEMO, "--profile")
+    assert (rc, err) == (0, busy_message(cores + 0.75, cores) + "\n")
+    rc, out, err = run_cli(capsys, DEMO, "--profile", "-q")
+    assert (rc, err) == (0, "")
+    rc, out, err = run_cli(capsys, DEMO)  # no timings, no word on them
+    assert (rc, err) == (0, "")
+    monkeypatch.setattr(os, "getloadavg", lambda: (float(cores), 1.0, 1.0))
+    rc, out, err = run_cli(capsys, DEMO, "--profile")
+    assert (rc, err) == (0, "")
+    assert "op type" in out
