@@ -7,6 +7,7 @@ timings (:mod:`.profile`) and batches of input files (:mod:`.batch`).
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -87,6 +88,8 @@ def _handle(args: argparse.Namespace) -> int:
     if args.shape:
         model.reshape(args.shape)
         say(f"reshaped to {args.shape}")
+    if types:
+        check_dump_types(types, model)
     feeds = common.read_inputs(model, args.input) if args.input else model.random_inputs(seed)
     given = ", ".join(args.input) if args.input else f"random (seed {seed})"
     say(f"inputs: {given}: " + ", ".join(
@@ -147,6 +150,46 @@ def _run_once(model: Model, feeds: dict[str, np.ndarray], args: argparse.Namespa
                               every_layer=every_layer, values=every_layer)[0]
     except IrrunError as exc:
         raise _with_shape_hint(exc, model, feeds) if not args.input else exc from None
+
+
+# Layers a run computes nothing for: a dump of them would be empty.
+_NOT_DUMPED = frozenset({"Parameter", "Result"})
+
+
+def check_dump_types(types: Sequence[str], model: Model) -> None:
+    """Refuse ``--dump-type`` names no layer of the model has (a dump of nothing looks
+    like a model without such layers), naming the types it has and the nearest one.
+
+    Op types are matched as OpenVINO spells them, case and all: ``maxpool`` is refused,
+    with ``MaxPool`` suggested.
+    """
+    unseen = [t for t in dict.fromkeys(types) if t in _NOT_DUMPED]
+    if unseen:
+        raise UsageError(
+            f"--dump-type {', '.join(unseen)}: a dump holds what layers compute: the inputs "
+            f"(Parameters) are in {dump.INPUTS} in the dump's directory, and a Result's value "
+            "is the output of the layer that feeds it"
+        )
+    have = sorted({ref.type for ref, _, _ in model.layers()} - _NOT_DUMPED)
+    missing = [t for t in dict.fromkeys(types) if t not in have]
+    if not missing:
+        return
+    by_lower = {t.lower(): t for t in have}
+    hints = []
+    for t in missing:
+        near = by_lower.get(t.lower()) or next(
+            iter(difflib.get_close_matches(t, have, n=1, cutoff=0.6)), None
+        )
+        if near is not None:
+            hints.append(f"{t} -> {near}" if len(missing) > 1 else near)
+    which = ", ".join(missing)
+    layer_s = "layers" if len(missing) > 1 else "layer"
+    message = (f"--dump-type {which}: {model.path.name} has no {layer_s} of "
+               f"{'these types' if len(missing) > 1 else 'that type'} (its types: "
+               f"{', '.join(have)})")  # fmt: skip
+    if hints:
+        message += f"; did you mean {', '.join(hints)}?"
+    raise UsageError(message)
 
 
 def fold_cap(text: str) -> int | None:

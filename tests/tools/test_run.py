@@ -62,3 +62,51 @@ def test_profile_warns_of_a_busy_machine_but_not_when_quiet(capsys, monkeypatch)
     rc, out, err = run_cli(capsys, DEMO, "--profile")
     assert (rc, err) == (0, "")
     assert "op type" in out
+
+
+# --- --dump-type names types the model has -----------------------------------------------------
+
+# demo.xml's layer types, as its <layer type="..."> attributes spell them.
+# Parameter and Result are not among them: a run computes nothing for them.
+DEMO_TYPES = ("AdaptiveAvgPool, Add, AvgPool, Const, Convert, Convolution, MatMul, MaxPool, "
+              "ReLU, Reshape, SoftMax")  # fmt: skip
+
+
+def test_an_unknown_dump_type_is_a_usage_error_naming_the_models_types(tmp_path):
+    out = tmp_path / "dump"
+    proc = subprocess.run(
+        [sys.executable, "-m", "irrun", "run", DEMO, "--dump-dir", str(out), "--dump-type", "Foo"],
+        capture_output=True, text=True, env=TREE, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (f"irrun: error: --dump-type Foo: demo.xml has no layer of that type "
+                           f"(its types: {DEMO_TYPES})\n")  # fmt: skip
+    assert proc.stdout == ""
+    assert not out.exists()  # refused before anything is written
+
+
+def test_a_dump_type_near_one_of_the_models_is_suggested(capsys, tmp_path):
+    out = str(tmp_path / "dump")
+    rc, _, err = run_cli(capsys, DEMO, "--dump-dir", out, "--dump-type", "maxpool")
+    assert rc == 2
+    assert err == (f"irrun: error: --dump-type maxpool: demo.xml has no layer of that type "
+                   f"(its types: {DEMO_TYPES}); did you mean MaxPool?\n")  # fmt: skip
+    rc, _, err = run_cli(capsys, DEMO, "--dump-dir", out, "--dump-type", "MaxPool,Relu",
+                         "--dump-type", "Softmax,Foo")  # fmt: skip
+    assert rc == 2
+    assert err == (f"irrun: error: --dump-type Relu, Softmax, Foo: demo.xml has no layers of "
+                   f"these types (its types: {DEMO_TYPES}); did you mean Relu -> ReLU, "
+                   "Softmax -> SoftMax?\n")  # fmt: skip
+    # Types the model has, Const included, are dumped as before: 1 MaxPool and 6 Consts.
+    rc, _, err = run_cli(capsys, DEMO, "--dump-dir", out, "--dump-type", "MaxPool,Const")
+    assert rc == 0 and err.startswith("irrun: wrote 7 tensors of 7 layers to ")
+
+
+def test_dump_types_a_run_computes_nothing_for_are_refused(capsys, tmp_path):
+    out = str(tmp_path / "dump")
+    rc, _, err = run_cli(capsys, DEMO, "--dump-dir", out, "--dump-type", "Parameter,MaxPool",
+                         "--dump-type", "Result")  # fmt: skip
+    assert rc == 2
+    assert err == ("irrun: error: --dump-type Parameter, Result: a dump holds what layers "
+                   "compute: the inputs (Parameters) are in inputs.npz in the dump's directory, "
+                   "and a Result's value is the output of the layer that feeds it\n")  # fmt: skip
