@@ -117,7 +117,7 @@ def register(sub: Any, parents: Parents) -> None:
     out = bench.add_argument_group("output")
     out.add_argument(
         "--report", metavar="OUT.json",
-        help="write the figures and every latency as JSON here",
+        help="write the figures and every latency as JSON here (- for stdout: --json)",
     )  # fmt: skip
     out.add_argument(
         "--json", action="store_true", help="print that JSON report instead of the text"
@@ -363,6 +363,8 @@ def batch_shapes(model: Model, n: int) -> dict[str, list[int | str]]:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    if args.report == "-":  # stdout: what --json prints
+        args.json, args.report = True, None
     report_path = Path(args.report) if args.report else None
     if report_path is not None:
         common.check_output_path(report_path)

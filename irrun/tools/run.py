@@ -36,7 +36,8 @@ def register(sub: Any, parents: Parents) -> None:
     )  # fmt: skip
     run.add_argument(
         "-o", "--output", metavar="OUT.npz",
-        help="save the outputs here, keyed by output name (default: print a summary table)",
+        help="save the outputs here, keyed by output name, - for stdout (default: print a "
+        "summary table)",
     )  # fmt: skip
     run.add_argument(
         "--shape", type=common.shapes, metavar="SHAPES",
@@ -62,7 +63,12 @@ def _handle(args: argparse.Namespace) -> int:
     if args.input_dir is not None:
         return batch_command(args)
     # Outputs are checked before the model runs, so a long run does not end in a failed write.
-    if args.output:
+    if args.output == STDOUT:
+        check_binary_stdout(f"-o {STDOUT}: the outputs' .npz")
+        if args.profile:
+            raise UsageError(f"-o {STDOUT} writes the outputs to stdout, where --profile prints "
+                             "its table: give -o a file, or write the profile with --profile-json")
+    elif args.output:
         common.check_output_path(Path(args.output))
     if args.profile_json:
         common.check_output_path(Path(args.profile_json))
@@ -123,7 +129,12 @@ def _handle(args: argparse.Namespace) -> int:
         f"{common.count(model.threads, 'thread')}")
     if dumper is not None and not args.quiet:
         print(f"irrun: {dumper.summary()}", file=sys.stderr)
-    if args.output:
+    if args.output == STDOUT:
+        sys.stdout.flush()
+        common.write_npz(sys.stdout.buffer, outputs)
+        sys.stdout.buffer.flush()
+        common.say_written(common.count(len(outputs), "output"), "stdout", args.quiet)
+    elif args.output:
         common.save_npz(Path(args.output), outputs)
         common.say_written(common.count(len(outputs), "output"), args.output, args.quiet)
     else:
@@ -150,6 +161,20 @@ def _run_once(model: Model, feeds: dict[str, np.ndarray], args: argparse.Namespa
                               every_layer=every_layer, values=every_layer)[0]
     except IrrunError as exc:
         raise _with_shape_hint(exc, model, feeds) if not args.input else exc from None
+
+
+STDOUT = "-"  # as a file name: stdout, as graph -o takes it
+
+
+def check_binary_stdout(what: str) -> None:
+    """Refuse to write ``what``, binary, to a terminal (it would garble the screen);
+    to a pipe or a file stdout is redirected to, it goes."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    if callable(isatty) and isatty():
+        raise UsageError(
+            f"{what} is binary and stdout is a terminal: redirect it (> out.npz), pipe it, or "
+            "give a file name"
+        )
 
 
 # Layers a run computes nothing for: a dump of them would be empty.

@@ -6,11 +6,14 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 from support.cli import run_cli
 
 import irrun
@@ -110,3 +113,56 @@ def test_dump_types_a_run_computes_nothing_for_are_refused(capsys, tmp_path):
     assert err == ("irrun: error: --dump-type Parameter, Result: a dump holds what layers "
                    "compute: the inputs (Parameters) are in inputs.npz in the dump's directory, "
                    "and a Result's value is the output of the layer that feeds it\n")  # fmt: skip
+
+
+# --- -o - is stdout ----------------------------------------------------------------------------
+
+
+def test_o_dash_streams_the_npz_to_stdout(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "irrun", "run", DEMO, "--input", str(MODELS / "demo.inputs.npz"),
+         "-o", "-"],
+        capture_output=True, env=TREE, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == b"irrun: wrote 1 output to stdout\n"
+    assert list(tmp_path.iterdir()) == []  # no file named -
+    with np.load(io.BytesIO(proc.stdout)) as got, np.load(MODELS / "demo.expected.npz") as want:
+        assert list(got) == list(want) == ["probabilities"]
+        # OpenVINO's values for these inputs, to its f32 rounding.
+        np.testing.assert_allclose(got["probabilities"], want["probabilities"], rtol=1e-5,
+                                   atol=1e-7)  # fmt: skip
+
+
+def test_o_dash_is_refused_on_a_terminal_and_with_the_profile_table(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    rc, out, err = run_cli(capsys, DEMO, "-o", "-")
+    assert (rc, out) == (2, "")
+    assert err == ("irrun: error: -o -: the outputs' .npz is binary and stdout is a terminal: "
+                   "redirect it (> out.npz), pipe it, or give a file name\n")  # fmt: skip
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    rc, out, err = run_cli(capsys, DEMO, "-o", "-", "--profile")
+    assert (rc, out) == (2, "")
+    assert err == ("irrun: error: -o - writes the outputs to stdout, where --profile prints its "
+                   "table: give -o a file, or write the profile with --profile-json\n")  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
+
+
+REFUSED = ("irrun: error: - means stdout, which this output does not take: give a file name "
+           "(--json prints the report on stdout)\n")  # fmt: skip
+
+
+def test_other_outputs_take_dash_as_stdout_or_refuse_it(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    for args in (
+        ["validate", DEMO, "-o", "-"],
+        [DEMO, "--profile-json", "-"],
+        ["compare", DEMO, "--ref", str(MODELS / "demo.expected.npz"), "-o", "-"],
+    ):
+        assert run_cli(capsys, *args) == (2, "", REFUSED), args
+    # benchmark's report: - is stdout, as --json prints it.
+    rc, out, err = run_cli(capsys, "benchmark", DEMO, "-niter", "2", "--report", "-")
+    assert (rc, err) == (0, "")
+    assert json.loads(out)["iterations"] == 2
+    assert list(tmp_path.iterdir()) == []
