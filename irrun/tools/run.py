@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -18,8 +19,9 @@ import numpy as np
 
 from ..core.memory import parse_size
 from ..core.model import LayerRun, Model, load
-from ..errors import IrrunError, UsageError
+from ..errors import InternalError, IrrunError, UsageError
 from ..ir.dims import format_shape
+from ..version import __version__
 from . import batch, common, dump
 from . import profile as profiling
 from .batch import batch_command, check_arguments
@@ -51,6 +53,11 @@ def register(sub: Any, parents: Parents) -> None:
         "or none for no cap; default: max(64M, 8 times the .bin), at most half of "
         "--max-memory); -v says what was folded",
     )  # fmt: skip
+    run.add_argument(
+        "--json", action="store_true",
+        help="print a JSON report on stdout instead of the tables: the outputs' names, shapes, "
+        "dtypes and min/max/mean, and with --profile its rows; errors too, as JSON",
+    )  # fmt: skip
     common.add_threads(run)
     dump.add_arguments(run)
     profiling.add_arguments(run)
@@ -59,12 +66,61 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    return errors_as_json(_run, args) if args.json else _run(args)
+
+
+def errors_as_json(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``handler(args)``, with an error (the model's, the inputs', the command line's once
+    parsed) printed on stdout as :func:`error_report`'s JSON instead of a line on stderr,
+    and the exit code it has there: 2 for misuse, else 1.  ``--debug`` raises it."""
+    try:
+        return handler(args)
+    except IrrunError as exc:
+        if args.debug:
+            raise
+        sys.stdout.flush()
+        common.dump_json(error_report(exc), sys.stdout)
+        return 2 if isinstance(exc, UsageError) else 1
+
+
+def error_report(exc: IrrunError) -> dict[str, Any]:
+    """An error as JSON data, with the fields of ``validate --json``'s findings.
+
+    >>> from irrun.errors import Location
+    >>> error_report(IrrunError("no such file", Location("m.xml")))
+    {'error': {'message': 'no such file', 'file': 'm.xml', 'line': None, 'layer': None, \
+'port': None, 'code': 'error'}}
+    """
+    if exc.code:
+        code = exc.code
+    elif isinstance(exc, UsageError):
+        code = "usage-error"
+    else:
+        code = "internal-error" if isinstance(exc, InternalError) else "error"
+    where = exc.location
+    return {
+        "error": {
+            "message": exc.message,
+            "file": where.file if where is not None else None,
+            "line": (where.line or None) if where is not None else None,
+            "layer": exc.layer.as_dict() if exc.layer is not None else None,
+            "port": exc.port,
+            "code": code,
+        }
+    }
+
+
+def _run(args: argparse.Namespace) -> int:
     check_arguments(args)
+    if args.json and args.input_dir is not None:
+        raise UsageError("--json and --input-dir do not go together: --json reports one run")
     if args.input_dir is not None:
         return batch_command(args)
     # Outputs are checked before the model runs, so a long run does not end in a failed write.
     if args.output == STDOUT:
         check_binary_stdout(f"-o {STDOUT}: the outputs' .npz")
+        if args.json:
+            raise UsageError(f"-o {STDOUT} and --json both write to stdout: give -o a file")
         if args.profile:
             raise UsageError(f"-o {STDOUT} writes the outputs to stdout, where --profile prints "
                              "its table: give -o a file, or write the profile with --profile-json")
@@ -137,10 +193,16 @@ def _handle(args: argparse.Namespace) -> int:
     elif args.output:
         common.save_npz(Path(args.output), outputs)
         common.say_written(common.count(len(outputs), "output"), args.output, args.quiet)
-    else:
+    elif not args.json:
         print(summary_table(outputs))
+    if args.json:
+        source = "--input " + " ".join(args.input) if args.input else f"random, seed {seed}"
+        report = run_report(args.model, model, feeds, source, outputs)
+        report["output_file"] = args.output
+        report["profile"] = profile.summary() if profile is not None else None
+        common.dump_json(report, sys.stdout)
     if profile is not None:
-        if args.profile:
+        if args.profile and not args.json:
             print()
             print(profile.table())
         if args.profile_json:
@@ -261,6 +323,53 @@ def _calling(hooks: list[Callable[[LayerRun], None]]) -> Callable[[LayerRun], No
             hook(layer)
 
     return each
+
+
+def inputs_report(model: Model, feeds: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """The inputs a run was given, as ``--json`` reports list them (``run``, ``benchmark``)."""
+    types = {spec.name: spec.element_type for spec in model.inputs}
+    return [
+        {"name": name, "shape": list(np.shape(v)), "element_type": types.get(name),
+         "dtype": str(np.asarray(v).dtype)}
+        for name, v in feeds.items()
+    ]  # fmt: skip
+
+
+def run_report(path: str, model: Model, feeds: dict[str, np.ndarray], source: str,
+               outputs: dict[str, np.ndarray]) -> dict[str, Any]:  # fmt: skip
+    """What ``irrun run --json`` prints (less the ``output_file`` and ``profile`` the
+    command adds): the settings as ``benchmark --json`` gives them, and each output's
+    name, shape, dtype and statistics (:func:`output_stats`)."""
+    return {
+        "irrun_version": __version__,
+        "model": path,
+        "inputs": inputs_report(model, feeds),
+        "input_source": source,
+        "threads": model.threads,
+        "outputs": [
+            {"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), **output_stats(arr)}
+            for name, arr in outputs.items()
+        ],
+    }
+
+
+def output_stats(arr: np.ndarray) -> dict[str, Any]:
+    """Min, max and mean of a numeric array, as the summary table has them but unrounded
+    (None for an empty or non-numeric one); NaN and the infinities, which JSON has no
+    numbers for, as the strings ``"nan"``, ``"inf"`` and ``"-inf"``.
+
+    >>> output_stats(np.array([1, 2, 4], np.int32))
+    {'min': 1, 'max': 4, 'mean': 2.3333333333333335}
+    >>> output_stats(np.array([1.0, np.nan], np.float32))
+    {'min': 'nan', 'max': 'nan', 'mean': 'nan'}
+    """
+    if not (arr.size and arr.dtype.kind in "fiub"):
+        return {"min": None, "max": None, "mean": None}
+    with np.errstate(all="ignore"):
+        values = (arr.min().item(), arr.max().item(), float(arr.astype(np.float64).mean()))
+    names = ("min", "max", "mean")
+    return {k: v if not isinstance(v, float) or math.isfinite(v) else str(v)
+            for k, v in zip(names, values, strict=True)}  # fmt: skip
 
 
 def summary_table(outputs: dict[str, np.ndarray]) -> str:

@@ -465,3 +465,11 @@ def test_a_busy_machine_is_said_before_the_timings(capsys, monkeypatch):
     monkeypatch.setattr(irrun.threads.os, "getloadavg", lambda: (cores - 0.5, 1.0, 1.0))
     rc, out, err = run_cli(capsys, "benchmark", DEMO, "-niter", "1")
     assert (rc, err) == (0, "")
+
+
+def test_json_errors_are_json(capsys, tmp_path):
+    missing = str(tmp_path / "missing.xml")
+    rc, out, err = run_cli(capsys, "benchmark", missing, "-niter", "1", "--json")
+    assert (rc, err) == (1, "")
+    error = json.loads(out)["error"]
+    assert (error["message"], error["file"], error["layer"]) == ("no such file", missing, None)

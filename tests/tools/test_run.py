@@ -14,10 +14,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from support.cli import run_cli
 
 import irrun
 from irrun import threads
+from irrun.errors import IrrunError
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
@@ -166,3 +168,109 @@ def test_other_outputs_take_dash_as_stdout_or_refuse_it(capsys, monkeypatch, tmp
     assert (rc, err) == (0, "")
     assert json.loads(out)["iterations"] == 2
     assert list(tmp_path.iterdir()) == []
+
+
+# --- --json ------------------------------------------------------------------------------------
+
+
+def run_json(capsys, *args: str) -> tuple[int, dict, str]:
+    rc, out, err = run_cli(capsys, *args, "--json")
+    return rc, json.loads(out), err
+
+
+def test_json_reports_the_outputs():
+    inputs = str(MODELS / "demo.inputs.npz")
+    proc = subprocess.run(
+        [sys.executable, "-m", "irrun", "run", DEMO, "--input", inputs, "--json", "--threads", "1"],
+        capture_output=True, text=True, env=TREE, check=False,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (0, "")
+    report = json.loads(proc.stdout)  # stdout is the report alone
+    assert report["irrun_version"] == irrun.__version__ and report["model"] == DEMO
+    # The settings as benchmark --json gives them.
+    assert report["inputs"] == [
+        {"name": "image", "shape": [1, 3, 32, 32], "element_type": "f32", "dtype": "float32"}
+    ]
+    assert (report["input_source"], report["threads"]) == (f"--input {inputs}", 1)
+    assert (report["output_file"], report["profile"]) == (None, None)
+    with np.load(MODELS / "demo.expected.npz") as f:  # OpenVINO's outputs for these inputs
+        want = f["probabilities"].astype(np.float64)
+    [out] = report["outputs"]
+    assert (out["name"], out["shape"], out["dtype"]) == ("probabilities", [1, 10], "float32")
+    got = [out["min"], out["max"], out["mean"]]
+    np.testing.assert_allclose(got, [want.min(), want.max(), want.mean()], rtol=1e-5)
+
+
+def test_json_with_o_saves_the_outputs_and_reports_them(capsys, tmp_path):
+    path = str(tmp_path / "out.npz")
+    rc, report, err = run_json(capsys, DEMO, "-o", path, "--seed", "2")
+    assert (rc, err) == (0, f"irrun: wrote 1 output to {path}\n")
+    assert (report["output_file"], report["input_source"]) == (path, "random, seed 2")
+    with np.load(path) as f:
+        saved = f["probabilities"]
+    [out] = report["outputs"]
+    assert [out["min"], out["max"]] == [float(saved.min()), float(saved.max())]
+    assert out["mean"] == float(saved.astype(np.float64).mean())
+
+
+def test_profile_json_has_the_tables_rows(capsys):
+    rc, report, _ = run_json(capsys, DEMO, "--profile", "--iterations", "3")
+    assert rc == 0
+    prof = report["profile"]
+    assert (prof["runs"], prof["warmup_runs"]) == (3, 1)
+    layers, kinds = prof["layers"], prof["op_types"]
+    # demo.xml's computed layers (not Parameter, Const, Result, nor its 4 f16 weights'
+    # Converts, which are done once at load).
+    assert sorted(t["name"] for t in layers) == sorted([
+        "conv1", "Relu_58069", "pool1", "conv2", "Relu_58073", "pool2", "global_pool",
+        "Reshape_58078", "MatMul_58081", "fc", "softmax",
+    ])  # fmt: skip
+    assert [t["type"] for t in prof["computed_at_load"]] == ["Convert-v1"] * 4
+    assert {t["name"]: t["type"] for t in layers}["pool2"] == "AvgPool-v14"
+    assert {t["name"]: t["outputs"] for t in layers}["conv1"] == [[1, 16, 32, 32]]  # its <output>
+    # Most expensive first; shares of the sum over layers; a type's time is its layers'.
+    assert [t["ms"] for t in layers] == sorted((t["ms"] for t in layers), reverse=True)
+    assert sum(t["share"] for t in layers) == pytest.approx(1.0)
+    assert sum(t["ms"] for t in layers) == pytest.approx(prof["layers_ms"])
+    for kind in kinds:
+        members = [t for t in layers if t["type"] == kind["type"]]
+        assert kind["layers"] == len(members)
+        assert kind["ms"] == pytest.approx(sum(t["ms"] for t in members))
+    assert sum(k["layers"] for k in kinds) == 11
+
+
+def test_json_errors_are_json_with_the_exit_code(tmp_path):
+    missing = str(tmp_path / "missing.xml")
+    proc = subprocess.run(
+        [sys.executable, "-m", "irrun", missing, "--json"],
+        capture_output=True, text=True, env=TREE, check=False,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (1, "")
+    with pytest.raises(IrrunError) as raised:
+        irrun.load(missing)
+    assert json.loads(proc.stdout) == {"error": {
+        "message": "no such file", "file": missing, "line": None, "layer": None, "port": None,
+        "code": raised.value.code,
+    }}  # fmt: skip
+
+
+def test_json_errors_name_the_layer_and_misuse_is_exit_2(capsys):
+    # pool2's 2x2 window does not fit the 1x1 it gets from a 2x2 image.
+    rc, report, err = run_json(capsys, DEMO, "--shape", "[1,3,2,2]")
+    assert (rc, err) == (1, "")
+    error = report["error"]
+    assert (error["file"], error["line"], error["code"]) == (DEMO, 186, "shape-error")
+    assert error["layer"] == {"id": "10", "name": "pool2", "type": "AvgPool", "version": 14,
+                              "opset": None}  # fmt: skip
+    assert error["message"].startswith("reshape to image[1,3,2,2]: ")
+    for args, message in (
+        (["--dump-type", "MaxPool"], "--dump-type and --dump-name select what --dump-dir "
+         "writes: give it"),
+        (["-o", "-"], "-o - and --json both write to stdout: give -o a file"),
+        (["--input-dir", "x", "--output-dir", "y"], "--json and --input-dir do not go "
+         "together: --json reports one run"),
+    ):  # fmt: skip
+        rc, report, err = run_json(capsys, DEMO, *args)
+        assert (rc, err) == (2, "")
+        assert report == {"error": {"message": message, "file": None, "line": None,
+                                    "layer": None, "port": None, "code": "usage-error"}}  # fmt: skip
