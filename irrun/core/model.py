@@ -586,8 +586,8 @@ def load(
     weights, shape subgraphs) once, here, rather than at each run: True for the default
     cap on the memory their values keep, a cap (bytes, or a size such as ``"256M"``;
     ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).
-    ``threads`` is how many threads runs use (None: the cores this process may use; see
-    :attr:`Model.threads`).
+    ``threads`` is how many threads runs use (None: the cores this process may use that
+    the machine's load leaves idle; see :attr:`Model.threads`).
     ``reference=True`` runs each op's reference kernel (:mod:`irrun.ops`), with no pass
     rewriting the plan and on one thread: the values that define irrun's, slower.  A
     default run computes the same within the bounds its fast kernels state (:mod:`irrun.fast`).
