@@ -1,7 +1,8 @@
 """Threads: how many a run may use, and kernels' work split over them in blocks.
 
 A model runs with ``threads`` threads (``irrun.load(..., threads=N)``, ``--threads N``;
-by default the cores this process may use).  The executor sets :func:`current` for the
+by default :func:`default`: the cores this process may use that other work does not keep
+busy).  The executor sets :func:`current` for the
 run; a kernel that is not BLAS splits its work with :func:`map_blocks` into contiguous
 blocks of an axis (batch x channels, rows), a few per thread, and NumPy, which releases
 the GIL in its loops, runs them at once.  Each block computes exactly what the whole
@@ -25,9 +26,9 @@ the pool is shared, and the smallest is the one no caller oversubscribes with.
 Cost: finding the libraries takes about a millisecond (threadpoolctl's scan of the
 loaded libraries), once, at the first run.  After that, entering and leaving a run
 reads BLAS's count (a C call, well under a microsecond) and sets it only when it
-differs from what the run wants: with the default threads (the cores) and BLAS's
-default (the cores, too) a run changes nothing and entering and leaving costs about
-2 µs; a run with another count sets it and sets it back, about 7 µs, where
+differs from what the run wants: with the default threads on an idle machine (the
+cores) and BLAS's default (the cores, too) a run changes nothing and entering and
+leaving costs about 2 µs; a run with another count sets it and sets it back, about 7 µs, where
 threadpoolctl's own ``threadpool_limits`` takes about 85 µs (it scans the libraries
 each time).  Measured on a 2-core Xeon: 2-4% of a 0.1 ms run.  The trade-off: BLAS's
 count is given back after every run rather than left at the run's, so a user's own
@@ -41,6 +42,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import itertools
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -79,6 +81,67 @@ def available() -> int:
         if value.strip().isdigit() and int(value) > 0:
             cores = min(cores, int(value))
     return max(1, cores)
+
+
+def choose(usable: int, cores: int, load: float | None) -> int:
+    """The threads a run uses by default: of the ``usable`` cores, those the machine's
+    ``cores`` less its ``load`` (runnable threads, averaged over a minute) leave idle,
+    rounded, and at least 1; all ``usable`` when the load is unknown.
+
+    On a machine whose cores are all busy, a second thread is not a gain but a loss of
+    a hundred times: OpenBLAS's threads wait for each other by spinning, and one that is
+    not scheduled holds up the rest for the scheduler's time slice, some milliseconds a
+    product (the demo's conv2 took 48-72 ms on two threads against 0.3 ms on one, with a
+    load of 6 on 2 cores).  One thread too few costs at most the share of that thread.
+
+    >>> choose(2, 2, 0.2), choose(2, 2, 0.7), choose(2, 2, 6.0), choose(2, 64, 10.0)
+    (2, 1, 1, 2)
+    >>> choose(8, 8, 2.4), choose(8, 8, None)
+    (6, 8)
+    """
+    if load is None or not math.isfinite(load):
+        return max(1, usable)
+    idle = math.floor(cores - load + 0.5)
+    return max(1, min(usable, idle))
+
+
+def machine_load() -> float | None:
+    """The system's load average over the last minute, None where there is none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on Unix, or unreadable
+        return None
+
+
+@functools.cache
+def default() -> int:
+    """The threads a run uses unless told: :func:`choose` of the :func:`available` cores
+    and the machine's load.
+
+    Worked out once, at the first run that asks (as :func:`available` is): a run's own
+    threads add to the load, and a count read again later would count them as
+    somebody else's.  ``default.cache_clear()`` has it worked out again.
+    """
+    usable = available()
+    return choose(usable, max(os.cpu_count() or usable, usable), machine_load())
+
+
+def busy_warning(load: float | None = None, cores: int | None = None) -> str | None:
+    """What to say when timings are taken on a busy machine: its ``load`` (default the
+    machine's, now) above the ``cores`` this process may use (default
+    :func:`available`); None when it is not busy.
+
+    >>> busy_warning(3.2, 2)
+    'the machine is busy (load 3.2 on 2 cores): timings are unreliable'
+    >>> busy_warning(1.5, 2) is None
+    True
+    """
+    load = machine_load() if load is None else load
+    cores = available() if cores is None else cores
+    if load is None or not load > cores:
+        return None
+    plural = "s" * (cores != 1)
+    return f"the machine is busy (load {load:.1f} on {cores} core{plural}): timings are unreliable"
 
 
 def current() -> int:

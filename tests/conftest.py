@@ -27,3 +27,17 @@ def core():
     ``support.ov_oneop.CPU_CONFIG``: f32, one thread)."""
     ov = pytest.importorskip("openvino")
     return ov.Core()
+
+
+@pytest.fixture(autouse=True)
+def _idle_machine(monkeypatch):
+    """An idle machine, as far as irrun can tell: the threads a run uses by default and
+    the busy machine's warning of ``benchmark`` and ``--profile`` follow the load
+    average, which other work on the machine moves, and a test's verdict must not.
+    Tests of that rule set the load themselves."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0), raising=False)
+    from irrun import threads
+
+    threads.default.cache_clear()
+    yield
+    threads.default.cache_clear()

@@ -165,11 +165,12 @@ class Model:
     def threads(self) -> int:
         """The threads a run uses: BLAS's, and the other kernels' blocks (see
         :mod:`irrun.threads`).  Set it to a count, or None for the cores this process may
-        use (the default; no more than ``OMP_NUM_THREADS`` and the like say, when set).
+        use that other work does not keep busy (the default, :func:`irrun.threads.default`;
+        no more than ``OMP_NUM_THREADS`` and the like say, when set).
         Results do not depend on it, but for the order of BLAS's sums.  During a run BLAS
         has this many threads; after it, what it had before.
         """
-        return self._threads_arg if self._threads_arg is not None else threads.available()
+        return self._threads_arg if self._threads_arg is not None else threads.default()
 
     @threads.setter
     def threads(self, value: int | None) -> None:
@@ -585,8 +586,8 @@ def load(
     weights, shape subgraphs) once, here, rather than at each run: True for the default
     cap on the memory their values keep, a cap (bytes, or a size such as ``"256M"``;
     ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).
-    ``threads`` is how many threads runs use (None: the cores this process may use; see
-    :attr:`Model.threads`).
+    ``threads`` is how many threads runs use (None: the cores this process may use that
+    the machine's load leaves idle; see :attr:`Model.threads`).
     ``reference=True`` runs each op's reference kernel (:mod:`irrun.ops`), with no pass
     rewriting the plan and on one thread: the values that define irrun's, slower.  A
     default run computes the same within the bounds its fast kernels state (:mod:`irrun.fast`).

@@ -15,10 +15,10 @@ stops at the first); the exit code is then 1, with a count of the failed files.
 worker gets the model once, as a pickle of its paths (see ``Model.__getstate__``), and
 reads its own inputs and writes its own outputs; the parent only hands out file names
 and reports what each worker did, in the order they finish.  Without ``--threads``,
-each of the N workers runs on the cores this process may use divided by N (at least
-one), so that N workers never ask for more threads than there are cores; ``--threads``
-gives each worker that many (and pins BLAS's count, whose order of summation may
-depend on it).
+each of the N workers runs on the idle cores this process may use
+(:func:`irrun.threads.default`) divided by N (at least one), so that N workers never
+ask for more threads than there are cores; ``--threads`` gives each worker that many
+(and pins BLAS's count, whose order of summation may depend on it).
 """
 
 from __future__ import annotations
@@ -350,7 +350,7 @@ def batch_command(
     if getattr(args, "threads", None) is not None:
         model.threads = args.threads
     elif jobs > 1 and len(files) > 1 and not model.reference:  # each worker its cores' share
-        model.threads = max(1, threads.available() // min(jobs, len(files)))
+        model.threads = max(1, threads.default() // min(jobs, len(files)))
     start = time.perf_counter()
     failed: list[str] = []
     written = skipped = 0

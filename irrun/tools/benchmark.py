@@ -34,9 +34,10 @@ middle two; irrun follows the Python tool, the one ``pip install openvino`` inst
 
 ``--report out.json`` writes the same figures, and every latency in run order, as
 JSON (written whole or not at all, refused before the model is loaded when it cannot
-be written); ``--json`` prints that report instead of the text.  A progress bar, of
-runs for ``-niter`` alone, else of the seconds run as the C++ benchmark_app's is, is
-drawn on stderr only when it is a terminal (not with ``-q``).
+be written); ``--json`` (or ``--report -``) prints that report instead of the text,
+and an error as ``irrun run --json`` does (:func:`irrun.tools.run.error_report`).  A
+progress bar, of runs for ``-niter`` alone, else of the seconds run as the C++
+benchmark_app's is, is drawn on stderr only when it is a terminal (not with ``-q``).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ from ..version import __version__
 from . import common
 from .batch import Progress, progress
 from .common import Parents
-from .run import _with_shape_hint
+from .profile import warn_if_busy
+from .run import _with_shape_hint, errors_as_json, inputs_report
 
 DEFAULT_SECONDS = 10.0  # when neither -niter nor -t is given
 
@@ -99,7 +101,8 @@ def register(sub: Any, parents: Parents) -> None:
     model = bench.add_argument_group("the model")
     model.add_argument(
         "-nthreads", "--threads", type=common.positive, metavar="N",
-        help="threads a run uses (default: the cores this process may use)",
+        help="threads a run uses (default: the cores this process may use that the "
+        "machine's load leaves idle, at least 1)",
     )  # fmt: skip
     model.add_argument(
         "-shape", "--shape", type=common.shapes, metavar="SHAPES",
@@ -115,7 +118,7 @@ def register(sub: Any, parents: Parents) -> None:
     out = bench.add_argument_group("output")
     out.add_argument(
         "--report", metavar="OUT.json",
-        help="write the figures and every latency as JSON here",
+        help="write the figures and every latency as JSON here (- for stdout: --json)",
     )  # fmt: skip
     out.add_argument(
         "--json", action="store_true", help="print that JSON report instead of the text"
@@ -361,6 +364,12 @@ def batch_shapes(model: Model, n: int) -> dict[str, list[int | str]]:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    if args.report == "-":  # stdout: what --json prints
+        args.json, args.report = True, None
+    return errors_as_json(_benchmark, args) if args.json else _benchmark(args)
+
+
+def _benchmark(args: argparse.Namespace) -> int:
     report_path = Path(args.report) if args.report else None
     if report_path is not None:
         common.check_output_path(report_path)
@@ -388,6 +397,7 @@ def _handle(args: argparse.Namespace) -> int:
     # Without limits, the default time; benchmark() would pick it too, the report says it.
     limited = args.time is not None or args.iterations is not None
     seconds = args.time if limited else DEFAULT_SECONDS
+    warn_if_busy(args.quiet)
     bar = _ProgressBar(args.iterations, seconds, sys.stderr, args.quiet)
     try:
         result = benchmark(
@@ -453,15 +463,10 @@ def benchmark_report(
     limits: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
     """What ``--report`` writes: the run's settings, the figures (ms), every latency."""
-    types = {spec.name: spec.element_type for spec in model.inputs}
     return {
         "irrun_version": __version__,
         "model": path,
-        "inputs": [
-            {"name": name, "shape": list(np.shape(v)), "element_type": types.get(name),
-             "dtype": str(np.asarray(v).dtype)}
-            for name, v in feeds.items()
-        ],
+        "inputs": inputs_report(model, feeds),
         "input_source": source,
         "threads": model.threads,
         "limits": limits,

@@ -28,8 +28,17 @@ from ..text import count as count  # profile.py imports it from here
 
 
 def check_output_path(path: Path) -> None:
-    """Refuse an output path that cannot be written, before any work is done."""
+    """Refuse an output path that cannot be written, before any work is done.
+
+    ``-`` is stdout to irrun (``graph -o -``, ``run -o -``): an output that does not
+    take it is refused rather than written to a file named ``-``.
+    """
     where = Location(str(path))
+    if str(path) == "-":
+        raise UsageError(
+            "- means stdout, which this output does not take: give a file name (--json prints "
+            "the report on stdout)"
+        )
     if path.is_dir() or not path.name:
         raise IrrunError("is a directory, expected a file name such as out.npz", where)
     directory = path.parent if str(path.parent) else Path(".")
@@ -233,7 +242,8 @@ def add_threads(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", type=int_at_least(1, "--threads"), metavar="N",
         help="threads a run uses, BLAS's and the other kernels' (default: the cores this "
-        "process may use); results do not depend on it but for the order of BLAS's sums",
+        "process may use that the machine's load leaves idle, at least 1); results do not "
+        "depend on it but for the order of BLAS's sums",
     )  # fmt: skip
 
 

@@ -7,8 +7,9 @@ maps tensor names to files (names hold ``/`` and ``:``, file names cannot), and
 the dump can be reproduced or compared elsewhere.  The manifest is written when the
 run ends, also when it fails (then with ``"complete": false``).
 
-Parameters and Consts are left out unless ``--dump-type`` names them: the first are
-in ``inputs.npz``, the second are the weights.
+Consts (the weights) are left out unless ``--dump-type`` names them; Parameters are
+in ``inputs.npz``.  A ``--dump-type`` no layer of the model has is refused (``irrun run``
+checks it against the model).
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     dump.add_argument(
         "--dump-type", action="append", metavar="TYPE",
-        help="only layers of these op types (MaxPool,AvgPool; repeatable). Parameters and "
-        "Consts are dumped only when named here",
+        help="only layers of these op types (MaxPool,AvgPool; repeatable). Consts are "
+        "dumped only when named here",
     )  # fmt: skip
     dump.add_argument(
         "--dump-name", metavar="REGEX",

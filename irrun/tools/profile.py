@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import threads
 from ..core.folding import Folding
 from ..core.model import LayerRun
 from ..errors import LayerRef
@@ -44,6 +46,16 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         help="with --profile/--profile-json: run N times and report each layer's median "
         "(default 1)",
     )  # fmt: skip
+
+
+def warn_if_busy(quiet: bool = False) -> None:
+    """Say on stderr that the timings about to be taken are unreliable when the machine's
+    load is above the cores this process may use (``--profile``, ``irrun benchmark``):
+    other work takes the cores, and the times vary by orders of magnitude.  Not with
+    ``quiet`` (``-q``: nothing but errors)."""
+    message = None if quiet else threads.busy_warning()
+    if message is not None:
+        print(f"irrun: warning: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -119,43 +131,70 @@ class Profile:
             }
         )
 
-    def table(self) -> str:
-        """Op types by their layers' summed median times, then layers by median time,
-        most expensive first, with a total line; then the layers computed at load.
-
-        Each share is of the sum over layers; ``runs`` is how many runs the medians are over.
-        """
+    def summary(self) -> dict[str, Any]:
+        """What :meth:`table` shows, as data (``irrun run --profile --json``): per op type
+        and per layer, most expensive first, each with its median ``ms`` and its ``share``
+        of the sum over layers (a fraction, the table's percent over 100); the runs'
+        median wall time; the layers computed at load."""
         layers = sorted(self.layers.values(), key=lambda t: -t.median)
         total = sum(t.median for t in layers)
         by_type: dict[str, list[LayerTimes]] = {}
         for t in layers:
             by_type.setdefault(t.type, []).append(t)
         types = sorted(by_type.items(), key=lambda kv: -sum(t.median for t in kv[1]))
+        return {
+            "runs": len(self.walls),
+            "warmup_runs": self.warmups,
+            "layers_ms": total * 1e3,
+            "wall_ms": (statistics.median(self.walls) if self.walls else total) * 1e3,
+            "op_types": [
+                {"type": kind, "layers": len(members),
+                 "ms": sum(t.median for t in members) * 1e3,
+                 "share": _fraction(sum(t.median for t in members), total)}
+                for kind, members in types
+            ],
+            "layers": [
+                {"id": t.id, "name": t.name, "type": t.type, "ms": t.median * 1e3,
+                 "share": _fraction(t.median, total),
+                 "inputs": [list(s) for s in t.inputs], "outputs": [list(s) for s in t.outputs]}
+                for t in layers
+            ],
+            "computed_at_load": [
+                {"name": name, "type": kind, "ms": seconds * 1e3}
+                for name, kind, seconds in sorted(self.at_load, key=lambda r: -r[2])
+            ],
+        }  # fmt: skip
+
+    def table(self) -> str:
+        """Op types by their layers' summed median times, then layers by median time,
+        most expensive first, with a total line; then the layers computed at load.
+
+        Each share is of the sum over layers; ``runs`` is how many runs the medians are over.
+        """
+        data = self.summary()
         rows = [("op type", "layers", "ms", "share")]
-        for kind, members in types:
-            ms = sum(t.median for t in members)
-            rows.append((kind, str(len(members)), f"{ms * 1e3:.3f}", _share(ms, total)))
+        for kind in data["op_types"]:
+            rows.append((kind["type"], str(kind["layers"]), f"{kind['ms']:.3f}",
+                         _percent(kind["share"])))  # fmt: skip
         lines = _aligned(rows, right_from=1)
         lines.append("")
         rows = [("layer", "type", "ms", "share")]
-        for t in layers:
-            rows.append((t.name, t.type, f"{t.median * 1e3:.3f}", _share(t.median, total)))
+        for t in data["layers"]:
+            rows.append((t["name"], t["type"], f"{t['ms']:.3f}", _percent(t["share"])))
         lines += _aligned(rows, right_from=2)
-        wall = statistics.median(self.walls) if self.walls else total
-        runs = len(self.walls)
         warm = f", after {count(self.warmups, 'warm-up run')}" if self.warmups else ""
         lines.append(
-            f"total: {len(layers)} layers, {total * 1e3:.3f} ms in layers, {wall * 1e3:.3f} ms "
-            f"per run (median of {count(runs, 'run')}{warm})"
+            f"total: {len(data['layers'])} layers, {data['layers_ms']:.3f} ms in layers, "
+            f"{data['wall_ms']:.3f} ms per run (median of {count(data['runs'], 'run')}{warm})"
         )
-        if self.at_load:
-            spent = sum(seconds for _, _, seconds in self.at_load)
+        if data["computed_at_load"]:
+            spent = sum(row["ms"] for row in data["computed_at_load"])
             lines.append("")
             lines.append(f"computed once at load, not in a run: "
-                         f"{count(len(self.at_load), 'layer')}, {spent * 1e3:.3f} ms")
+                         f"{count(len(self.at_load), 'layer')}, {spent:.3f} ms")  # fmt: skip
             rows = [("layer", "type", "ms")]
-            for name, kind, seconds in sorted(self.at_load, key=lambda r: -r[2]):
-                rows.append((name, kind, f"{seconds * 1e3:.3f}"))
+            for row in data["computed_at_load"]:
+                rows.append((row["name"], row["type"], f"{row['ms']:.3f}"))
             lines += _aligned(rows, right_from=2)
         return "\n".join(lines)
 
@@ -181,8 +220,12 @@ def _kind(ref: LayerRef) -> str:
     return f"{ref.type}-v{ref.version}" if ref.version is not None else ref.type
 
 
-def _share(part: float, total: float) -> str:
-    return f"{100 * part / total if total else 0.0:.1f}%"
+def _fraction(part: float, total: float) -> float:
+    return part / total if total else 0.0
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.1f}%"
 
 
 def _aligned(rows: list[tuple[str, ...]], right_from: int) -> list[str]:

@@ -176,17 +176,86 @@ def test_outside_a_run_kernels_use_one_thread():
     assert threads.available() >= 1
 
 
+# ---------------------------------------------------------------------- the default on a busy machine
+
+
+@pytest.mark.parametrize(("usable", "cores", "load", "want"), [
+    (2, 2, 0.0, 2),  # idle
+    (2, 2, 0.4, 2),  # 1.6 cores idle, rounded
+    (2, 2, 0.6, 1),  # 1.4
+    (2, 2, 1.5, 1),  # 0.5 rounds half up, to 1
+    (2, 2, 6.0, 1),  # the machine of the report: never less than one
+    (8, 8, 2.4, 6),  # 5.6
+    (4, 64, 10.0, 4),  # this process may use 4 of 54 idle cores
+    (2, 2, None, 2),  # no load average (not on Unix)
+    (2, 2, float("nan"), 2),
+])  # fmt: skip
+def test_the_default_is_the_idle_cores(usable, cores, load, want):
+    assert threads.choose(usable, cores, load) == want
+
+
+@pytest.fixture
+def load_of(monkeypatch):
+    """Set the machine's load average as os.getloadavg reports it; the default is worked
+    out again with it, and again after the test with the real one."""
+
+    def set_load(value):
+        monkeypatch.setattr(threads.os, "getloadavg", lambda: (value, value, value))
+        threads.default.cache_clear()
+
+    yield set_load
+    monkeypatch.undo()
+    threads.default.cache_clear()
+
+
+def test_a_busy_machine_runs_the_default_on_one_thread_blas_too(load_of, blas):
+    load_of(threads.available() + 4.0)
+    assert threads.default() == 1
+    m = irrun.load(DEMO)
+    assert m.threads == 1
+    inside = []
+    m.run(m.random_inputs(0), on_layer=lambda _: inside.append(_blas_counts()))
+    # BLAS's spinning threads are what made conv2 200 times slower on a busy machine.
+    assert inside and all(c == [1] * len(blas) for c in inside)
+    assert _blas_counts() == blas
+    load_of(0.0)
+    assert threads.default() == threads.available() == irrun.load(DEMO).threads
+
+
+@pytest.mark.parametrize(("load", "cores", "busy"), [
+    (3.2, 2, True), (2.01, 2, True), (2.0, 2, False), (1.5, 2, False), (0.0, 1, False),
+    (1.5, 1, True),
+])  # fmt: skip
+def test_the_busy_warning_is_for_a_load_above_the_cores(load, cores, busy):
+    message = threads.busy_warning(load, cores)
+    if busy:
+        plural = "s" if cores != 1 else ""
+        assert message == (f"the machine is busy (load {load:.1f} on {cores} core{plural}): "
+                           "timings are unreliable")  # fmt: skip
+    else:
+        assert message is None
+
+
+def test_no_busy_warning_without_a_load_average(monkeypatch):
+    def unavailable():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(threads.os, "getloadavg", unavailable)
+    assert threads.machine_load() is None
+    assert threads.busy_warning(cores=1) is None
+
+
 # ---------------------------------------------------------------------- the model's threads
 
 
-def test_threads_default_to_the_available_cores_and_are_checked(tmp_path):
+def test_threads_default_to_the_idle_cores_and_are_checked(tmp_path):
     _, path = _saved(lambda x: opset1.relu(x), [np.zeros((1, 2), np.float32)], tmp_path)
     m = irrun.load(path)
-    assert m.threads == threads.available()
+    assert m.threads == threads.default()
     m.threads = 3
     assert m.threads == 3
     m.threads = None
-    assert m.threads == threads.available()
+    assert m.threads == threads.default()
     assert irrun.load(path, threads=2).threads == 2
     for bad in (0, -1, 1.5, "2", True):
         with pytest.raises(UsageError, match="threads must be a count of at least 1"):
@@ -200,7 +269,7 @@ def test_a_pickle_keeps_the_threads(tmp_path):
     assert pickle.loads(pickle.dumps(irrun.load(path, threads=3))).threads == 3
     # None travels as None: the cores of the process that unpickles.
     back = pickle.loads(pickle.dumps(irrun.load(path)))
-    assert back._threads_arg is None and back.threads == threads.available()
+    assert back._threads_arg is None and back.threads == threads.default()
 
 
 def test_a_run_sets_the_kernels_thread_count(tmp_path):
@@ -544,7 +613,7 @@ def test_run_with_threads_gives_the_same_outputs_and_says_it(tmp_path, capsys):
         # Zen kernels); the kernels irrun splits itself are compared bit for bit above.
         np.testing.assert_allclose(outs["1"][k], outs["3"][k], rtol=1e-5, atol=1e-8)
     assert main(["run", DEMO, "-v"]) == 0  # the cores this process may use
-    assert f" on {threads.available()} thread" in capsys.readouterr().err
+    assert f" on {threads.default()} thread" in capsys.readouterr().err
 
 
 def test_compare_takes_threads(capsys):
@@ -560,7 +629,7 @@ def test_generate_takes_threads(capsys):
 
 
 @pytest.mark.parametrize(("jobs", "given", "want"), [
-    ("2", None, max(1, threads.available() // 2)),
+    ("2", None, "half the default"),
     ("2", "3", 3),
     ("1", None, None),
     ("1", "2", 2),
@@ -584,7 +653,7 @@ def test_batch_workers_share_the_cores_unless_told(jobs, given, want, tmp_path, 
     extra = [] if given is None else ["--threads", given]
     assert main(["run", CHAIN, "--input-dir", str(inputs), "--output-dir",
                  str(tmp_path / "out"), "--jobs", jobs, "-q", *extra]) == 0  # fmt: skip
-    assert seen == [want]
+    assert seen == [max(1, threads.default() // 2) if want == "half the default" else want]
 
 
 @pytest.mark.parametrize(("name", "value", "cap"), [

@@ -447,4 +447,29 @@ def test_as_a_process():
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["iterations"] == 2
-    assert proc.stderr == ""  # stderr is a pipe: no bar
+    # stderr is a pipe: no bar (a warning, when this machine is busy: its real load).
+    said = [line for line in proc.stderr.splitlines() if "the machine is busy" not in line]
+    assert said == []
+
+
+def test_a_busy_machine_is_said_before_the_timings(capsys, monkeypatch):
+    cores = irrun.threads.available()
+    monkeypatch.setattr(irrun.threads.os, "getloadavg", lambda: (cores + 1.25, 1.0, 1.0))
+    rc, out, err = run_cli(capsys, "benchmark", DEMO, "-niter", "1", "--json")
+    plural = "s" if cores != 1 else ""
+    assert (rc, err) == (0, f"irrun: warning: the machine is busy (load {cores + 1.25:.1f} on "
+                            f"{cores} core{plural}): timings are unreliable\n")  # fmt: skip
+    assert json.loads(out)["iterations"] == 1  # stdout is the report alone
+    rc, out, err = run_cli(capsys, "benchmark", DEMO, "-niter", "1", "-q")
+    assert (rc, err) == (0, "")  # -q: nothing but errors
+    monkeypatch.setattr(irrun.threads.os, "getloadavg", lambda: (cores - 0.5, 1.0, 1.0))
+    rc, out, err = run_cli(capsys, "benchmark", DEMO, "-niter", "1")
+    assert (rc, err) == (0, "")
+
+
+def test_json_errors_are_json(capsys, tmp_path):
+    missing = str(tmp_path / "missing.xml")
+    rc, out, err = run_cli(capsys, "benchmark", missing, "-niter", "1", "--json")
+    assert (rc, err) == (1, "")
+    error = json.loads(out)["error"]
+    assert (error["message"], error["file"], error["layer"]) == ("no such file", missing, None)
