@@ -184,6 +184,11 @@ def parents() -> Parents:
         "keyed by input name; repeat for several. Default: seeded random inputs",
     )  # fmt: skip
     inputs.add_argument(
+        "--cast", action="store_true",
+        help="convert --input arrays of another number type (np.save's float64) to the "
+        "input's type, refusing values it cannot hold (out of range, fractions for integers)",
+    )  # fmt: skip
+    inputs.add_argument(
         "--seed", type=_seed, help="seed for the random inputs used when no --input is given "
         "(default 0)",
     )  # fmt: skip
@@ -268,11 +273,12 @@ def random_seed(args: argparse.Namespace, source: str | None = None) -> int:
     return int(args.seed)
 
 
-def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
+def read_inputs(model: Model, specs: Sequence[str], cast: bool = False) -> dict[str, np.ndarray]:
     """Load ``--input`` values: ``NAME=x.npy``, ``x.npy`` (one input) or ``all.npz``.
 
     Every name is checked here, against the Parameter's name and tensor names, so that
-    an error can say which argument or file brought it.
+    an error can say which argument or file brought it.  With ``cast`` (``--cast``) each
+    array is converted to its input's type (see :meth:`~irrun.Model.cast_inputs`).
     """
     feeds: dict[str, np.ndarray] = {}
     given_by: dict[str, str] = {}  # input name -> the --input that gave it
@@ -322,7 +328,7 @@ def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
                 )
             name = model.inputs[0].name
         put(name, loaded, spec)
-    return feeds
+    return model.cast_inputs(feeds) if cast else feeds
 
 
 def dump_json(data: dict[str, Any], f: IO[str]) -> None:

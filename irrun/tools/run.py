@@ -87,7 +87,10 @@ def _handle(args: argparse.Namespace) -> int:
     if args.shape:
         model.reshape(args.shape)
         say(f"reshaped to {args.shape}")
-    feeds = common.read_inputs(model, args.input) if args.input else model.random_inputs(seed)
+    if args.input:
+        feeds = common.read_inputs(model, args.input, args.cast)
+    else:
+        feeds = model.random_inputs(seed)
     given = ", ".join(args.input) if args.input else f"random (seed {seed})"
     say(f"inputs: {given}: " + ", ".join(
         f"{name} {list(np.shape(v))} {np.asarray(v).dtype}" for name, v in feeds.items()
