@@ -23,7 +23,7 @@ import numpy as np
 from ..core.memory import parse_size
 from ..core.model import Model
 from ..core.reshape import parse_shapes
-from ..errors import IrrunError, Location, UsageError
+from ..errors import IrrunError, Location, MissingFile, UsageError
 from ..text import count as count  # profile.py imports it from here
 
 
@@ -128,7 +128,7 @@ def check_magic(path: Path, magics: tuple[bytes, ...], what: str, kind: str = ""
     if path.is_dir():
         raise IrrunError(f"is a directory, expected a {what} file", where)
     if not path.is_file():
-        raise IrrunError(f"no such {kind + ' ' if kind else ''}file", where)
+        raise MissingFile(f"no such {kind + ' ' if kind else ''}file", where)
     try:
         with path.open("rb") as f:
             magic = f.read(6)

@@ -18,6 +18,7 @@ import pytest
 
 import irrun
 from irrun.core.model import Results
+from irrun.tools.common import read_inputs
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 
@@ -232,6 +233,15 @@ def test_a_missing_file_is_a_file_not_found_error(tmp_path):
     assert caught.value.filename == str(tmp_path / "demo.bin")
     assert caught.value.code == "missing-file" and caught.value.location.line > 0
     assert pickle.loads(pickle.dumps(caught.value)).filename == str(tmp_path / "demo.bin")
+
+
+def test_a_missing_input_or_reference_file_is_a_file_not_found_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"nope\.npz: no such reference file") as caught:
+        irrun.compare(MODELS / "demo.xml", reference=tmp_path / "nope.npz")
+    assert caught.value.code == "missing-file"
+    assert caught.value.filename == str(tmp_path / "nope.npz")
+    with pytest.raises(irrun.MissingFile, match=r"nope\.npy: no such input file"):
+        read_inputs(irrun.load(MODELS / "demo.xml"), [str(tmp_path / "nope.npy")])
 
 
 def test_every_error_has_a_code(two):
