@@ -10,7 +10,10 @@ second having no tensor name, by its Result ``n_result``).
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -299,3 +302,24 @@ def test_a_request_returns_results_too():
     req.run([np.ones((1, 4), np.float32)])
     out = req.run(np.ones((1, 4), np.float32))
     assert out[0].tolist() == [[2.0, 2.0, 2.0, 2.0]] and list(out) == ["sum"]
+
+
+def test_feeds_and_results_answer_as_openvinos_do(two, tmp_path):
+    ov = pytest.importorskip("openvino")
+    path = tmp_path / "two_ov.xml"
+    path.write_text(TWO_INPUTS)
+    compiled = ov.Core().compile_model(str(path), "CPU")
+    for feeds in ([X, N], {1: N, 0: X}, {"x_alias": X, "n": N}):
+        want, got = compiled(feeds), two(feeds)
+        for key in (0, 1, "sum", "total"):
+            np.testing.assert_array_equal(got[key], want[key])
+        np.testing.assert_array_equal(got[two.outputs[1]], want[compiled.outputs[1]])
+
+
+def test_irrun_compare_imports_no_openvino(tmp_path):
+    code = ("import sys, irrun; irrun.compare, irrun.benchmark; "
+            "print('openvino' in sys.modules)")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(irrun.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=120)  # fmt: skip
+    assert done.stdout == "False\n", done.stderr
