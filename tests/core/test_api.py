@@ -323,3 +323,10 @@ def test_irrun_compare_imports_no_openvino(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=120)  # fmt: skip
     assert done.stdout == "False\n", done.stderr
+
+
+def test_a_request_casts_too():
+    req = irrun.load(MODELS / "running_sum.xml").create_request()
+    for _ in range(2):
+        out = req.run([np.full((1, 4), 2.0)], cast=True)
+    assert out["sum"].tolist() == [[4.0, 4.0, 4.0, 4.0]]
