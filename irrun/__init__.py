@@ -17,7 +17,7 @@ the command line reports with exit code 2:
 """
 
 from .core.generation import Generation, generate
-from .core.model import LayerRun, Model, TensorSpec, load, validate
+from .core.model import LayerRun, Model, Results, TensorSpec, load, validate
 from .core.state import Request
 from .errors import (
     Diagnostic,
@@ -27,11 +27,18 @@ from .errors import (
     KernelError,
     LayerRef,
     Location,
+    MissingFile,
     UsageError,
 )
+
+# The tools' Python faces (neither imports OpenVINO until a backend asks for it).
+from .tools.benchmark import BenchmarkResult, benchmark
+from .tools.compare import compare
+from .tools.compare_results import Report
 from .version import __version__
 
 __all__ = [
+    "BenchmarkResult",
     "Diagnostic",
     "Generation",
     "InternalError",
@@ -41,11 +48,16 @@ __all__ = [
     "LayerRef",
     "LayerRun",
     "Location",
+    "MissingFile",
     "Model",
+    "Report",
     "Request",
+    "Results",
     "TensorSpec",
     "UsageError",
     "__version__",
+    "benchmark",
+    "compare",
     "generate",
     "load",
     "validate",

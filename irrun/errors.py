@@ -9,6 +9,7 @@ The exceptions form one tree under :class:`IrrunException`::
     IrrunException
     ├── IrrunError          a problem with a model or its inputs, located (public)
     │   ├── UsageError      misuse of the command line or of an API argument (exit 2)
+    │   ├── MissingFile     a file that is not there (also a FileNotFoundError)
     │   └── InternalError   a bug in irrun, never the model's fault
     ├── OpError             an op rejects what it was given (also a ValueError)
     │   ├── ShapeError      ... by its shape rule
@@ -23,6 +24,8 @@ from an op is an :class:`InternalError`.
 
 from __future__ import annotations
 
+import copy
+import errno
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -95,10 +98,17 @@ class IrrunException(Exception):
 class IrrunError(IrrunException):
     """A problem with a model or its inputs, reported as one line.
 
+    ``code`` is a short stable identifier of the kind of problem, for scripts: the code
+    of the checker's finding (see :class:`Diagnostic`) where the error is one, else the
+    class's own (``error`` when nothing finer is known).
+
     >>> pool = LayerRef("3", "pool", "MaxPool", 8)
-    >>> str(IrrunError("kernel is required", Location("m.xml", 7), pool))
-    "m.xml:7: layer 3 'pool' (MaxPool-v8): kernel is required"
+    >>> err = IrrunError("kernel is required", Location("m.xml", 7), pool)
+    >>> str(err), err.code
+    ("m.xml:7: layer 3 'pool' (MaxPool-v8): kernel is required", 'error')
     """
+
+    default_code = "error"
 
     def __init__(
         self,
@@ -112,7 +122,7 @@ class IrrunError(IrrunException):
         self.location = location
         self.layer = layer
         self.port = port
-        self.code = code  # what kind of problem, for the checker's findings
+        self.code: str = code or self.default_code  # what kind of problem, for scripts
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
@@ -122,23 +132,66 @@ class IrrunError(IrrunException):
     def with_context(
         self, location: Location | None = None, layer: LayerRef | None = None
     ) -> IrrunError:
-        """Fill in the location and layer where the raiser did not know them."""
-        return IrrunError(
-            self.message,
-            self.location or location,
-            self.layer or layer,
-            self.port,
-            self.code,
-        )
+        """Fill in the location and layer where the raiser did not know them; the copy
+        is of the same class (a :class:`UsageError` stays one)."""
+        err = copy.copy(self)
+        err.location = self.location or location
+        err.layer = self.layer or layer
+        err.args = (err.__str__(),)
+        return err
 
 
 class UsageError(IrrunError):
     """A malformed argument rather than a bad file: command-line misuse (exit code 2),
     or in Python a bad ``shapes``, tolerance or option value.
 
-    >>> issubclass(UsageError, IrrunError)
-    True
+    >>> issubclass(UsageError, IrrunError), UsageError("bad --shape").code
+    (True, 'usage')
     """
+
+    default_code = "usage"
+
+
+class MissingFile(IrrunError, FileNotFoundError):
+    """A file that is not there: the model's ``.xml`` or ``.bin``, or an input file.
+    Also a :class:`FileNotFoundError`, as ``open`` would raise, with its ``filename``
+    (the location's file unless given: a missing ``.bin`` is reported where the
+    ``.xml`` needs it).
+
+    >>> err = MissingFile("no such file", Location("net.xml"))
+    >>> isinstance(err, FileNotFoundError), err.filename, err.code, str(err)
+    (True, 'net.xml', 'missing-file', 'net.xml: no such file')
+    """
+
+    default_code = "missing-file"
+
+    def __init__(
+        self,
+        message: str,
+        location: Location | None = None,
+        layer: LayerRef | None = None,
+        port: int | None = None,
+        code: str | None = None,
+        filename: str | None = None,
+    ) -> None:
+        super().__init__(message, location, layer, port, code)
+        self.errno = errno.ENOENT  # what OSError's constructor would have set
+        self._filename = filename
+
+    @property  # type: ignore[override]
+    def filename(self) -> str | None:
+        if self._filename is not None:
+            return self._filename
+        return self.location.file if self.location is not None else None
+
+    @property  # type: ignore[override]
+    def strerror(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # OSError's own would rebuild it from its text alone, losing the location.
+        return (type(self), (self.message, self.location, self.layer, self.port, self.code,
+                             self._filename))  # fmt: skip
 
 
 class InternalError(IrrunError):
@@ -153,6 +206,8 @@ class InternalError(IrrunError):
     not in the model: please report it; --debug shows the traceback)
     """
 
+    default_code = "internal-error"
+
     @classmethod
     def wrap(
         cls, exc: BaseException, location: Location | None = None, layer: LayerRef | None = None
@@ -161,14 +216,9 @@ class InternalError(IrrunError):
         return cls(
             f"{text} (a bug in irrun, not in the model: please report it; "
             "--debug shows the traceback)",
-            location, layer, code="internal-error",
+            location,
+            layer,
         )
-
-    def with_context(
-        self, location: Location | None = None, layer: LayerRef | None = None
-    ) -> InternalError:
-        return InternalError(self.message, self.location or location, self.layer or layer,
-                             self.port, self.code)
 
 
 class OpError(IrrunException, ValueError):
@@ -259,8 +309,9 @@ class Diagnostic:
 
     @classmethod
     def from_error(cls, err: IrrunError, code: str | None = None) -> Diagnostic:
-        return cls("error", err.code or code or "error", err.message, err.location, err.layer,
-                   err.port)  # fmt: skip
+        # ``code`` names what the caller knows for an error that came without its own.
+        known = err.code if err.code != IrrunError.default_code else (code or err.code)
+        return cls("error", known, err.message, err.location, err.layer, err.port)
 
 
 def _jsonable(value: Any) -> Any:

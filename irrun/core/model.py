@@ -16,7 +16,7 @@ from .. import (
     ops,  # noqa: F401  (ops registers every kernel)
     threads,
 )
-from ..errors import Diagnostic, IrrunError, LayerRef, Location, UsageError
+from ..errors import Diagnostic, IrrunError, LayerRef, Location, MissingFile, UsageError
 from ..ir import element_types
 from ..ir.dims import Shape, format_shape, parse_partial_shape, shape_fits
 from ..ir.registry import TensorInfo
@@ -43,7 +43,17 @@ from .steps import Step
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A model input or output: its name, all its tensor names, shape and element type."""
+    """A model input or output: its name, all its tensor names, shape and element type.
+
+    ``shape`` is a tuple of sizes, where a dynamic dim is an
+    :class:`~irrun.ir.dims.Interval` (printed ``?`` or ``1..10``), or None when even the
+    rank is unknown; ``partial_shape`` is the text OpenVINO prints for it, ``dtype`` the
+    NumPy dtype its values have:
+
+    >>> spec = load("models/demo.xml").inputs[0]
+    >>> spec.shape, spec.partial_shape, spec.dtype, spec.element_type
+    ((1, 3, 32, 32), '[1,3,32,32]', dtype('float32'), 'f32')
+    """
 
     name: str
     shape: Shape | None
@@ -55,6 +65,107 @@ class TensorSpec:
             f"TensorSpec(name={self.name!r}, shape={format_shape(self.shape)}, "
             f"element_type={self.element_type!r})"
         )
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        """The NumPy dtype of its values (``float32`` for f32), None for a dynamic type."""
+        et = element_types.ELEMENT_TYPES.get(self.element_type)
+        return et.dtype if et is not None else None
+
+    @property
+    def partial_shape(self) -> str:
+        """Its shape as OpenVINO prints a partial shape: ``[?,3,224,224]``, ``[...]``."""
+        return format_shape(self.shape)
+
+    @property
+    def any_name(self) -> str:
+        """Its name (OpenVINO's ``any_name``)."""
+        return self.name
+
+    def get_any_name(self) -> str:
+        """Its name, as OpenVINO's ``Output.get_any_name()`` gives it."""
+        return self.name
+
+
+class Results(dict):  # type: ignore[type-arg]
+    """What :meth:`Model.run` returns: a dict of arrays by name, which can also be indexed
+    as OpenVINO's result is, by position (``res[0]``), by any tensor name of an output or
+    its Result layer's name (``res["logits"]``), or by an output itself
+    (``res[m.outputs[0]]``).
+
+    Iteration, ``keys()``, ``items()`` and ``len`` are those of the dict: one entry per
+    value, under the name it was asked by (see :meth:`Model.run`).  Positions count the
+    outputs asked for, in the order asked (the model's outputs by default, also with
+    ``intermediate=True``).
+
+    >>> m = load("models/pooling_chain.xml")
+    >>> res = m.run(np.ones((1, 3, 16, 16), np.float32))
+    >>> list(res)
+    ['pooled', 'indices']
+    >>> res[1] is res["indices"] is res[m.outputs[1]] is res[-1]
+    True
+    """
+
+    _order: tuple[str, ...] = ()
+    _aliases: dict[str, str] = {}  # noqa: RUF012  (never changed: each instance gets its own)
+
+    @classmethod
+    def _made(cls, values: dict[str, np.ndarray], order: Sequence[str],
+              aliases: dict[str, str]) -> Results:  # fmt: skip
+        res = cls(values)
+        res._order = tuple(order)
+        res._aliases = aliases
+        return res
+
+    def _key(self, key: Any) -> Any:
+        """The dict's key that ``key`` stands for (itself when it is one)."""
+        if isinstance(key, str):
+            if dict.__contains__(self, key):
+                return key
+            return self._aliases.get(key, key)
+        if isinstance(key, TensorSpec):
+            for name in (key.name, *key.names):
+                found = self._key(name)
+                if dict.__contains__(self, found):
+                    return found
+            return key.name
+        if isinstance(key, int | np.integer) and not isinstance(key, bool | np.bool_):
+            i = int(key)
+            if not -len(self._order) <= i < len(self._order):
+                raise IndexError(
+                    f"output {i} is out of range: {len(self._order)} outputs "
+                    f"({', '.join(self._order)})"
+                )
+            return self._order[i]
+        return key
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        found = self._key(key)
+        try:
+            return dict.__getitem__(self, found)
+        except KeyError:
+            raise KeyError(f"no value named {found!r} (values: {', '.join(self)})") from None
+
+    def __contains__(self, key: Any) -> bool:
+        try:
+            return dict.__contains__(self, self._key(key))
+        except (IndexError, TypeError):
+            return False
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except (KeyError, IndexError, TypeError):
+            return default
+
+    def to_tuple(self) -> tuple[np.ndarray, ...]:
+        """The outputs asked for, by position."""
+        return tuple(self[i] for i in range(len(self._order)))
+
+
+# What Model.run takes: arrays by input (name, position or spec), by position, or one array.
+Feeds = Mapping[Any, Any] | Sequence[Any] | np.ndarray
+OutputKey = str | int | TensorSpec  # an output, or any tensor by name
 
 
 @dataclass(frozen=True)
@@ -107,9 +218,19 @@ class Model:
         self.threads = 1 if reference and threads is None else threads  # type: ignore[assignment]
         self._fold_arg = fold_option(fold_constants)
         self.weights = Weights(_weights_path(self.path, weights))
+        if not os.path.lexists(self.path):
+            raise MissingFile("no such file", Location(str(self.path)))
         with collection_paused():
             checked = check_ir(self.path, self.weights, complete=False)
-            checked.refuse()
+            try:
+                checked.refuse()
+            except IrrunError as exc:
+                if not self.weights.exists and exc.code in ("bad-weights", "missing-file"):
+                    # Its Consts need the .bin: a FileNotFoundError naming it, said where
+                    # the .xml needs it, as validate says it.
+                    raise MissingFile(exc.message, exc.location, exc.layer, exc.port,
+                                      filename=str(self.weights.path)) from None  # fmt: skip
+                raise
             assert checked.graph is not None and checked.nodes is not None
             assert checked.infos is not None
             self._checked = checked
@@ -249,6 +370,8 @@ class Model:
         self._input_ids: dict[str, str] = {}  # any accepted name -> Parameter layer id
         self.outputs: list[TensorSpec] = []
         self._output_slots: dict[str, int] = {}
+        # Every tensor name of an output and its Result's name -> the output's name.
+        self._output_aliases: dict[str, str] = {}
         for lid in lg.order:
             node: Node = nodes[lid]
             layer = node.layer
@@ -267,6 +390,8 @@ class Model:
                 info = self._infos.get((src.layer, src.port), TensorInfo(None, None))
                 self.outputs.append(TensorSpec(name, info.shape, _et_name(info), names))
                 self._output_slots[name] = self._plan.slots[(src.layer, src.port)]
+                for alias in (*names, layer.name):
+                    self._output_aliases.setdefault(alias, name)
 
     @cached_property
     def _names(self) -> TensorNames:
@@ -307,7 +432,7 @@ class Model:
             sizes = budget_findings(self._graph, self._nodes, self._checked.infos or {},
                                     self._budget_arg, True)  # fmt: skip
             return _by_line(self._checked.findings + sizes)
-        new_shapes = input_shapes(self._graph, self._nodes, shapes)
+        new_shapes = input_shapes(self._graph, self._nodes, self._shape_spec(shapes))
         infos, propagated = propagate(self._graph, self._nodes, new_shapes)
         kept = [d for d in self._checked.findings if d.code not in _PROPAGATION_CODES]
         sizes = budget_findings(self._graph, self._nodes, infos, self._budget_arg,
@@ -329,8 +454,49 @@ class Model:
         ((4, 3, 32, 32), (4, 3, 2, 2))
         >>> m.run(np.zeros((4, 3, 32, 32), np.float32))["pooled"].shape
         (4, 3, 2, 2)
+
+        As with OpenVINO, a model with one input also takes its shape alone, and any
+        model a list of shapes by position, or a dict by position or :class:`TensorSpec`
+        (a dim None is dynamic):
+
+        >>> m.reshape([2, 3, 16, 16])
+        >>> m.reshape({0: (1, 3, None, None)})
+        >>> m.inputs[0].partial_shape
+        '[1,3,?,?]'
         """
-        self._reshape(input_shapes(self._graph, self._nodes, shapes))
+        self._reshape(input_shapes(self._graph, self._nodes, self._shape_spec(shapes)))
+
+    def _shape_spec(self, shapes: Any) -> ShapeSpec:
+        """``shapes`` of :meth:`reshape` as a dict by name, or the ``--shape`` text."""
+        if isinstance(shapes, str):
+            return shapes
+        listed = ", ".join(s.name for s in self.inputs)
+        if isinstance(shapes, Mapping):
+            return {self._reshape_name(k, listed): _dims(v) for k, v in shapes.items()}
+        if not isinstance(shapes, Sequence | np.ndarray):
+            raise UsageError(f"shapes: expected a shape, a list of shapes or a dict of them by "
+                             f"input, not {shapes!r}")  # fmt: skip
+        if all(not isinstance(d, Sequence | np.ndarray) or isinstance(d, str) for d in shapes):
+            if len(self.inputs) != 1:
+                raise UsageError(
+                    f"shapes: one shape given, but the model has {len(self.inputs)} inputs "
+                    f"({listed}): give a dict by name or a list of shapes by position"
+                )
+            return {self.inputs[0].name: _dims(shapes)}
+        if len(shapes) != len(self.inputs):
+            raise UsageError(f"shapes: {len(shapes)} shapes given by position, but the model has "
+                             f"{_count(len(self.inputs), 'input')} ({listed})")  # fmt: skip
+        return {spec.name: _dims(shape) for spec, shape in zip(self.inputs, shapes, strict=True)}
+
+    def _reshape_name(self, key: Any, listed: str) -> str:
+        if isinstance(key, TensorSpec):
+            return key.name
+        if isinstance(key, int | np.integer) and not isinstance(key, bool | np.bool_):
+            if not 0 <= key < len(self.inputs):
+                raise UsageError(f"shapes: no input {key}: the model has {len(self.inputs)} "
+                                 f"inputs ({listed})")  # fmt: skip
+            return self.inputs[key].name
+        return key  # type: ignore[no-any-return]  # a name, checked with the shapes
 
     def _reshape(self, new_shapes: dict[str, TensorInfo]) -> None:
         merged = {
@@ -353,20 +519,32 @@ class Model:
 
     def run(
         self,
-        feeds: Mapping[str, Any] | np.ndarray,
-        outputs: Sequence[str] | None = None,
+        feeds: Feeds,
+        outputs: Sequence[OutputKey] | None = None,
         intermediate: bool = False,
         on_layer: Callable[[LayerRun], None] | None = None,
-    ) -> dict[str, np.ndarray]:
-        """Run the model on ``feeds`` (input name -> array, or one array for one input).
+        cast: bool = False,
+    ) -> Results:
+        """Run the model on ``feeds``; ``model(feeds)`` is the same.
 
-        ``outputs`` picks what to compute and return: output names, or the name of any
-        tensor or layer in the graph.  By default all of the model's outputs.
+        ``feeds`` is a dict of arrays by input (its name, any of its tensor names, its
+        position in :attr:`inputs` or its :class:`TensorSpec`), a list or tuple of arrays
+        by position, or one array for a model with one input.  Each array must have the
+        input's dtype (see :attr:`TensorSpec.dtype`) unless ``cast=True``: then other
+        numbers are converted, and an input refused whose values the input's type cannot
+        hold (out of its range, or with a fraction for an integer type).
+
+        ``outputs`` picks what to compute and return: outputs (by name, position or
+        :class:`TensorSpec`), or the name of any tensor or layer in the graph.  By default
+        all of the model's outputs.
         ``intermediate=True`` returns every tensor the run computes as well (all layers
         but Parameters, Consts and Assigns, under :attr:`tensor_names`), model outputs
         included.
         ``on_layer`` is called with a :class:`LayerRun` as each layer finishes; every
         layer then runs, also those no output needs.
+
+        The values come back as :class:`Results`: a dict by name that also answers to
+        positions and the outputs' other names, as OpenVINO's result does.
 
         >>> m = load("models/pooling_chain.xml")
         >>> x = np.arange(768, dtype=np.float32).reshape(1, 3, 16, 16)
@@ -380,30 +558,39 @@ class Model:
         indices (1, 3, 2, 2)
         >>> m.run({"image": x}, outputs=["avg_pool"])["avg_pool"][0, 0, 0]
         array([34., 38., 42., 46.], dtype=float32)
+        >>> m([x])[0][0, 0]  # by position: the first output, pooled
+        array([[102., 110.],
+               [230., 238.]], dtype=float32)
         """
-        return self._execute(feeds, outputs, intermediate, on_layer)[0]
+        return self._execute(feeds, outputs, intermediate, on_layer, cast=cast)[0]
+
+    __call__ = run
 
     def _execute(
         self,
-        feeds: Mapping[str, Any] | np.ndarray,
-        outputs: Sequence[str] | None = None,
+        feeds: Feeds,
+        outputs: Sequence[OutputKey] | None = None,
         intermediate: bool = False,
         on_layer: Callable[[LayerRun], None] | None = None,
         state: Mapping[str, np.ndarray | None] | None = None,
         every_layer: bool = True,
         values: bool = True,
-    ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        cast: bool = False,
+    ) -> tuple[Results, dict[str, np.ndarray]]:
         """:meth:`run`, and with ``state`` (variable id -> value, None while unset) the
         variables' next values as well (see :class:`irrun.core.state.Request`).
 
         ``every_layer`` and ``values`` say what ``on_layer`` needs (see
         :class:`~irrun.core.executor.Observer`): a profile needs neither the layers a run
         does not execute nor the values of those it does."""
-        by_layer = self._check_feeds(feeds)
+        by_layer = self._check_feeds(feeds, cast)
         if outputs is None:
             wanted = dict(self._output_slots)
         else:
-            wanted = {name: self._slot_of(name) for name in outputs}
+            if isinstance(outputs, str | TensorSpec):
+                outputs = [outputs]  # type: ignore[list-item]  # one name, not its letters
+            names = [self._output_name(key) for key in outputs]
+            wanted = {name: self._slot_of(name) for name in names}
         feed_slots: dict[int, np.ndarray | None] = {
             self._plan.parameters[lid]: arr for lid, arr in by_layer.items()
         }
@@ -424,7 +611,8 @@ class Model:
         result = {name: _own(found[slot]) for name, slot in wanted.items()}
         if intermediate:
             result = {**kept, **result}
-        return result, {var: found[slot] for var, slot in assigns.items()}
+        made = Results._made(result, list(wanted), self._output_aliases)
+        return made, {var: found[slot] for var, slot in assigns.items()}
 
     @property
     def variables(self) -> list[TensorSpec]:
@@ -481,6 +669,21 @@ class Model:
 
         return Observer(report, values, every_layer)
 
+    def _output_name(self, key: OutputKey) -> str:
+        """The name an ``outputs`` entry asks by: an output's position is its name."""
+        if isinstance(key, TensorSpec):
+            return key.name
+        if isinstance(key, int | np.integer) and not isinstance(key, bool | np.bool_):
+            if not -len(self.outputs) <= key < len(self.outputs):
+                raise UsageError(
+                    f"outputs: no output {key}: the model has {len(self.outputs)} "
+                    f"({', '.join(s.name for s in self.outputs)})"
+                )
+            return self.outputs[key].name
+        if not isinstance(key, str):
+            raise UsageError(f"outputs: expected names, positions or outputs, not {key!r}")
+        return key
+
     def _slot_of(self, name: str) -> int:
         if name in self._output_slots:
             return self._output_slots[name]
@@ -490,49 +693,107 @@ class Model:
         raise IrrunError(
             f"no output, tensor or layer named '{name}' (outputs: {known})",
             Location(str(self.path)),
+            code="unknown-name",
         )
 
-    def _check_feeds(self, feeds: Mapping[str, Any] | np.ndarray) -> dict[str, np.ndarray]:
+    def _check_feeds(self, feeds: Feeds, cast: bool = False) -> dict[str, np.ndarray]:
+        """The arrays of ``feeds`` by Parameter id, checked against the inputs (see :meth:`run`)."""
         loc = Location(str(self.path))
-        if isinstance(feeds, np.ndarray):
+        listed = ", ".join(s.name for s in self.inputs)
+        if isinstance(feeds, Mapping):
+            items = [(self._input_name(key, loc), value) for key, value in feeds.items()]
+        elif isinstance(feeds, list | tuple):
+            if len(feeds) != len(self.inputs):
+                raise IrrunError(
+                    f"{len(feeds)} values given by position, but the model has "
+                    f"{_count(len(self.inputs), 'input')} ({listed}); give one array per input, in "
+                    "that order (an input's values as one array, not a list)",
+                    loc, code="bad-input",
+                )  # fmt: skip
+            items = [(spec.name, value) for spec, value in zip(self.inputs, feeds, strict=True)]
+        else:
             if len(self.inputs) != 1:
                 raise IrrunError(
                     f"one array given, but the model has {len(self.inputs)} inputs "
-                    f"({', '.join(s.name for s in self.inputs)}): pass a dict", loc
-                )
-            feeds = {self.inputs[0].name: feeds}
+                    f"({listed}): pass a dict by name or a list by position", loc,
+                    code="bad-input",
+                )  # fmt: skip
+            items = [(self.inputs[0].name, feeds)]
         by_layer: dict[str, np.ndarray] = {}
-        for name, value in feeds.items():
+        for name, value in items:
             lid = self._input_ids.get(name)
             if lid is None:
-                valid = ", ".join(s.name for s in self.inputs)
-                raise IrrunError(f"no input named '{name}' (inputs: {valid})", loc)
+                raise IrrunError(f"no input named '{name}' (inputs: {listed})", loc,
+                                 code="bad-input")  # fmt: skip
             if lid in by_layer:
-                raise IrrunError(f"input '{name}' is given twice (under two of its names)", loc)
-            by_layer[lid] = self._check_array(lid, name, value)
+                raise IrrunError(f"input '{name}' is given twice (under two of its names)", loc,
+                                 code="bad-input")  # fmt: skip
+            by_layer[lid] = self._check_array(lid, name, value, cast)
         missing = [s.name for s in self.inputs if self._input_ids[s.name] not in by_layer]
         if missing:
-            raise IrrunError(f"no value given for input {', '.join(map(repr, missing))}", loc)
+            raise IrrunError(f"no value given for input {', '.join(map(repr, missing))}", loc,
+                             code="bad-input")  # fmt: skip
         return by_layer
 
-    def _check_array(self, lid: str, name: str, value: Any) -> np.ndarray:
+    def cast_inputs(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """``feeds`` (arrays by input name) with each converted to its input's dtype as
+        ``cast=True`` of :meth:`run` converts it, refused naming the input when a value
+        does not fit; names that are no input's are left for :meth:`run` to report.
+
+        >>> m = load("models/demo.xml")
+        >>> m.cast_inputs({"image": np.zeros((1, 3, 32, 32))})["image"].dtype
+        dtype('float32')
+        """
+        out: dict[str, np.ndarray] = {}
+        for name, value in feeds.items():
+            lid = self._input_ids.get(name)
+            arr = np.asarray(value)
+            if lid is not None:
+                node = self._nodes[lid]
+                et = node.attrs.element_type  # type: ignore[union-attr]
+                if arr.dtype != et.dtype:
+                    where = Location(str(self.path), node.layer.line)
+                    arr = _cast(arr, et, name, where, node.ref)
+            out[name] = arr
+        return out
+
+    def _input_name(self, key: Any, loc: Location) -> str:
+        """The name a key of ``feeds`` stands for: an input's position is its name."""
+        if isinstance(key, TensorSpec):
+            return key.name
+        if isinstance(key, int | np.integer) and not isinstance(key, bool | np.bool_):
+            if not 0 <= key < len(self.inputs):
+                raise IrrunError(
+                    f"no input {key}: the model has {len(self.inputs)} inputs "
+                    f"({', '.join(s.name for s in self.inputs)})", loc, code="bad-input",
+                )  # fmt: skip
+            return self.inputs[key].name
+        if not isinstance(key, str):
+            raise UsageError(f"feeds: expected input names or positions as keys, not {key!r}")
+        return key
+
+    def _check_array(self, lid: str, name: str, value: Any, cast: bool = False) -> np.ndarray:
         node = self._nodes[lid]
         where = Location(str(self.path), node.layer.line)
         assert node.attrs is not None
         arr = np.asarray(value)
         et = node.attrs.element_type
         if arr.dtype != et.dtype:
-            got = element_types.of_array(arr)
-            raise IrrunError(
-                f"input '{name}' has element type {got or arr.dtype}, expected {et.name} "
-                f"(numpy {et.dtype})", where, node.ref,
-            )  # fmt: skip
+            if not cast:
+                got = element_types.of_array(arr)
+                raise IrrunError(
+                    f"input '{name}' has element type {got or arr.dtype}, expected {et.name} "
+                    f"(numpy {et.dtype}): convert it, or pass cast=True (--cast on the command "
+                    "line) to have it converted with a check of its range",
+                    where, node.ref, code="bad-input",
+                )  # fmt: skip
+            arr = _cast(arr, et, name, where, node.ref)
         shape = self._input_shapes.get(lid, node.attrs.shape)
         if not shape_fits(shape, arr.shape):
             got, want = format_shape(arr.shape), format_shape(shape)
-            raise IrrunError(f"input '{name}' has shape {got}, expected {want}", where, node.ref)
+            raise IrrunError(f"input '{name}' has shape {got}, expected {want}", where, node.ref,
+                             code="bad-input")  # fmt: skip
         return arr
-
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         """Seeded random values for every input; dynamic dims become their lower bound or 1.
@@ -548,6 +809,19 @@ class Model:
         return random_inputs(given, seed, self._budget_arg, self.path,
                              lambda shapes: self._run_budget.check(self._budget_arg, shapes,
                                                                    wanted, False))
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _dims(shape: Any) -> str | list[str]:
+    """A shape of :meth:`Model.reshape` in the dims ``--shape`` reads (None is ``?``)."""
+    if isinstance(shape, str):
+        return shape
+    if not isinstance(shape, Sequence | np.ndarray):
+        raise UsageError(f"shapes: expected a list of dims, not {shape!r}")
+    return ["?" if d is None else str(d) for d in shape]
 
 
 def _reopened(given: str, absolute: str) -> Path:
@@ -568,6 +842,59 @@ def _own(array: np.ndarray) -> np.ndarray:
     """A plain, writable array: no np.memmap subclass, no read-only view of the weights."""
     array = np.asarray(array)
     return array if array.flags.writeable else array.copy()
+
+
+def _cast(arr: np.ndarray, et: element_types.ElementType, name: str, where: Location,
+          ref: LayerRef) -> np.ndarray:  # fmt: skip
+    """``arr`` as values of ``et`` (``cast=True`` of :meth:`Model.run`), refused naming the
+    input when a value cannot be one: out of the type's range, or not whole for an integer
+    type (a float that rounds to a nearby value, as f64 to f32 does, is kept)."""
+    shown = element_types.of_array(arr) or arr.dtype
+
+    def refuse(why: str) -> IrrunError:
+        return IrrunError(f"input '{name}': cannot cast {shown} to {et.name}: {why}", where, ref,
+                          code="bad-input")  # fmt: skip
+
+    if arr.dtype.kind == "V":  # bfloat16 and the other ml_dtypes floats read as numbers
+        try:
+            arr = arr.astype(np.float32)
+        except (TypeError, ValueError):
+            raise refuse("its values are not numbers") from None
+    if arr.dtype.kind not in "biuf":
+        raise refuse("its values are not numbers")
+    if arr.size == 0:
+        return arr.astype(et.dtype)
+    target = et.dtype
+    if target.kind == "f" or target.kind == "V":
+        with np.errstate(over="ignore"):  # found below, and named
+            out = arr.astype(target)
+        overflow = np.isinf(out.astype(np.float64)) & np.isfinite(arr)
+        if overflow.any():
+            value = arr[overflow].flat[0].item()
+            raise refuse(f"value {value!r} is out of {et.name}'s range (it would become inf)")
+        return out
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise refuse(f"value {arr[bad].flat[0].item()!r} is not an integer")
+        bad = arr != np.trunc(arr)
+        if bad.any():
+            raise refuse(f"value {arr[bad].flat[0].item()!r} is not an integer")
+    if target.kind == "b":
+        low, high = 0, 1
+    elif et.bits < 8:  # packed: u1, u4, i4 hold fewer values than their dtype
+        signed = target.kind == "i"
+        low, high = (-(1 << (et.bits - 1)), (1 << (et.bits - 1)) - 1) if signed else (
+            0, (1 << et.bits) - 1)  # fmt: skip
+    else:
+        info = np.iinfo(target)
+        low, high = int(info.min), int(info.max)
+    # As Python numbers, compared exactly (a float64 cannot hold int64's maximum).
+    least, most = arr.min().item(), arr.max().item()
+    for value in (least, most):
+        if not low <= value <= high:
+            raise refuse(f"value {value!r} is outside {et.name}'s range [{low}, {high}]")
+    return arr.astype(target)
 
 
 def _et_name(info: TensorInfo) -> str:

@@ -10,7 +10,7 @@ costs only its variables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from ..ir.element_types import ELEMENT_TYPES
 Model = Any
 TensorSpec = Any
 LayerRun = Any
+Results = Any
 
 
 class Request:
@@ -61,14 +62,16 @@ class Request:
 
     def run(
         self,
-        feeds: Mapping[str, Any] | np.ndarray,
-        outputs: Sequence[str] | None = None,
+        feeds: Any,  # what Model.run takes: by name, by position, or one array
+        outputs: Sequence[Any] | None = None,
         intermediate: bool = False,
         on_layer: Callable[[LayerRun], None] | None = None,
-    ) -> dict[str, np.ndarray]:
-        """Run as :meth:`irrun.Model.run` does, reading and then updating the variables."""
+        cast: bool = False,
+    ) -> Results:
+        """Run as :meth:`irrun.Model.run` does (the same feeds, ``cast`` and
+        :class:`~irrun.Results`), reading and then updating the variables."""
         result, assigned = self.model._execute(feeds, outputs, intermediate, on_layer,
-                                               self._values)  # fmt: skip
+                                               self._values, cast=cast)  # fmt: skip
         self._values.update(assigned)
         # The caller owns what is returned: no output may be the very memory a variable
         # keeps (a model may return what it assigns).

@@ -319,6 +319,8 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise UsageError("--input and --input-dir do not go together: inputs come from DIR")
     if args.output:
         raise UsageError("--output and --input-dir do not go together: outputs go to --output-dir")
+    if args.cast:
+        raise UsageError("--cast and --input-dir do not go together: run a file with --input")
     # A dump or a profile is of one run; run the file of interest with --input for those.
     single = [flag for flag, on in (
         ("--dump-dir", args.dump_dir), ("--profile", args.profile),

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -53,7 +54,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..core.model import Model, load
+from ..core.model import Feeds, Model, load
 from ..errors import IrrunError, UsageError
 from ..ir.dims import Shape, format_shape
 from ..version import __version__
@@ -250,12 +251,14 @@ class BenchmarkResult:
 
 
 def benchmark(
-    model: Model, feeds: Mapping[str, Any] | np.ndarray, iterations: int | None = None,
+    model: Model | str | Path, feeds: Feeds | None = None, iterations: int | None = None,
     seconds: float | None = None, warmup: int = 1, batch: int = 1,
     on_run: Callable[[float], None] | None = None,
 ) -> BenchmarkResult:  # fmt: skip
-    """Run ``model`` on ``feeds`` ``warmup`` times, then until ``iterations`` runs are
-    done and ``seconds`` have passed, timing each run.
+    """Run ``model`` (a :class:`~irrun.Model`, or the path of its .xml) on ``feeds``
+    (anything :meth:`~irrun.Model.run` takes; by default its seeded random inputs)
+    ``warmup`` times, then until ``iterations`` runs are done and ``seconds`` have
+    passed, timing each run.
 
     With neither limit it runs for :data:`DEFAULT_SECONDS`; with both, until both are
     reached (benchmark_app's rule).  ``on_run`` is called with each measured run's
@@ -269,6 +272,10 @@ def benchmark(
     >>> result.min <= result.median <= result.p90 <= result.max
     True
     """
+    if isinstance(model, str | os.PathLike):
+        model = load(model)
+    if feeds is None:
+        feeds = model.random_inputs(seed=0)
     _check_count(iterations, "iterations", 1, none=True)
     _check_count(warmup, "warmup", 0)
     _check_count(batch, "batch", 1)
@@ -388,7 +395,7 @@ def _benchmark(args: argparse.Namespace) -> int:
             model.reshape(batch_shapes(model, args.batch))
         reshape_seconds = clock() - start
     if args.input:
-        feeds = common.read_inputs(model, args.input)
+        feeds = common.read_inputs(model, args.input, args.cast)
         source = "--input " + " ".join(args.input)
     else:
         feeds = model.random_inputs(seed)

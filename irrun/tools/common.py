@@ -23,7 +23,7 @@ import numpy as np
 from ..core.memory import parse_size
 from ..core.model import Model
 from ..core.reshape import parse_shapes
-from ..errors import IrrunError, Location, UsageError
+from ..errors import IrrunError, Location, MissingFile, UsageError
 from ..text import count as count  # profile.py imports it from here
 
 
@@ -137,7 +137,7 @@ def check_magic(path: Path, magics: tuple[bytes, ...], what: str, kind: str = ""
     if path.is_dir():
         raise IrrunError(f"is a directory, expected a {what} file", where)
     if not path.is_file():
-        raise IrrunError(f"no such {kind + ' ' if kind else ''}file", where)
+        raise MissingFile(f"no such {kind + ' ' if kind else ''}file", where)
     try:
         with path.open("rb") as f:
             magic = f.read(6)
@@ -191,6 +191,11 @@ def parents() -> Parents:
         "-i", "--input", action="append", default=[], metavar="[NAME=]PATH",
         help="an input: a .npy (NAME= picks the input, optional for one input) or an .npz "
         "keyed by input name; repeat for several. Default: seeded random inputs",
+    )  # fmt: skip
+    inputs.add_argument(
+        "--cast", action="store_true",
+        help="convert --input arrays of another number type (np.save's float64) to the "
+        "input's type, refusing values it cannot hold (out of range, fractions for integers)",
     )  # fmt: skip
     inputs.add_argument(
         "--seed", type=_seed, help="seed for the random inputs used when no --input is given "
@@ -278,11 +283,12 @@ def random_seed(args: argparse.Namespace, source: str | None = None) -> int:
     return int(args.seed)
 
 
-def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
+def read_inputs(model: Model, specs: Sequence[str], cast: bool = False) -> dict[str, np.ndarray]:
     """Load ``--input`` values: ``NAME=x.npy``, ``x.npy`` (one input) or ``all.npz``.
 
     Every name is checked here, against the Parameter's name and tensor names, so that
-    an error can say which argument or file brought it.
+    an error can say which argument or file brought it.  With ``cast`` (``--cast``) each
+    array is converted to its input's type (see :meth:`~irrun.Model.cast_inputs`).
     """
     feeds: dict[str, np.ndarray] = {}
     given_by: dict[str, str] = {}  # input name -> the --input that gave it
@@ -332,7 +338,7 @@ def read_inputs(model: Model, specs: Sequence[str]) -> dict[str, np.ndarray]:
                 )
             name = model.inputs[0].name
         put(name, loaded, spec)
-    return feeds
+    return model.cast_inputs(feeds) if cast else feeds
 
 
 def dump_json(data: dict[str, Any], f: IO[str]) -> None:

@@ -486,7 +486,7 @@ def _handler(args: argparse.Namespace) -> int:
                  reference=args.reference)
     feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
     if args.input:
-        feeds = read_inputs(model, args.input)
+        feeds = read_inputs(model, args.input, args.cast)
     elif dump_inputs is not None:
         # A dump keeps the inputs it was made from: those, not random ones, reproduce it.
         feeds = read_inputs(model, [str(dump_inputs)])

@@ -152,7 +152,10 @@ def _run(args: argparse.Namespace) -> int:
         say(f"reshaped to {args.shape}")
     if types:
         check_dump_types(types, model)
-    feeds = common.read_inputs(model, args.input) if args.input else model.random_inputs(seed)
+    if args.input:
+        feeds = common.read_inputs(model, args.input, args.cast)
+    else:
+        feeds = model.random_inputs(seed)
     given = ", ".join(args.input) if args.input else f"random (seed {seed})"
     say(f"inputs: {given}: " + ", ".join(
         f"{name} {list(np.shape(v))} {np.asarray(v).dtype}" for name, v in feeds.items()

@@ -126,7 +126,9 @@ def _bad_batch(directory: Path) -> dict[str, str]:
         "(inputs: image)",
         "d_text": f"{d / 'd_text.npy'}: not a .npy or .npz file (no NumPy or zip header)",
         "e_dtype": f"{d / 'e_dtype.npy'}: {MODELS / 'pooling_chain.xml'}:4: layer 0 'image' "
-        "(Parameter-v1): input 'image' has element type f64, expected f32 (numpy float32)",
+        "(Parameter-v1): input 'image' has element type f64, expected f32 (numpy float32): "
+        "convert it, or pass cast=True (--cast on the command line) to have it converted with "
+        "a check of its range",
     }
 
 
