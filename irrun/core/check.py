@@ -22,7 +22,7 @@ from ..ir.registry import TensorInfo
 from ..ir.schema import check_structure
 from ..ir.weights import Weights
 from ..ir.xml_file import parse_xml, read_xml_bytes
-from .binding import UNSUPPORTED_CODES, Node, bind
+from .binding import UNSUPPORTED_CODES, Node, bind, missing_weights
 from .budget import budget_findings
 from .graph import LayerGraph, build_graph
 from .propagation import Infos, propagate
@@ -126,6 +126,18 @@ def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
 def _by_line(found: list[Diagnostic]) -> list[Diagnostic]:
     """In file order (stable: one line's findings keep their order), each finding once."""
     return sorted(_unique(found), key=lambda d: d.line)
+
+
+def _one_missing_weights(found: list[Diagnostic], path: Path) -> list[Diagnostic]:
+    """``found`` with one finding for a missing weights file, where the model and each of
+    its bodies gave one: the first, counting every Const."""
+    missing = [d for d in found if "missing-weights" in d.extra]
+    if len(missing) < 2:
+        return found
+    consts = sum(d.extra["missing-weights"] for d in missing)
+    first, rest = missing[0], {id(d) for d in missing[1:]}
+    merged = missing_weights(path, consts, first.location)  # type: ignore[arg-type]
+    return [merged if d is first else d for d in found if id(d) not in rest]
 
 
 @dataclass
@@ -256,6 +268,7 @@ def check_ir(
     lg = build_graph(doc, unneeded=deferred is None)
     nodes, bound = bind(lg, weights)
     bound += attach_bodies(lg, nodes, weights)  # If and Loop layers' bodies and port maps
+    bound = _one_missing_weights(bound, weights.path)
     new_shapes = input_shapes(lg, nodes, shapes) if shapes is not None else None
     infos, propagated = propagate(lg, nodes, new_shapes)
     if new_shapes is not None:  # load checks the file's own shapes, before any reshape

@@ -224,7 +224,9 @@ DEMO_CASES = [
          (F("bad-attribute", ('name="image"', "<data "), "0",
             says="expected an element type such as f32 or i64"), UNUSED)),
     # 4. Weights.
-    Case("no-bin", (), (UNUSED, F("bad-weights", CONST_DATA, "3", says="does not exist")),
+    # One finding about the file, at the first Const that reads it (not one per Const).
+    Case("no-bin", (), (UNUSED, F("bad-weights", CONST_DATA, None, says="does not exist (1 Const "
+                                  "layer read from it; give its path with --weights")),
          weights=None),
     Case("const-past-end", (('offset="0" size="16"', 'offset="8" size="16"'),),
          (UNUSED, F("bad-weights", CONST_DATA, "3",

@@ -475,6 +475,31 @@ def test_a_bug_anywhere_in_the_checker_is_one_finding(work, capsys, monkeypatch)
         main(["validate", "pooling_chain.xml", "--debug"])
 
 
+# --- a missing weights file ------------------------------------------------------------------
+
+
+def test_a_missing_bin_is_one_finding_about_the_file(tmp_path):
+    """Not one per Const: one finding naming the file, the number of Consts that read it
+    (those in If bodies included) and --weights."""
+    source = Path(__file__).resolve().parents[1] / "subgraph_models" / "torchvision_patterns.xml"
+    text = source.read_text()
+    (tmp_path / "tv.xml").write_text(text)
+    consts = text.count('type="Const"')  # 77, some in the bodies of If layers
+    first = text[: text.index('type="Const"')].count("\n") + 2  # the first Const's <data>
+    said = (f"tv.xml:{first}: error: weights file tv.bin does not exist ({consts} Const layers "
+            "read from it; give its path with --weights, or weights= in Python)")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(irrun.__file__).parents[1])}
+    proc = subprocess.run([sys.executable, "-m", "irrun", "validate", "tv.xml"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert proc.stdout.splitlines() == [said, "tv.xml: 1 error, 0 warnings"]
+    (finding,) = irrun.validate(tmp_path / "tv.xml")
+    assert (finding.code, finding.layer, finding.line) == ("bad-weights", None, first)
+    # --weights names the file instead: then all is well.
+    found = irrun.validate(tmp_path / "tv.xml", weights=source.with_suffix(".bin"))
+    assert [d for d in found if d.level != "info"] == []
+
+
 # --- the codes -------------------------------------------------------------------------------
 
 SOURCE = Path(irrun.__file__).parent
