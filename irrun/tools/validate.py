@@ -70,8 +70,6 @@ def _codes(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-_codes.__name__ = "finding code"  # argparse names the type in "invalid finding code value"
-
 
 def _handle(args: argparse.Namespace) -> int:
     if args.output:
