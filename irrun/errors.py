@@ -251,7 +251,9 @@ class LookupFailure(IrrunException, LookupError):
         self.unsupported = unsupported
 
 
-Level = Literal["error", "warning"]
+# "info" is what a converter normally writes (a multi-output op's port nothing reads):
+# shown with ``validate -v``, never failing ``--strict``.
+Level = Literal["error", "warning", "info"]
 
 
 @fast_init  # a big model has thousands of warnings
@@ -259,9 +261,12 @@ Level = Literal["error", "warning"]
 class Diagnostic:
     """One finding of the checker.
 
-    ``code`` is a short stable identifier (``shape-mismatch``, ``bad-attribute``...)
-    that scripts can match on; ``message`` is for people.  ``expected`` and ``actual``
-    hold the values compared, where there are two (shapes, types, byte counts).
+    ``level`` is ``error`` (OpenVINO refuses the file or runs it wrongly, or irrun cannot
+    run it), ``warning`` (likely a mistake, though the model runs) or ``info`` (what
+    converters normally write, such as an index output nothing reads).  ``code`` is a
+    short stable identifier (``shape-mismatch``, ``bad-attribute``...) that scripts can
+    match on; ``message`` is for people.  ``expected`` and ``actual`` hold the values
+    compared, where there are two (shapes, types, byte counts).
 
     >>> d = Diagnostic("warning", "unknown-attribute", "unknown attribute 'colour' is ignored",
     ...                Location("m.xml", 7), LayerRef("3", "pool", "MaxPool", 8))

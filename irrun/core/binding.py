@@ -9,6 +9,7 @@ its own attribute check), so they cover every op irrun knows.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -43,7 +44,22 @@ class Node:
 def bind(lg: LayerGraph, weights: Weights) -> tuple[dict[str, Node], list[Diagnostic]]:
     binder = _Binder(lg, weights)
     nodes = {lid: binder.bind(lg.layers[lid]) for lid in lg.order}
+    if binder.unread:  # one finding for the file, not one per Const
+        binder.problems.append(missing_weights(weights.path, len(binder.unread),
+                                               lg.doc.location(min(binder.unread))))  # fmt: skip
     return nodes, binder.problems
+
+
+def missing_weights(path: Path, consts: int, where: Location) -> Diagnostic:
+    """The one finding for a weights file that does not exist, which ``consts`` Consts read
+    (``where`` is the first); ``extra["missing-weights"]`` holds the count."""
+    what = "is not a file" if path.is_dir() else "does not exist"
+    return Diagnostic(
+        "error", "bad-weights",
+        f"weights file {path} {what} ({consts} Const layer{'s' * (consts != 1)} read from it; "
+        "give its path with --weights, or weights= in Python)",
+        where, extra={"missing-weights": consts},
+    )  # fmt: skip
 
 
 def _lookup_failure(layer: Layer, exc: LookupFailure) -> tuple[str, str]:
@@ -73,6 +89,7 @@ class _Binder:
         # (op, <data> items) -> what read() gives, and the kind's number
         self.attributes: dict[tuple, tuple] = {}
         self.ops: dict[tuple[str, str], OpDef | LookupFailure] = {}
+        self.unread: list[int] = []  # lines of the Consts whose weights file is missing
 
     def report(self, level: Level, code: str, message: str, line: int, ref: LayerRef,
                expected: Any = None, actual: Any = None) -> None:  # fmt: skip
@@ -162,7 +179,7 @@ class _Binder:
         """
         w = self.weights
         if not w.exists:
-            self.report("error", "bad-weights", f"weights file {w.path} does not exist", line, ref)
+            self.unread.append(line)
             return False
         et = a.element_type
         count = 1

@@ -8,8 +8,9 @@ budget (see :func:`check_ir`).  :func:`irrun.core.model.load` and
 
 from __future__ import annotations
 
+import difflib
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from ..ir.registry import TensorInfo
 from ..ir.schema import check_structure
 from ..ir.weights import Weights
 from ..ir.xml_file import parse_xml, read_xml_bytes
-from .binding import UNSUPPORTED_CODES, Node, bind
+from .binding import UNSUPPORTED_CODES, Node, bind, missing_weights
 from .budget import budget_findings
 from .graph import LayerGraph, build_graph
 from .propagation import Infos, propagate
@@ -32,6 +33,64 @@ from .variable_checks import check_variables
 # Errors that do not stop a model from loading: OpenVINO reads neither a port's dims nor
 # its precision (it infers both), so irrun runs such a model too.
 INFORMATIONAL_CODES = ("shape-mismatch", "type-mismatch")
+
+# Every code a finding can have, with its level (docs/cli.md's table explains each).
+# variable-unpaired is an error for a ReadValue-3 (OpenVINO refuses it), else a warning.
+FINDING_LEVELS = {
+    # the file and its XML
+    "unreadable": "error", "not-ir": "error", "too-large": "error", "malformed-xml": "error",
+    "doctype": "error", "schema": "error", "structure": "error",
+    # identity and wiring
+    "no-layers": "error", "duplicate-layer-id": "error", "duplicate-port-id": "error",
+    "bad-edge": "error", "port-fed-twice": "error", "port-not-fed": "error", "cycle": "error",
+    "no-result": "warning", "dead-layer": "warning", "unused-output": "info",
+    # ops and attributes
+    "unsupported-op": "error", "unknown-opset": "error", "input-count": "error",
+    "missing-attribute": "error", "bad-attribute": "error", "unknown-attribute": "warning",
+    "absent-attribute": "warning", "lenient-attribute": "warning",
+    "missing-body": "error", "bad-port-map": "error",
+    # weights
+    "bad-weights": "error", "const-size": "warning",
+    # types, shapes and memory
+    "type-mismatch": "error", "shape-mismatch": "error", "shape-error": "error",
+    "output-count": "error", "impossible-size": "error", "empty-window": "warning",
+    "over-budget": "warning",
+    # variables (ReadValue and Assign)
+    "variable-unpaired": "warning", "variable-mismatch": "error", "variable-twice": "error",
+    "variable-cycle": "error",
+    "internal-error": "error",
+}  # fmt: skip
+
+
+def finding_codes(text: str) -> list[str]:
+    """The codes in a comma-separated list (``--ignore``, ``--select``), each one checked.
+
+    >>> finding_codes("unused-output, dead-layer")
+    ['unused-output', 'dead-layer']
+    >>> finding_codes("unused-ouptut")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: unknown finding code 'unused-ouptut' (did you mean 'unused-output'?); ...
+    """
+    codes = [c.strip() for c in text.split(",") if c.strip()]
+    if not codes:
+        raise ValueError("no finding code given (a code such as unused-output; several "
+                         "separated by commas)")  # fmt: skip
+    for code in codes:
+        if code not in FINDING_LEVELS:
+            close = difflib.get_close_matches(code, FINDING_LEVELS, n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ValueError(f"unknown finding code '{code}'{hint}; the codes are "
+                             f"{', '.join(sorted(FINDING_LEVELS))}")  # fmt: skip
+    return codes
+
+
+def select_findings(
+    found: list[Diagnostic], ignore: Iterable[str] = (), select: Iterable[str] | None = None
+) -> list[Diagnostic]:
+    """The findings whose code is in ``select`` (all when None) and not in ``ignore``."""
+    ignored, selected = set(ignore), None if select is None else set(select)
+    return [d for d in found
+            if d.code not in ignored and (selected is None or d.code in selected)]  # fmt: skip
 
 
 @contextmanager
@@ -67,6 +126,18 @@ def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
 def _by_line(found: list[Diagnostic]) -> list[Diagnostic]:
     """In file order (stable: one line's findings keep their order), each finding once."""
     return sorted(_unique(found), key=lambda d: d.line)
+
+
+def _one_missing_weights(found: list[Diagnostic], path: Path) -> list[Diagnostic]:
+    """``found`` with one finding for a missing weights file, where the model and each of
+    its bodies gave one: the first, counting every Const."""
+    missing = [d for d in found if "missing-weights" in d.extra]
+    if len(missing) < 2:
+        return found
+    consts = sum(d.extra["missing-weights"] for d in missing)
+    first, rest = missing[0], {id(d) for d in missing[1:]}
+    merged = missing_weights(path, consts, first.location)  # type: ignore[arg-type]
+    return [merged if d is first else d for d in found if id(d) not in rest]
 
 
 @dataclass
@@ -197,6 +268,7 @@ def check_ir(
     lg = build_graph(doc, unneeded=deferred is None)
     nodes, bound = bind(lg, weights)
     bound += attach_bodies(lg, nodes, weights)  # If and Loop layers' bodies and port maps
+    bound = _one_missing_weights(bound, weights.path)
     new_shapes = input_shapes(lg, nodes, shapes) if shapes is not None else None
     infos, propagated = propagate(lg, nodes, new_shapes)
     if new_shapes is not None:  # load checks the file's own shapes, before any reshape

@@ -2,9 +2,9 @@
 
 Building it checks the wiring and collects every problem as a :class:`Diagnostic`:
 duplicate layer and port ids, edges that name a missing layer or port, input ports
-fed twice or never, cycles (each listed with its layers), and, as warnings, output
-ports nothing reads and layers from which no Result can be reached (OpenVINO reads
-a model backwards from its Results and drops them).
+fed twice or never, cycles (each listed with its layers), as warnings layers from
+which no Result can be reached (OpenVINO reads a model backwards from its Results and
+drops them), and as info output ports nothing reads.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import networkx as nx
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, Level
 from ..ir.records import Edge, IRDocument, Layer, Port
 
 # OpenVINO collects a model's layers by walking back from these.
@@ -118,9 +118,9 @@ class _Builder:
         self.problems.append(Diagnostic("error", code, message, self.doc.location(line), ref, port))
 
     def warning(self, code: str, message: str, line: int, layer: Layer | None = None,
-                port: int | None = None) -> Diagnostic:
+                port: int | None = None, level: Level = "warning") -> Diagnostic:  # fmt: skip
         ref = layer.ref() if layer is not None else None
-        return Diagnostic("warning", code, message, self.doc.location(line), ref, port)
+        return Diagnostic(level, code, message, self.doc.location(line), ref, port)
 
     def add_layers(self) -> None:
         layers, successors, predecessors = self.layers, self.successors, self.predecessors
@@ -329,8 +329,13 @@ class _Builder:
             for port in layer.outputs:
                 key = (lid, port.id)
                 if key not in self.used_outputs and key not in self.read_by_broken_edge:
-                    found.append(self.warning("unused-output", f"output port {port.id} is "
-                                              "not used", port.line, layer, port.id))
+                    # Info, not a warning: the layer is live, so another of its outputs is
+                    # read, and converters write such ports all the time (MaxPool's
+                    # indices, a Split piece a slice dropped).  A layer none of whose
+                    # outputs is read is a dead-layer warning above.
+                    message = f"output port {port.id} is not used"
+                    found.append(self.warning("unused-output", message, port.line, layer,
+                                              port.id, "info"))  # fmt: skip
         return found
 
     def position(self) -> dict[str, int]:

@@ -961,7 +961,7 @@ def validate(
     []
     >>> for d in validate("models/pooling_chain.xml", shapes="image[1,3,2,2]"):
     ...     print(d.level, d.code, d.layer.name)
-    warning unused-output stem_pool
+    info unused-output stem_pool
     error shape-error avg_pool
     """
     try:

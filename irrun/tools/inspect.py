@@ -123,7 +123,10 @@ def inspect_model(
         "layers": layers,
         "weights": _weights(layers, bin_file),
         "rt_info": doc.rt_info,
-        "validation": {"errors": errors, "warnings": len(checked.findings) - errors},
+        "validation": {
+            "errors": errors,
+            "warnings": sum(d.level == "warning" for d in checked.findings),
+        },
     }
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.memory import parse_size
 from ..core.model import LayerRun, Model, load
-from ..errors import InternalError, IrrunError, UsageError
+from ..errors import IrrunError, UsageError
 from ..ir.dims import format_shape
 from ..version import __version__
 from . import batch, common, dump
@@ -91,12 +91,7 @@ def error_report(exc: IrrunError) -> dict[str, Any]:
     {'error': {'message': 'no such file', 'file': 'm.xml', 'line': None, 'layer': None, \
 'port': None, 'code': 'error'}}
     """
-    if exc.code:
-        code = exc.code
-    elif isinstance(exc, UsageError):
-        code = "usage-error"
-    else:
-        code = "internal-error" if isinstance(exc, InternalError) else "error"
+    code = exc.code  # every error has one: "usage", "missing-file", "internal-error"...
     where = exc.location
     return {
         "error": {

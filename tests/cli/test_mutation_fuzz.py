@@ -132,9 +132,7 @@ def test_validate_with_shapes_reports_what_stops_the_load(tmp_path, capsys):
         f"{path}:26: error: layer 2 'Multiply_2871' (Convolution-v1): data [?] must have rank 4 "
         "for 2 spatial dims (strides [2, 2]) (input [?], [16,3,7,7]; strides=[2,2], "
         "dilations=[1,1], pads_begin=[3,3], pads_end=[3,3], auto_pad=explicit)",
-        f"{path}:86: warning: layer 4 'aten::max_pool2d/MaxPool' (MaxPool-v14) port 2: output "
-        "port 2 is not used",
-        f"{path} with x[1,3,64,64]: 1 error, 1 warning",
+        f"{path} with x[1,3,64,64]: 1 error, 0 warnings; 1 info finding hidden: -v shows it",
     ]
     assert main(["run", str(path), "--shape", "[1,3,64,64]"]) == 1
     assert "data [?] must have rank 4" in capsys.readouterr().err
@@ -163,7 +161,7 @@ def test_numbers_are_ascii_digits(tmp_path, capsys, old, new, finding):
     # (validate passed '٣' as 3, and a run then disagreed with the declared dims).
     path = _copy(tmp_path, CHAIN, lambda t: t.replace(old, new, 1))
     out = _validate(capsys, path)
-    assert out[0] == f"{path}{finding}" and out[-1] == f"{path}: 1 error, 1 warning"
+    assert out[0] == f"{path}{finding}" and out[-1] == f"{path}: 1 error, 0 warnings; 1 info finding hidden: -v shows it"
 
 
 @pytest.mark.parametrize("layers", ["<layers/>", "<layers>\n<layr id='0'/>\n</layers>"],
@@ -189,7 +187,7 @@ def test_gather_from_an_empty_axis_gives_zeros(tmp_path, capsys):
     path = _copy(tmp_path, seg, lambda t: t.replace(
         '<edge from-layer="0" from-port="0" to-layer="9" to-port="0"',
         '<edge from-layer="2" from-port="0" to-layer="9" to-port="0"'))  # fmt: skip
-    assert _validate(capsys, path, "--shape", "[2,8,16,16]")[-1].endswith("valid (1 warning)")
+    assert _validate(capsys, path, "--shape", "[2,8,16,16]")[-1].endswith("valid (1 info finding hidden: -v shows it)")
     out = tmp_path / "out.npz"
     assert main(["run", str(path), "--shape", "[2,8,16,16]", "-o", str(out), "-q"]) == 0
     assert capsys.readouterr().err == ""

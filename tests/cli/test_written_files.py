@@ -32,7 +32,7 @@ def work(tmp_path, monkeypatch):
 
 # A run of the demo model executes 11 of its 22 layers (docs/cli.md's profile shows them:
 # the others are given, or folded at load), and it has 1 output; pooling_chain 2 outputs
-# and a shape error at image[1,3,2,2] (the README's validate example), with a warning.
+# and a shape error at image[1,3,2,2] (the README's validate example), with an info finding.
 @pytest.mark.parametrize(
     ("command", "said"),
     [
@@ -43,7 +43,7 @@ def work(tmp_path, monkeypatch):
         ("validate demo.xml -o report.json", "irrun: wrote the report (0 errors, 0 warnings) "
          "to report.json"),
         ("validate pooling_chain.xml --shape image[1,3,2,2] -o report.json",
-         "irrun: wrote the report (1 error, 1 warning) to report.json"),
+         "irrun: wrote the report (1 error, 0 warnings, 1 info finding) to report.json"),
         ("compare demo.xml --input demo.inputs.npz --ref demo.expected.npz -o report.json",
          "irrun: wrote the report of 1 tensor to report.json"),
         ("graph demo.xml -o graph.dot", "irrun: wrote the graph (DOT) to graph.dot"),

@@ -67,8 +67,8 @@ STEM_DATA = ('name="stem_pool"', "<data ")
 AVG = ('name="avg_pool"',)
 AVG_DATA = ('name="avg_pool"', "<data ")
 CONST_DATA = ('name="head_size"', "<data ")
-# demo never reads stem_pool's indices: a warning wherever the graph is wired up.
-UNUSED = F("unused-output", ('name="stem_pool"', '<port id="2"'), "1", 2, "warning")
+# demo never reads stem_pool's indices: an info finding wherever the graph is wired up.
+UNUSED = F("unused-output", ('name="stem_pool"', '<port id="2"'), "1", 2, "info")
 SPARE_LAYER = """		<layer id="7" name="spare" type="MaxPool" version="opset1">
 			<data strides="2, 2" pads_begin="0, 0" pads_end="0, 0" kernel="2, 2" rounding_type="floor" auto_pad="explicit" />
 			<input><port id="0" precision="FP32"><dim>1</dim><dim>3</dim><dim>16</dim><dim>16</dim></port></input>
@@ -132,7 +132,7 @@ DEMO_CASES = [
     Case("unused-output",
          (('<edge from-layer="4" from-port="3" to-layer="6" to-port="0" />',
            '<edge from-layer="4" from-port="2" to-layer="6" to-port="0" />'),),
-         (UNUSED, F("unused-output", ('name="head_pool"', '<port id="3"'), "4", 3, "warning"))),
+         (UNUSED, F("unused-output", ('name="head_pool"', '<port id="3"'), "4", 3, "info"))),
     Case("dead-layer",
          (("\t</layers>", SPARE_LAYER),
           ("\t</edges>", '\t\t<edge from-layer="0" from-port="0" to-layer="7" to-port="0" />'
@@ -224,7 +224,9 @@ DEMO_CASES = [
          (F("bad-attribute", ('name="image"', "<data "), "0",
             says="expected an element type such as f32 or i64"), UNUSED)),
     # 4. Weights.
-    Case("no-bin", (), (UNUSED, F("bad-weights", CONST_DATA, "3", says="does not exist")),
+    # One finding about the file, at the first Const that reads it (not one per Const).
+    Case("no-bin", (), (UNUSED, F("bad-weights", CONST_DATA, None, says="does not exist (1 Const "
+                                  "layer read from it; give its path with --weights")),
          weights=None),
     Case("const-past-end", (('offset="0" size="16"', 'offset="8" size="16"'),),
          (UNUSED, F("bad-weights", CONST_DATA, "3",
@@ -375,7 +377,7 @@ def test_broken_ir(case: Case, tmp_path, request):
 def test_the_command_line_prints_the_same_findings(case: Case, tmp_path, request, capsys):
     path, _ = write_case(case, tmp_path, request)
     found = irrun.validate(path)
-    rc = main(["validate", str(path)])
+    rc = main(["validate", "-v", str(path)])  # -v: the info findings too
     out = capsys.readouterr().out.splitlines()
     errors = sum(d.level == "error" for d in found)
     assert rc == (1 if errors else 0)

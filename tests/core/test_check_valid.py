@@ -721,11 +721,12 @@ def test_f16_compressed_weights_have_no_error(key, tmp_path):
     assert errors(irrun.validate(path)) == []
 
 
-def test_unused_indices_are_the_only_warning(tmp_path):
-    """MaxPool-8's indices port is written even when nothing reads it."""
+def test_unused_indices_are_the_only_finding(tmp_path):
+    """MaxPool-8's indices port is written even when nothing reads it: what OpenVINO's own
+    serializer writes is info, not a warning."""
     x = _image()
     pool = o8.max_pool(x, [2, 2], [1, 1], [0, 0], [0, 0], [2, 2])
     path = tmp_path / "m.xml"
     ov.save_model(ov.Model([o1.result(pool.output(0))], [x]), str(path))
     found = irrun.validate(path)
-    assert [(d.level, d.code, d.port) for d in found] == [("warning", "unused-output", 2)]
+    assert [(d.level, d.code, d.port) for d in found] == [("info", "unused-output", 2)]

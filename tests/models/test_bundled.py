@@ -43,9 +43,10 @@ def test_bundled_model_matches_expected(name):
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_bundled_model_is_valid(name):
     found = irrun.validate(MODELS / f"{name}.xml")
-    # The only warning allowed: an output nothing reads (pooling_chain's unused MaxPool indices).
+    # The only finding allowed: an output nothing reads (pooling_chain's unused MaxPool
+    # indices), which converters write all the time: info, not a warning.
     assert [(d.level, d.code) for d in found if d.code != "unused-output"] == []
-    assert all(d.level == "warning" for d in found)
+    assert all(d.level == "info" for d in found)
 
 
 def test_maxpool_example1_corrects_the_documented_value():

@@ -273,4 +273,4 @@ def test_json_errors_name_the_layer_and_misuse_is_exit_2(capsys):
         rc, report, err = run_json(capsys, DEMO, *args)
         assert (rc, err) == (2, "")
         assert report == {"error": {"message": message, "file": None, "line": None,
-                                    "layer": None, "port": None, "code": "usage-error"}}  # fmt: skip
+                                    "layer": None, "port": None, "code": "usage"}}  # fmt: skip

@@ -1,10 +1,15 @@
-"""``irrun validate`` on the command line: output lines, exit codes, --strict, --json, -o and
---shape (new input shapes, in OpenVINO's syntax), and the same through the Python API."""
+"""``irrun validate`` on the command line: output lines, exit codes, levels (info shown with
+-v, never failing --strict), --ignore and --select, --json, -o and --shape (new input shapes,
+in OpenVINO's syntax), and the same through the Python API."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +19,10 @@ import irrun
 from irrun.cli import main
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
-UNUSED = "pooling_chain.xml:32: warning: layer 1 'stem_pool' (MaxPool-v8) port 2: output port 2 is not used"
+UNUSED = (
+    "pooling_chain.xml:32: info: layer 1 'stem_pool' (MaxPool-v8) port 2: output port 2 is not used"
+)
+HIDDEN = "1 info finding hidden: -v shows it"
 STEM_DETAIL = (
     "kernel=[3,3], strides=[2,2], dilations=[1,1], pads_begin=[1,1], pads_end=[1,1], "
     "auto_pad=explicit, rounding_type=floor"
@@ -73,8 +81,6 @@ def work(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
-
-
 def broken_demo(work: Path) -> Path:
     """pooling_chain.xml with a wrong dim on stem_pool's output port 1 (line 26)."""
     text = (work / "pooling_chain.xml").read_text()
@@ -87,14 +93,124 @@ def broken_demo(work: Path) -> Path:
 # --- exit codes and --strict -----------------------------------------------------------------
 
 
+def warned(work: Path) -> Path:
+    """pooling_chain.xml with an attribute MaxPool-8 does not have on stem_pool (line 16)."""
+    text = (work / "pooling_chain.xml").read_text()
+    (work / "warned.xml").write_text(
+        text.replace('<data strides="2, 2"', '<data colour="red" strides="2, 2"', 1)
+    )
+    shutil.copy(work / "pooling_chain.bin", work / "warned.bin")
+    return work / "warned.xml"
+
+
+COLOUR = "warned.xml:16: warning: layer 1 'stem_pool' (MaxPool-v8): unknown attribute 'colour' is ignored"
+
+
 def test_warnings_pass_unless_strict(work, capsys):
-    assert run_cli(capsys, "validate", "pooling_chain.xml") == (
-        0, f"{UNUSED}\npooling_chain.xml: valid (1 warning)\n", ""
+    warned(work)
+    unused = UNUSED.replace("pooling_chain.xml", "warned.xml")
+    assert run_cli(capsys, "validate", "warned.xml") == (
+        0, f"{COLOUR}\nwarned.xml: valid (1 warning; {HIDDEN})\n", ""
     )  # fmt: skip
-    assert run_cli(capsys, "validate", "pooling_chain.xml", "--strict") == (
-        1, f"{UNUSED}\npooling_chain.xml: 0 errors, 1 warning (--strict: warnings fail)\n", ""
+    assert run_cli(capsys, "validate", "warned.xml", "--strict", "-v") == (
+        1, f"{COLOUR}\n{unused}\nwarned.xml: 0 errors, 1 warning (--strict: warnings fail); "
+        "1 info finding\n", "",
     )  # fmt: skip
     assert run_cli(capsys, "validate", "two.xml", "--strict") == (0, "two.xml: valid\n", "")
+
+
+def test_info_findings_show_with_verbose_and_never_fail(work, capsys):
+    # stem_pool's indices (port 2) are read by nothing: what converters write for every
+    # MaxPool-8/14, whose values output is used.
+    assert run_cli(capsys, "validate", "pooling_chain.xml", "--strict") == (
+        0, f"pooling_chain.xml: valid ({HIDDEN})\n", ""
+    )  # fmt: skip
+    assert run_cli(capsys, "validate", "pooling_chain.xml", "--strict", "--verbose") == (
+        0, f"{UNUSED}\npooling_chain.xml: valid (1 info finding)\n", ""
+    )  # fmt: skip
+    (finding,) = irrun.validate(work / "pooling_chain.xml")
+    assert (finding.level, finding.code, finding.port) == ("info", "unused-output", 2)
+
+
+def test_a_layer_nothing_reads_is_a_warning(work, capsys):
+    """A layer none of whose outputs is read is dead code (OpenVINO drops it), not a port
+    a converter left: a warning, and --strict fails."""
+    # two.xml without rb, the Result pool_b fed: pool_b, and b before it, lead nowhere.
+    text = re.sub(r'\s*<layer id="5".*?</layer>', "", (work / "two.xml").read_text(), flags=re.S)
+    (work / "dead.xml").write_text(text.replace('<edge from-layer="3" from-port="1" to-layer="5" to-port="0" />', ""))  # fmt: skip
+    found = [(d.level, d.code, d.layer.name) for d in irrun.validate(work / "dead.xml")]
+    assert found == [("warning", "dead-layer", "b"), ("warning", "dead-layer", "pool_b")]
+    rc, out, _ = run_cli(capsys, "validate", "dead.xml", "--strict")
+    assert (
+        rc == 1
+        and "warning: layer 3 'pool_b' (MaxPool-v1): reaches no Result: OpenVINO drops it" in out
+    )
+
+
+# --- --ignore and --select -------------------------------------------------------------------
+
+
+def test_ignore_and_select_pick_findings_by_code(work, capsys):
+    warned(work)
+    unused = UNUSED.replace("pooling_chain.xml", "warned.xml")
+    rc, out, _ = run_cli(
+        capsys, "validate", "warned.xml", "--strict", "--ignore", "unknown-attribute"
+    )
+    assert (rc, out) == (0, f"warned.xml: valid ({HIDDEN})\n")
+    # Repeated and comma-separated, spaces allowed; an ignored code that is absent is fine.
+    rc, out, _ = run_cli(capsys, "validate", "warned.xml", "-v", "--ignore", "cycle, unused-output",
+                         "--ignore", "dead-layer")  # fmt: skip
+    assert (rc, out) == (0, f"{COLOUR}\nwarned.xml: valid (1 warning)\n")
+    rc, out, _ = run_cli(capsys, "validate", "warned.xml", "-v", "--select", "unused-output")
+    assert (rc, out) == (0, f"{unused}\nwarned.xml: valid (1 info finding)\n")
+    rc, out, _ = run_cli(capsys, "validate", "warned.xml", "-v", "--select", "cycle",
+                         "--select", "unused-output,unknown-attribute", "--ignore", "unused-output")  # fmt: skip
+    assert (rc, out) == (0, f"{COLOUR}\nwarned.xml: valid (1 warning)\n")
+    # Errors can be left out too: the exit code follows what is reported.
+    broken_demo(work)
+    assert run_cli(capsys, "validate", "bad.xml", "--ignore", "shape-mismatch")[:2] == (
+        0, f"bad.xml: valid ({HIDDEN})\n"
+    )  # fmt: skip
+    report = json.loads(
+        run_cli(capsys, "validate", "bad.xml", "--json", "--select", "unused-output")[1]
+    )
+    assert report["summary"] == {
+        "passed": True,
+        "errors": 0,
+        "warnings": 0,
+        "info": 1,
+        "strict": False,
+    }
+    assert [f["code"] for f in report["findings"]] == ["unused-output"]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "complaint"),
+    [
+        ("--ignore", "unused-ouptut", "unknown finding code 'unused-ouptut' (did you mean 'unused-output'?)"),
+        ("--select", "shape-err", "unknown finding code 'shape-err' (did you mean 'shape-error'?)"),
+        ("--ignore", "dead-layer,colour", "unknown finding code 'colour'; the codes are absent-attribute, "),
+        ("--select", ",", "no finding code given"),
+    ],
+)  # fmt: skip
+def test_unknown_codes_are_usage_errors(work, capsys, option, value, complaint):
+    rc, out, err = run_cli(capsys, "validate", "pooling_chain.xml", option, value)
+    assert (rc, out) == (2, "")
+    assert f"irrun validate: error: argument {option}: {complaint}" in err
+
+
+def test_an_unknown_code_through_the_command_line(work):
+    env = {**os.environ, "PYTHONPATH": str(Path(irrun.__file__).parents[1])}
+    proc = subprocess.run([sys.executable, "-m", "irrun", "validate", "pooling_chain.xml", "--ignore",
+                           "unused_output"], capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert (proc.returncode, proc.stdout) == (2, "")
+    complaint = re.search(r"argument --ignore: (.*)", proc.stderr).group(1)
+    assert complaint.startswith("unknown finding code 'unused_output' (did you mean 'unused-output'?); "
+                                "the codes are absent-attribute, bad-attribute, ")  # fmt: skip
+    # Every code the codes list names is one docs/cli.md documents, with its level.
+    codes = complaint.split("the codes are ")[1].split(", ")
+    docs = (Path(irrun.__file__).parents[1] / "docs" / "cli.md").read_text()
+    assert [c for c in codes if f"`{c}`" not in docs] == []
 
 
 def test_errors_fail(work, capsys):
@@ -104,9 +220,13 @@ def test_errors_fail(work, capsys):
     assert out.splitlines() == [
         f"bad.xml:26: error: layer 1 'stem_pool' (MaxPool-v8) port 1: declared [1,3,9,8], "
         f"inferred [1,3,8,8] ({STEM_DETAIL})",
-        UNUSED.replace("pooling_chain.xml", "bad.xml"),
-        "bad.xml: 1 error, 1 warning",
+        f"bad.xml: 1 error, 0 warnings; {HIDDEN}",
     ]
+    rc, out, _ = run_cli(capsys, "validate", "bad.xml", "-v")
+    assert rc == 1
+    assert out.splitlines()[1:] == [
+        UNUSED.replace("pooling_chain.xml", "bad.xml"), "bad.xml: 1 error, 0 warnings; 1 info finding"
+    ]  # fmt: skip
 
 
 # --- the JSON report -------------------------------------------------------------------------
@@ -118,7 +238,14 @@ def test_json_report(work, capsys):
     assert (rc, err) == (1, "")
     report = json.loads(out)
     assert report["file"] == "bad.xml" and report["shapes"] is None
-    assert report["summary"] == {"passed": False, "errors": 1, "warnings": 1, "strict": False}
+    # Info findings are in the report without -v.
+    assert report["summary"] == {
+        "passed": False,
+        "errors": 1,
+        "warnings": 0,
+        "info": 1,
+        "strict": False,
+    }
     mismatch, unused = report["findings"]
     assert mismatch == {
         "level": "error",
@@ -132,7 +259,7 @@ def test_json_report(work, capsys):
         "actual": "[1,3,9,8]",
     }
     assert (unused["level"], unused["code"], unused["line"], unused["port"]) == (
-        "warning", "unused-output", 32, 2
+        "info", "unused-output", 32, 2
     )  # fmt: skip
 
 
@@ -150,7 +277,7 @@ def test_output_file_holds_the_same_report(work, capsys):
     broken_demo(work)
     rc, out, _ = run_cli(capsys, "validate", "bad.xml", "-o", "report.json")
     assert rc == 1
-    assert out.splitlines()[-1] == "bad.xml: 1 error, 1 warning"  # the lines are printed still
+    assert out.splitlines()[-1] == f"bad.xml: 1 error, 0 warnings; {HIDDEN}"  # printed still
     assert run_cli(capsys, "validate", "bad.xml", "--json")[1] == (work / "report.json").read_text()
     assert sorted(p.name for p in work.iterdir()) == [
         "bad.bin", "bad.xml", "pooling_chain.bin", "pooling_chain.xml", "report.json", "two.xml",
@@ -186,19 +313,18 @@ def test_output_path_is_checked_before_the_model(work, capsys):
 def test_new_shapes_are_not_compared_with_the_declared_dims(work, capsys):
     rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml", "--shape", "image[1,3,32,32]")
     assert rc == 0
-    assert out.splitlines() == [UNUSED, "pooling_chain.xml with image[1,3,32,32]: valid (1 warning)"]
+    assert out.splitlines() == [f"pooling_chain.xml with image[1,3,32,32]: valid ({HIDDEN})"]
 
 
 def test_a_bare_shape_for_a_single_input_and_what_breaks(work, capsys):
     rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml", "--shape", "[1,3,2,2]")
     assert rc == 1
     assert out.splitlines() == [
-        UNUSED,
         "pooling_chain.xml:40: error: layer 2 'avg_pool' (AvgPool-v14): kernel after dilation has size 2, "
         "larger than the input after padding (1 + 0 + 0 = 1) at spatial axis 0 (input [1,3,1,1]; "
         "kernel=[2,2], strides=[2,2], pads_begin=[0,0], pads_end=[0,0], auto_pad=explicit, "
         "rounding_type=ceil_torch, exclude_pad=true)",
-        "pooling_chain.xml with image[1,3,2,2]: 1 error, 1 warning",
+        f"pooling_chain.xml with image[1,3,2,2]: 1 error, 0 warnings; {HIDDEN}",
     ]
 
 
@@ -219,7 +345,7 @@ def test_a_new_rank_breaks_the_pools(work, capsys):
 def test_dynamic_new_shapes(work, capsys, shape, shown):
     rc, out, _ = run_cli(capsys, "validate", "pooling_chain.xml", "--shape", shape)
     assert rc == 0
-    assert out.splitlines()[-1] == f"pooling_chain.xml with {shown}: valid (1 warning)"
+    assert out.splitlines()[-1] == f"pooling_chain.xml with {shown}: valid ({HIDDEN})"
 
 
 def test_several_inputs_by_layer_or_tensor_name(work, capsys):
@@ -316,16 +442,17 @@ def test_a_failing_shape_rule_is_reported_at_its_layer(work, capsys, broken_max_
         "pooling_chain.xml:15: error: layer 1 'stem_pool' (MaxPool-v8): irrun's shape rule for MaxPool-v8 "
         "failed (ZeroDivisionError: division by zero); this is a bug in irrun (--debug shows "
         "where)",
-        UNUSED,
-        "pooling_chain.xml: 1 error, 1 warning",
+        f"pooling_chain.xml: 1 error, 0 warnings; {HIDDEN}",
     ]
     with pytest.raises(ZeroDivisionError):
         main(["validate", "pooling_chain.xml", "--debug"])
     # Running re-raises the original error: one line, or its traceback with --debug.
     rc, out, err = run_cli(capsys, "pooling_chain.xml")
     assert (rc, out) == (1, "")
-    assert err == ("irrun: internal error: ZeroDivisionError: division by zero (a bug in irrun: "
-                   "please report it; --debug shows the traceback)\n")
+    assert err == (
+        "irrun: internal error: ZeroDivisionError: division by zero (a bug in irrun: "
+        "please report it; --debug shows the traceback)\n"
+    )
 
 
 def test_a_bug_anywhere_in_the_checker_is_one_finding(work, capsys, monkeypatch):
@@ -346,3 +473,59 @@ def test_a_bug_anywhere_in_the_checker_is_one_finding(work, capsys, monkeypatch)
     ]
     with pytest.raises(RuntimeError, match="boom"):
         main(["validate", "pooling_chain.xml", "--debug"])
+
+
+# --- a missing weights file ------------------------------------------------------------------
+
+
+def test_a_missing_bin_is_one_finding_about_the_file(tmp_path):
+    """Not one per Const: one finding naming the file, the number of Consts that read it
+    (those in If bodies included) and --weights."""
+    source = Path(__file__).resolve().parents[1] / "subgraph_models" / "torchvision_patterns.xml"
+    text = source.read_text()
+    (tmp_path / "tv.xml").write_text(text)
+    consts = text.count('type="Const"')  # 77, some in the bodies of If layers
+    first = text[: text.index('type="Const"')].count("\n") + 2  # the first Const's <data>
+    said = (f"tv.xml:{first}: error: weights file tv.bin does not exist ({consts} Const layers "
+            "read from it; give its path with --weights, or weights= in Python)")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(irrun.__file__).parents[1])}
+    proc = subprocess.run([sys.executable, "-m", "irrun", "validate", "tv.xml"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert proc.stdout.splitlines() == [said, "tv.xml: 1 error, 0 warnings"]
+    (finding,) = irrun.validate(tmp_path / "tv.xml")
+    assert (finding.code, finding.layer, finding.line) == ("bad-weights", None, first)
+    # --weights names the file instead: then all is well.
+    found = irrun.validate(tmp_path / "tv.xml", weights=source.with_suffix(".bin"))
+    assert [d for d in found if d.level != "info"] == []
+
+
+# --- the codes -------------------------------------------------------------------------------
+
+SOURCE = Path(irrun.__file__).parent
+# Where findings are made: Diagnostic(level, code, ...), the checkers' report/finding/warning
+# helpers, and the codes errors carry (code="..."), in irrun's sources.
+MADE = re.compile(r'(?:Diagnostic|report|Finding|finding|warning)\(\s*(?:"(error|warning|info)"'
+                  r'(?: if \w+ else "\w+")?,\s*)?"(?!(?:error|warning|info)")([a-z]+(?:-[a-z]+)*)"')  # fmt: skip
+CARRIED = re.compile(
+    r'\b(?:code|CODE)(?:: str)? = "([a-z-]+)"|code="([a-z-]+)"|return "([a-z]+-[a-z-]+)", '
+)
+RUN_ONLY = {"out-of-memory"}  # an error a run raises, never a finding of validate
+
+
+def test_every_code_irrun_makes_is_known_with_its_level():
+    from irrun.core.check import FINDING_LEVELS
+
+    made: dict[str, set[str | None]] = {}
+    for path in SOURCE.rglob("*.py"):
+        text = path.read_text()
+        for m in MADE.finditer(text):
+            made.setdefault(m.group(2), set()).add(m.group(1))
+        for m in CARRIED.finditer(text):
+            made.setdefault(next(g for g in m.groups() if g), set()).add(None)
+    assert sorted(set(made) - set(FINDING_LEVELS) - RUN_ONLY) == []
+    assert sorted(set(FINDING_LEVELS) - set(made)) == []
+    levels = {code: {lv for lv in found if lv} for code, found in made.items()}
+    # A code made at one level is listed at that level.
+    assert [c for c, lv in levels.items() if len(lv) == 1 and c in FINDING_LEVELS
+            and lv != {FINDING_LEVELS[c]}] == []  # fmt: skip
