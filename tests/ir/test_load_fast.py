@@ -85,7 +85,7 @@ def test_repeated_layers_keep_their_own_findings(tmp_path):
     assert len(mismatch) >= 1 and {d.layer.id for d in mismatch} <= {"3", "4"}
 
 
-def test_load_pauses_the_garbage_collector_and_restores_it(monkeypatch):
+def test_load_pauses_the_garbage_collector_and_restores_it(monkeypatch, tmp_path):
     import gc
 
     from irrun.core import model
@@ -102,8 +102,10 @@ def test_load_pauses_the_garbage_collector_and_restores_it(monkeypatch):
     irrun.load(MODELS / "pooling_chain.xml")
     assert seen == [False]
     assert gc.isenabled()
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<net name='broken'")  # read, then refused
     with pytest.raises(irrun.IrrunError):
-        irrun.load(MODELS / "no_such_model.xml")
+        irrun.load(broken)
     assert seen == [False, False]
     assert gc.isenabled()  # restored after the error too
 
