@@ -1,4 +1,5 @@
-"""Movement, reduction and resize ops: irrun against OpenVINO's CPU plugin.
+"""Movement, reduction and resize ops: irrun against OpenVINO's CPU plugin (Tile and Roll,
+at the end, as one-op models of ``support.ov_oneop``).
 
 Each case is a small model built with the ``openvino.opsetN`` module that defines
 the version under test, its shape-like inputs (target shapes, axes, pads, ...) as

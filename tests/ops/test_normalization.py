@@ -1,4 +1,6 @@
-"""NormalizeL2-0, LRN-0, MVN-0 and GroupNormalization-12 against the CPU plugin and by hand.
+"""NormalizeL2-0, LRN-0, MVN-0 and GroupNormalization-12 against the CPU plugin and by hand;
+and, at the end, BatchNormInference (rtol 1e-5, atol 1e-6: the plugin folds it into one
+scale and shift) and MVN-6 (the tolerances below).
 
 OpenVINO's ``Model.evaluate`` has no kernel for any of these four ops (it raises "Evaluation
 failed"), so the CPU plugin is the oracle here, and OpenVINO's reference kernels (read in its
