@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ir.registry import supported_ops
-from ..ops.movement import flat_ints
+from ..ops._shapes import flat_ints
 from ..ops.reduction import reduction_axes
 from ..ops.softmax import softmax_axis
 from . import blocks

@@ -54,8 +54,8 @@ Images and detection:
     detection             NonMaxSuppression, ROIAlign
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
-core's machinery.  Shared shape and type helpers live in ``_shapes`` (and, for now, the
-helper section of ``movement``); the kernels' scratch declarations in ``_scratch``.
+core's machinery.  Shared shape and type helpers live in ``_shapes``; the kernels' scratch
+declarations in ``_scratch``.
 """
 
 from . import (  # noqa: F401  (importing a module registers its ops)

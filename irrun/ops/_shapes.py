@@ -1,4 +1,5 @@
-"""Shape and type helpers that several op families share: merging dims, auto-broadcasting.
+"""Shape and type helpers that several op families share: merging dims, auto-broadcasting,
+and reading and checking shape-like inputs (axes, target shapes, indices).
 
 :func:`broadcast_shapes` is the one implementation of OpenVINO's ``auto_broadcast``
 rules, for shape rules on partial shapes and for kernels on concrete ones:
@@ -7,6 +8,12 @@ rules, for shape rules on partial shapes and for kernels on concrete ones:
 * ``pdpd``: the second input, of no higher rank, is laid over the first from axis 0,
   and its dims must be 1 or the first's (only the second input stretches);
 * ``none`` (also spelled ``explicit``): equal shapes.
+
+The last section serves the shape rules and kernels of ops with shape-like inputs: the
+element types those inputs may have (``INTEGERS``, ``INDEX_TYPES``...), their known values
+(``int_values``, ``scalar_like``), their checks (``check_vector``, ``one_d``,
+``normalize_axis``, ``normalized_indices``) and arithmetic on dims (``add_dims``,
+``affine_dim``, ``dim_within``...).
 """
 
 from __future__ import annotations
@@ -184,3 +191,146 @@ def same_element_type(inputs: Sequence[TensorInfo]) -> ElementType | None:
 def infer_unary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     """The shape rule of an op whose output is its first input's shape and type."""
     return [TensorInfo(inputs[0].shape, inputs[0].element_type)]
+
+
+# --------------------------------------------------------------------------- shape-like inputs
+
+# Element types of shape-like and index inputs.
+INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+NUMBERS = ("f64", "f32", "f16", "bf16", *INTEGERS)
+INDEX_TYPES = ("i32", "i64")
+# Every integer type, the packed ones too.
+ALL_INTEGERS = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "i4", "u4", "u1")
+
+
+def int_values(info: TensorInfo) -> list[int] | None:
+    """The known value of a shape-like input as a flat list of ints, else None."""
+    if info.value is None:
+        return None
+    return [int(v) for v in np.asarray(info.value).reshape(-1)]
+
+
+def flat_ints(array: np.ndarray) -> list[int]:
+    return [int(v) for v in np.asarray(array).reshape(-1)]
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise ShapeError(
+            f"{what} {axis} is out of range for rank {rank} (allowed {-rank}..{rank - 1})"
+        )
+    return axis % rank
+
+
+def check_vector(info: TensorInfo, what: str, allow_scalar: bool = True,
+                 integers: bool = True) -> None:  # fmt: skip
+    """Shape-like inputs are 1-D (or scalars where OpenVINO accepts them), of integers
+    (but for ``integers=False``: Interpolate's scales)."""
+    et = info.element_type
+    if integers and et is not None and (et.dtype.kind not in "iu" or et.name == "boolean"):
+        # A float tensor there would be read as whatever its values truncate to at run time.
+        raise ShapeError(f"{what} must be integers, got {et.name}")
+    if info.shape is None:
+        return
+    ranks = (0, 1) if allow_scalar else (1,)
+    if len(info.shape) not in ranks:
+        raise ShapeError(f"{what} must be {'0-D or ' if allow_scalar else ''}1-D, "
+                         f"got shape {list(info.shape)}")  # fmt: skip
+
+
+def vector_length(info: TensorInfo) -> int | None:
+    """How many values a 0-D or 1-D input holds, if its shape says so."""
+    if info.shape is None:
+        return None
+    if len(info.shape) == 0:
+        return 1
+    n = info.shape[0]
+    return n if isinstance(n, int) else None
+
+
+def add_dims(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    lo_a, hi_a = (a, a) if isinstance(a, int) else (a.lo, a.hi)
+    lo_b, hi_b = (b, b) if isinstance(b, int) else (b.lo, b.hi)
+    hi = None if hi_a is None or hi_b is None else hi_a + hi_b
+    return Interval(lo_a + lo_b, hi)
+
+
+def may_be_one(d: Dim) -> bool:
+    return d == 1 if isinstance(d, int) else d.contains(1)
+
+
+def fmt(shape: Sequence[Dim]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def one_d(info: TensorInfo, what: str) -> None:
+    if info.shape is not None and len(info.shape) != 1:
+        raise ShapeError(f"{what} must be 1-D, got shape {format_shape(info.shape)}")
+
+
+def scalar_like(info: TensorInfo, what: str) -> int | None:
+    """The known value of an input that is 0-D or holds one value, else None."""
+    if info.shape is not None and (len(info.shape) > 1 or (
+            len(info.shape) == 1 and info.shape[0] != 1)):  # fmt: skip
+        raise ShapeError(f"{what} must be 0-D or hold one value, got shape "
+                         f"{format_shape(info.shape)}")  # fmt: skip
+    values = int_values(info)
+    return None if values is None else values[0]
+
+
+def shapes_of(*arrays: np.ndarray, axis: np.ndarray | None = None) -> list[TensorInfo]:
+    """The inputs of a kernel as its shape rule sees them, to check them by the same rule."""
+    infos = [TensorInfo(x.shape, None) for x in arrays]
+    return infos if axis is None else [*infos, TensorInfo(axis.shape, None, axis)]
+
+
+def normalized_indices(
+    indices: np.ndarray, size: int | np.ndarray, what: str, negative: bool = True
+) -> np.ndarray:
+    """``indices`` as int64 with negative ones counted from the end, all checked to be
+    in range (``size`` may vary per last-dim position, as GatherND's tuples need)."""
+    idx = indices.astype(np.int64)
+    size = np.asarray(size, np.int64)
+    if negative:
+        idx = np.where(idx < 0, idx + size, idx)
+    bad = (idx < 0) | (idx >= size)
+    if bad.any():
+        pos = np.unravel_index(int(np.flatnonzero(bad.reshape(-1))[0]), bad.shape)
+        value = int(indices[pos])
+        limit = int(np.broadcast_to(size, bad.shape)[pos])
+        allowed = f"{-limit}..{limit - 1}" if negative else f"0..{limit - 1}"
+        raise KernelError(
+            f"{what} {value} at {list(map(int, pos))} is out of range for a dim of size "
+            f"{limit} (allowed {allowed})"
+        )
+    return idx
+
+
+def element_count(dims: Sequence[int]) -> int:
+    return int(np.prod(dims, dtype=np.int64))
+
+
+def upper_bound(d: Dim) -> int | None:
+    return d if isinstance(d, int) else d.hi
+
+
+def dim_within(lo: int, hi: int | None) -> Dim:
+    """The dim ``lo..hi``, where an upper bound at or past 2**62 is taken for none (an
+    interval with no upper bound is searched up to the largest dim, 2**63 - 1)."""
+    if hi is not None and hi >= 1 << 62:
+        hi = None
+    return lo if lo == hi else Interval(lo, hi)
+
+
+def bounded_dim(lo: int, hi: int | None) -> Dim:
+    """The dim ``lo..hi`` (``hi`` None: no upper bound), an int where the bounds meet."""
+    return lo if lo == hi else Interval(lo, hi)
+
+
+def affine_dim(d: Dim, mul: int, add: int) -> Dim:
+    """``d * mul + add``, bound by bound for an interval (a lower bound below 0 is 0)."""
+    if isinstance(d, int):
+        return d * mul + add
+    return bounded_dim(max(d.lo * mul + add, 0), None if d.hi is None else d.hi * mul + add)

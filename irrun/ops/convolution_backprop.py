@@ -34,8 +34,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import convolution as conv
-from ._shapes import same_element_type, try_merge_dims
-from .movement import check_vector, flat_ints, int_values
+from ._shapes import check_vector, flat_ints, int_values, same_element_type, try_merge_dims
 
 ATTRS = (*conv.ATTRS, Attr("output_padding", "ints", ()))
 SHAPE_ATTRS = (*conv.SHAPE_ATTRS, "output_padding")

@@ -52,7 +52,7 @@ from ..ir.dims import DYNAMIC, Dim
 from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing, per_element
-from .movement import (
+from ._shapes import (
     INDEX_TYPES,
     INTEGERS,
     NUMBERS,

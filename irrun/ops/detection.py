@@ -87,8 +87,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
-from ._shapes import merge_dims
-from .movement import int_values
+from ._shapes import int_values, merge_dims
 
 FLOATS = ("bf16", "f16", "f32")
 REALS = (*FLOATS, "f64")

@@ -28,7 +28,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from .movement import (
+from ._shapes import (
     ALL_INTEGERS,
     INDEX_TYPES,
     check_vector,

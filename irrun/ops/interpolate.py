@@ -61,7 +61,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
-from .movement import check_vector, flat_ints, int_values, normalize_axis
+from ._shapes import check_vector, flat_ints, int_values, normalize_axis
 
 MODES = ("nearest", "linear", "linear_onnx", "cubic")
 V11_MODES = (*MODES, "bilinear_pillow", "bicubic_pillow")

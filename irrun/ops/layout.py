@@ -29,7 +29,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval, Shape, map_bounds
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing
-from .movement import fmt, normalize_axis
+from ._shapes import fmt, normalize_axis
 
 MODES = ("blocks_first", "depth_first")
 

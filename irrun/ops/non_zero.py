@@ -24,7 +24,7 @@ from ..ir.dims import DYNAMIC
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, TensorInfo, register
 from ._scratch import per_element
-from .movement import INDEX_TYPES, dim_within, upper_bound
+from ._shapes import INDEX_TYPES, dim_within, upper_bound
 
 
 def _non_zero_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:

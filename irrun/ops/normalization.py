@@ -49,8 +49,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from ._shapes import try_merge_dims
-from .movement import check_vector, flat_ints, int_values, normalize_axis
+from ._shapes import check_vector, flat_ints, int_values, normalize_axis, try_merge_dims
 
 NAMES = ("gamma", "beta", "mean", "variance")
 # Position of the data input, and of gamma/beta/mean/variance, per version.

@@ -18,7 +18,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from .movement import affine_dim
+from ._shapes import affine_dim
 
 PATCH_PADS = ("valid", "same_upper", "same_lower")
 

@@ -56,7 +56,7 @@ from ..ir.dims import DYNAMIC
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from .movement import check_vector, flat_ints, int_values, normalize_axis, vector_length
+from ._shapes import check_vector, flat_ints, int_values, normalize_axis, vector_length
 
 
 def reduction_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing, per_element
-from .movement import INTEGERS, NUMBERS, normalize_axis, one_d
+from ._shapes import INTEGERS, NUMBERS, normalize_axis, one_d
 
 # --------------------------------------------------------------------------- Reverse
 

@@ -59,8 +59,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from ._shapes import merge_dims
-from .movement import (
+from ._shapes import (
     ALL_INTEGERS,
     INDEX_TYPES,
     check_vector,
@@ -68,6 +67,7 @@ from .movement import (
     flat_ints,
     fmt,
     int_values,
+    merge_dims,
     normalize_axis,
     normalized_indices,
     shapes_of,

@@ -33,7 +33,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing
-from .movement import (
+from ._shapes import (
     INTEGERS,
     check_vector,
     dim_within,

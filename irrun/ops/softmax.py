@@ -18,7 +18,7 @@ import numpy as np
 from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from .movement import normalize_axis
+from ._shapes import normalize_axis
 
 
 def softmax_axis(axis: int, rank: int, version: int) -> int:

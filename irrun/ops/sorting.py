@@ -35,7 +35,7 @@ from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
 from ..ir.element_types import ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from .movement import INDEX_TYPES, NUMBERS, bounded_dim, normalize_axis, one_d, scalar_like
+from ._shapes import INDEX_TYPES, NUMBERS, bounded_dim, normalize_axis, one_d, scalar_like
 
 
 def _check_index_type(et) -> None:

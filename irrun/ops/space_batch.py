@@ -18,7 +18,7 @@ from ..errors import KernelError
 from ..ir.dims import DYNAMIC, Dim, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from .movement import INDEX_TYPES, affine_dim, bounded_dim, int_values, one_d
+from ._shapes import INDEX_TYPES, affine_dim, bounded_dim, int_values, one_d
 
 
 def _block_params(inputs: Sequence[TensorInfo], names: tuple[str, str]):

@@ -23,7 +23,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from .movement import check_vector, flat_ints, int_values, normalize_axis
+from ._shapes import check_vector, flat_ints, int_values, normalize_axis
 
 MODES = ("max", "min")
 SORTS = ("value", "index", "none")

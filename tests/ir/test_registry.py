@@ -7,6 +7,7 @@ so a wrong row fails on the OpenVINO side before irrun is asked.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import openvino as ov
@@ -467,3 +468,92 @@ def test_port_precisions_are_case_sensitive(write_ir, text):
     assert not ov_reads_precision(write_ir, text)
     with pytest.raises(ValueError, match="is not a port precision"):
         element_types.from_precision(text)
+
+
+# --- every opset's version, against OpenVINO's Python opsets and C++ opset tables ---------------
+
+
+# Op type in the IR -> the Python factory name, to read OpenVINO's opset tables.
+FACTORIES = {
+    "Convolution": "convolution", "GroupConvolution": "group_convolution", "Add": "add",
+    "Subtract": "subtract", "Multiply": "multiply", "Divide": "divide", "Maximum": "maximum",
+    "Minimum": "minimum", "Power": "power", "Abs": "abs", "Sqrt": "sqrt", "Exp": "exp",
+    "Clamp": "clamp", "ReLU": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "HSwish": "hswish",
+    "HSigmoid": "hsigmoid", "Swish": "swish", "Gelu": "gelu", "MatMul": "matmul",
+    "BatchNormInference": "batch_norm_inference", "Negative": "negative", "Log": "log",
+    "Erf": "erf", "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceiling": "ceiling",
+    "Sign": "sign", "Elu": "elu", "SoftPlus": "softplus", "Mish": "mish",
+    "SoftSign": "softsign", "PRelu": "prelu", "Mod": "mod", "FloorMod": "floor_mod",
+    "Equal": "equal", "NotEqual": "not_equal", "Less": "less", "LessEqual": "less_equal",
+    "Greater": "greater", "GreaterEqual": "greater_equal", "LogicalNot": "logical_not",
+    "LogicalAnd": "logical_and", "LogicalOr": "logical_or", "LogicalXor": "logical_xor",
+    "Select": "select", "LogSoftmax": "log_softmax", "TopK": "topk",
+    "ConvolutionBackpropData": "convolution_backprop_data",
+    "GroupConvolutionBackpropData": "group_convolution_backprop_data",
+    "ReverseSequence": "reverse_sequence", "BatchToSpace": "batch_to_space",
+    "SpaceToBatch": "space_to_batch", "Eye": "eye", "Bucketize": "bucketize",
+    "SearchSorted": "search_sorted", "GRN": "grn", "Unique": "unique",
+}  # fmt: skip
+
+
+def openvino_version(op_type: str, opset: int) -> int | None:
+    """The opset that introduced the version opsetN holds (None: not in opsetN)."""
+    module = importlib.import_module(f"openvino.opset{opset}")
+    factory = getattr(module, FACTORIES[op_type], None)
+    if factory is None:
+        return None
+    return int(factory.__module__.split(".")[-2].removeprefix("opset"))
+
+
+@pytest.mark.parametrize("op_type", sorted(FACTORIES))
+def test_version_for_every_opset(op_type):
+    for n in range(1, 17):
+        want = openvino_version(op_type, n)
+        if want is None:
+            with pytest.raises(LookupError):
+                resolve(op_type, f"opset{n}")
+        else:
+            assert resolve(op_type, f"opset{n}").since_opset == want, (op_type, n)
+
+
+def test_versions_by_hand():
+    assert resolve("Gelu", "opset6").label == "Gelu-v2"
+    assert resolve("Gelu", "opset7").label == "Gelu-v7"
+    assert resolve("BatchNormInference", "opset4").label == "BatchNormInference-v1"
+    assert resolve("BatchNormInference", "opset16").label == "BatchNormInference-v5"
+    assert resolve("relu", "opset1").type == "ReLU"
+    assert resolve("HSigmoid", "opset5").label == "HSigmoid-v5"
+    with pytest.raises(LookupError):
+        resolve("HSwish", "opset3")
+
+
+# op -> the opset whose version opsetN holds, per OpenVINO's C++ opset tables.  Python's
+# opset4..11 modules re-export Range from opset1, but the C++ opset4 holds Range-v4 (an IR
+# with version="opset4" and output_type reads: test_range_versions_in_openvino in
+# tests/ops/test_creation.py).
+VERSIONS = {
+    "Slice": {n: 8 for n in range(8, 17)},
+    "Range": {n: (1 if n < 4 else 4) for n in range(1, 17)},
+    "Tile": {n: 1 for n in range(1, 17)},
+    "Roll": {n: 7 for n in range(7, 17)},
+    "OneHot": {n: (1 if n < 16 else 16) for n in range(1, 17)},
+    "NonZero": {n: 3 for n in range(3, 17)},
+}
+PYTHON_FACTORIES = {"Slice": "slice", "Tile": "tile", "Roll": "roll", "OneHot": "one_hot",
+                    "NonZero": "non_zero"}  # fmt: skip
+
+
+@pytest.mark.parametrize("op_type", sorted(VERSIONS))
+def test_versions_for_every_opset(op_type):
+    for n in range(1, 17):
+        want = VERSIONS[op_type].get(n)
+        if want is None:
+            with pytest.raises(LookupError):
+                resolve(op_type, f"opset{n}")
+        else:
+            assert resolve(op_type, f"opset{n}").since_opset == want, (op_type, n)
+        if op_type in PYTHON_FACTORIES:  # Python's factories agree
+            factory = getattr(importlib.import_module(f"openvino.opset{n}"),
+                              PYTHON_FACTORIES[op_type], None)  # fmt: skip
+            got = None if factory is None else int(factory.__module__.split(".")[-2][5:])
+            assert got == want, (op_type, n)

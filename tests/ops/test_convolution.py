@@ -1,4 +1,6 @@
-"""Convolutions whose pads, strides or dilations dwarf their input (issue 15).
+"""Convolution and GroupConvolution: a seeded sweep against the CPU plugin and by hand (at
+the end: rtol 1e-4, atol 1e-5 of the output's largest magnitude, for a different summation
+order), and convolutions whose pads, strides or dilations dwarf their input (issue 15).
 
 A padded copy of the input would grow with the pads: the reference convolution reads
 only the input positions each tap reaches (the fast kernels give way to it there), and
@@ -9,6 +11,8 @@ CPU plugin's where it computes them, by a run and by the reference kernel alone.
 from __future__ import annotations
 
 import itertools
+import random
+import zlib
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,11 +21,13 @@ from support.ov_oneop import CPU_CONFIG as CONFIG
 
 import irrun
 from irrun.fast import convolution as fast
+from irrun.ir.registry import resolve
 from irrun.ops.convolution import convolve
 from irrun.ops.convolution_backprop import convolve_transposed
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1  # noqa: E402
+from support.ov_oneop import assert_close, run_both, run_irrun  # noqa: E402
 
 CPU = ov.Core()
 
@@ -159,3 +165,86 @@ def test_a_transposed_convolution_holds_its_declared_scratch():
             tracemalloc.stop()
         assert out.shape == out_info.shape
         assert peak - out.nbytes <= declared + 64 * 1024
+
+
+# --------------------------------------------------------------------------- convolution
+
+
+def _conv_case(rng: random.Random, grouped: bool):
+    n = rng.choice((1, 2, 2, 3))
+    spatial = [rng.randint(3, 9 if n < 3 else 6) for _ in range(n)]
+    groups = rng.choice((1, 2, 3)) if grouped else 1
+    depthwise = grouped and rng.random() < 0.4
+    ci = 1 if depthwise else rng.randint(1, 3)
+    co = 1 if depthwise else rng.randint(1, 4)
+    kernel = [rng.randint(1, 3) for _ in range(n)]
+    strides = [rng.choice((1, 1, 2, 3)) for _ in range(n)]
+    dilations = [rng.choice((1, 1, 2)) for _ in range(n)]
+    auto_pad = rng.choice(("explicit", "explicit", "valid", "same_upper", "same_lower"))
+    pads_begin = [rng.randint(0, 2) for _ in range(n)]
+    pads_end = [rng.randint(0, 2) for _ in range(n)]
+    for i in range(n):  # the dilated kernel must fit the (unpadded for valid) input
+        while dilations[i] * (kernel[i] - 1) + 1 > spatial[i]:
+            kernel[i] -= 1
+    return SimpleNamespace(
+        n=n, batch=rng.randint(1, 2), spatial=spatial, groups=groups, ci=ci, co=co,
+        kernel=kernel, strides=strides, dilations=dilations, auto_pad=auto_pad,
+        pads_begin=pads_begin, pads_end=pads_end, grouped=grouped,
+    )  # fmt: skip
+
+
+CONV_CASES = [_conv_case(random.Random(s), grouped=s % 2 == 1) for s in range(60)]
+
+
+CONV_IDS = [
+    f"{'g' if c.grouped else ''}conv{c.n}d-{c.auto_pad}-{i}" for i, c in enumerate(CONV_CASES)
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=CONV_IDS)
+def test_convolution_matches_cpu(case, tmp_path):
+    rng = np.random.default_rng(zlib.crc32(str(vars(case)).encode()))
+    x = rng.standard_normal((case.batch, case.groups * case.ci, *case.spatial)).astype(np.float32)
+    if case.grouped:
+        w_shape = (case.groups, case.co, case.ci, *case.kernel)
+    else:
+        w_shape = (case.co, case.ci, *case.kernel)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    geometry = (case.strides, case.pads_begin, case.pads_end, case.dilations, case.auto_pad)
+    factory = opset1.group_convolution if case.grouped else opset1.convolution
+    got, want = run_both(lambda p: factory(p, opset1.constant(w), *geometry), [x], tmp_path)
+    assert_close(got, want, rtol=1e-4, atol=1e-5, scaled_atol=True, what=str(vars(case)))
+    # The reference kernel alone (a run may take a fast kernel): the same tolerance.
+    op = resolve("GroupConvolution" if case.grouped else "Convolution", "opset1")
+    a = SimpleNamespace(strides=case.strides, dilations=case.dilations, auto_pad=case.auto_pad,
+                        pads_begin=case.pads_begin, pads_end=case.pads_end)  # fmt: skip
+    (alone,) = op.kernel(a, x, w)
+    assert_close(alone, want, rtol=1e-4, atol=1e-5, scaled_atol=True, what=str(vars(case)))
+
+
+def test_convolution_cases_cover_the_attributes():
+    assert {c.n for c in CONV_CASES} == {1, 2, 3}
+    assert {c.auto_pad for c in CONV_CASES} == {"explicit", "valid", "same_upper", "same_lower"}
+    assert any(c.grouped and c.ci == c.co == 1 for c in CONV_CASES)
+    assert any(c.grouped and c.ci > 1 and c.groups > 1 for c in CONV_CASES)
+    assert any(max(c.strides) > 1 and max(c.dilations) > 1 for c in CONV_CASES)
+
+
+def test_convolution_by_hand(tmp_path):
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    w = np.array([[1, 0], [0, -1]], np.float32).reshape(1, 1, 2, 2)
+    got = run_irrun(
+        lambda p: opset1.convolution(p, opset1.constant(w), [2, 2], [0, 0], [0, 0], [1, 1]),
+        [x], tmp_path,
+    )  # fmt: skip
+    assert got.tolist() == [[[[-5.0, -5.0], [-5.0, -5.0]]]]  # x[i,j] - x[i+1,j+1] = -5
+    # Depthwise with same_upper: each channel summed over its 3x3 neighbourhood.
+    x = np.ones((1, 2, 3, 3), np.float32)
+    w = np.stack([np.ones((1, 1, 3, 3)), 2 * np.ones((1, 1, 3, 3))]).astype(np.float32)
+    got = run_irrun(
+        lambda p: opset1.group_convolution(p, opset1.constant(w), [1, 1], [0, 0], [0, 0],
+                                           [1, 1], "same_upper"),
+        [x], tmp_path,
+    )  # fmt: skip
+    counts = np.array([[4, 6, 4], [6, 9, 6], [4, 6, 4]], np.float32)
+    assert np.array_equal(got[0, 0], counts) and np.array_equal(got[0, 1], 2 * counts)

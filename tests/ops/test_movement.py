@@ -1,4 +1,5 @@
-"""Movement, reduction and resize ops: irrun against OpenVINO's CPU plugin.
+"""Movement, reduction and resize ops: irrun against OpenVINO's CPU plugin (Tile and Roll,
+at the end, as one-op models of ``support.ov_oneop``).
 
 Each case is a small model built with the ``openvino.opsetN`` module that defines
 the version under test, its shape-like inputs (target shapes, axes, pads, ...) as
@@ -19,11 +20,14 @@ from itertools import count
 
 import numpy as np
 import pytest
+from support.arrays import DTYPES, values
 from support.ov_oneop import CPU_CONFIG
-from support.ov_shapes import from_ov_shape
+from support.ov_shapes import from_ov_shape, to_ov_shape
 
 import irrun
 from irrun.ir.dims import Interval
+from irrun.ir.element_types import ELEMENT_TYPES
+from irrun.ir.registry import ShapeError, TensorInfo, resolve
 
 ov = pytest.importorskip("openvino")
 from openvino import (  # noqa: E402
@@ -36,6 +40,8 @@ from openvino import (  # noqa: E402
     opset12,
     opset15,
 )
+from support import ov_oneop  # noqa: E402
+from support.ov_oneop import one_op_model, run_cpu, run_saved  # noqa: E402
 
 NP = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "u8": np.uint8, "i8": np.int8}
 
@@ -758,3 +764,79 @@ def test_hand_interpolate(tmp_path):
     assert resize("nearest", "asymmetric") == [0, 0, 4, 4]
     assert resize("nearest", "asymmetric", nearest="round_prefer_ceil") == [0, 4, 4, 4]
     assert resize("nearest", "asymmetric", 3) == [0, 4, 4]  # 0, 0.67, 1.33
+
+
+# --------------------------------------------------------------------------- Tile
+
+
+TILE_CASES = [((2, 3), [2, 1]), ((2, 3), [3]), ((2, 3), [2, 1, 2]), ((4,), [0]),
+              ((1, 2, 1, 3), [1, 2, 3, 1]), ((0, 2), [3, 2]), ((), [2, 3]), ((2, 3), [1, 1])]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("case", TILE_CASES, ids=str)
+def test_tile_matches_cpu(case, dtype, tmp_path):
+    shape, reps = case
+    x = values(np.random.default_rng(len(reps)), shape, dtype)
+    got, want = ov_oneop.run_both(lambda p: opset1.tile(p, const(reps)), [x], tmp_path)
+    ov_oneop.assert_close(got, want, what=str(case))
+
+
+def test_tile_shapes():
+    op = resolve("Tile", "opset1")
+    f32, i64 = ELEMENT_TYPES["f32"], ELEMENT_TYPES["i64"]
+    reps = TensorInfo((2,), i64, np.array([2, 3]))
+    (out,) = op.infer(None, [TensorInfo((Interval(1, 3), Interval(0, None)), f32), reps])
+    assert out.shape == (Interval(2, 6), Interval(0, None))
+    (out,) = op.infer(None, [TensorInfo((2, 3), f32), TensorInfo((2,), i64,
+                                                                   np.array([2, -1]))])  # fmt: skip
+    assert out.shape == (4, 0)  # as OpenVINO's shape inference: a negative repeat is 0
+    (out,) = op.infer(None, [TensorInfo((2, 5), f32), TensorInfo((3,), i64)])
+    assert out.shape == (Interval(0, None),) * 3
+    p = opset1.parameter(to_ov_shape((Interval(1, 3), Interval(0, None))), np.float32)
+    want = opset1.tile(p, const([2, 3])).get_output_partial_shape(0)
+    assert from_ov_shape(want) == (Interval(2, 6), Interval(0, None))
+
+
+# --------------------------------------------------------------------------- Roll
+
+
+ROLL_CASES = [((5,), 2, [0]), ((3, 4), [1, -2], [0, 1]), ((3, 4), 7, [1]), ((3, 4), 7, 0),
+              ((2, 3, 4), [1, 2], [-1, -1]), ((2, 3, 4), -5, [1]), ((4, 0), 3, [1]),
+              ((2, 3), 0, [0])]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("case", ROLL_CASES, ids=str)
+def test_roll_matches_cpu(case, dtype, tmp_path):
+    shape, shift, axes = case
+    x = values(np.random.default_rng(len(shape)), shape, dtype)
+    got, want = ov_oneop.run_both(lambda p: opset7.roll(p, const(shift), const(axes)), [x], tmp_path)
+    ov_oneop.assert_close(got, want, what=str(case))
+
+
+def test_roll_by_hand(tmp_path):
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    got = run_saved(one_op_model(lambda p: opset7.roll(p, const([1, 1], np.int32),
+                                                       const([1, 1], np.int32)), [x]),
+                    [x], tmp_path)[0]  # fmt: skip
+    assert got.tolist() == [[1, 2, 0], [4, 5, 3]]  # a repeated axis adds its shifts
+    op = resolve("Roll", "opset7")
+    i64 = ELEMENT_TYPES["i64"]
+    with pytest.raises(ShapeError, match="axes must be one of the same size"):
+        op.infer(None, [TensorInfo((2, 3), i64), TensorInfo((2,), i64), TensorInfo((3,), i64)])
+    with pytest.raises(ShapeError, match="axes must be one of the same size"):
+        op.infer(None, [TensorInfo((2, 3), i64), TensorInfo((1,), i64), TensorInfo((), i64)])
+    # A scalar shift over two axes passes OpenVINO's shape inference, not its kernels.
+    op.infer(None, [TensorInfo((2, 3), i64), TensorInfo((), i64), TensorInfo((2,), i64)])
+
+    def build(p):
+        return opset7.roll(p, const(1), const([0, 1]))
+
+    with pytest.raises(RuntimeError, match="dimensions mismatch"):
+        run_cpu(one_op_model(build, [x]), [x])
+    with pytest.raises(irrun.IrrunError, match="one value per axis"):
+        run_saved(one_op_model(build, [x]), [x], tmp_path)
+    with pytest.raises(ShapeError, match="axes value 2 is out of range"):
+        op.infer(None, [TensorInfo((2, 3), i64), TensorInfo((), i64),
+                        TensorInfo((1,), i64, np.array([2]))])  # fmt: skip

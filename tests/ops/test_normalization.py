@@ -1,4 +1,6 @@
-"""NormalizeL2-0, LRN-0, MVN-0 and GroupNormalization-12 against the CPU plugin and by hand.
+"""NormalizeL2-0, LRN-0, MVN-0 and GroupNormalization-12 against the CPU plugin and by hand;
+and, at the end, BatchNormInference (rtol 1e-5, atol 1e-6: the plugin folds it into one
+scale and shift) and MVN-6 (the tolerances below).
 
 OpenVINO's ``Model.evaluate`` has no kernel for any of these four ops (it raises "Evaluation
 failed"), so the CPU plugin is the oracle here, and OpenVINO's reference kernels (read in its
@@ -20,8 +22,8 @@ from types import SimpleNamespace
 import numpy as np
 import openvino as ov
 import pytest
-from openvino import opset1, opset2, opset12
-from support.ov_oneop import assert_close, one_op_model, run_both, run_cpu, run_saved
+from openvino import opset1, opset2, opset5, opset6, opset12
+from support.ov_oneop import assert_close, one_op_model, run_both, run_cpu, run_irrun, run_saved
 
 import irrun
 from irrun.ir.attributes import parse_attributes
@@ -502,3 +504,67 @@ def test_random_norm_ops_against_cpu(seed, tmp_path):
                     p, opset1.constant(w), opset1.constant(w[::-1].copy()), *a), [x],
                 fresh(tmp_path))  # fmt: skip
         close(got, want, dtype, what)
+
+
+# --------------------------------------------------------------------------- BatchNormInference
+
+
+@pytest.mark.parametrize("module", [opset1, opset5], ids=["v1", "v5"])
+@pytest.mark.parametrize("shape", [(2, 3), (1, 4, 5), (2, 3, 4, 5), (1, 2, 3, 2, 4)])
+def test_batch_norm_matches_cpu(module, shape, tmp_path):
+    rng = np.random.default_rng(shape[1] * 7 + len(shape))
+    c = shape[1]
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    gamma, beta, mean = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.01, 4, c).astype(np.float32)
+    stats = [opset1.constant(v) for v in (gamma, beta, mean, var)]
+    got, want = run_both(lambda p: module.batch_norm_inference(p, *stats, 1e-3), [x], tmp_path)
+    assert_close(got, want, rtol=1e-5, atol=1e-6, what=str(shape))
+
+
+@pytest.mark.parametrize("module", [opset1, opset5], ids=["v1", "v5"])
+def test_batch_norm_by_hand(module, tmp_path):
+    x = np.array([[1.0, 4.0], [3.0, 0.0]], np.float32)
+    c = [opset1.constant(np.array(v, np.float32)) for v in ([2, 2], [1, 1], [2, 2], [3, 3])]
+    got = run_irrun(lambda p: module.batch_norm_inference(p, *c, 1.0), [x], tmp_path)
+    # gamma * (x - mean) / sqrt(var + eps) + beta with sqrt(4) = 2: x - 1.
+    assert got.tolist() == [[0.0, 3.0], [2.0, -1.0]]
+
+
+# --------------------------------------------------------------------------- MVN-6
+
+MVN_CASES = [  # axes, normalize_variance, eps, eps_mode, dtype
+    ([-1], True, 1e-5, "inside_sqrt", "f32"), ([2, 3], True, 1e-3, "outside_sqrt", "f32"),
+    ([1, 2, 3], False, 1e-5, "inside_sqrt", "f32"), ([0], True, 1e-5, "outside_sqrt", "f32"),
+    ([3, 1], True, 0.5, "inside_sqrt", "f32"), ([-1], True, 1e-5, "inside_sqrt", "f16"),
+    ([1], False, 1e-9, "outside_sqrt", "f16"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("axes", "variance", "eps", "mode", "dtype"), MVN_CASES, ids=str)
+def test_mvn_matches_cpu(axes, variance, eps, mode, dtype, tmp_path):
+    rng = np.random.default_rng(len(axes) * 5 + int(variance))
+    x = (rng.standard_normal((2, 3, 4, 5)) * 3 + 1).astype(dtype.replace("f", "float"))
+    build = lambda p: opset6.mvn(p, opset1.constant(np.int64(axes)), variance, eps, mode)  # noqa: E731
+    got, want = run_both(build, [x], tmp_path)
+    rtol = 2e-3 if dtype == "f16" else 1e-5
+    assert_close(got, want, rtol=rtol, atol=rtol, scaled_atol=True, what=str(axes))
+
+
+def test_mvn_by_hand(tmp_path):
+    x = np.array([[1.0, 3.0, 5.0], [2.0, 2.0, 2.0]], np.float32)
+    axes = opset1.constant(np.int32([1]))
+    got = run_irrun(lambda p: opset6.mvn(p, axes, True, 0.25, "outside_sqrt"), [x], tmp_path)
+    # Row 0: mean 3, variance 8/3; row 1: all at its mean.
+    want = [[v / (math.sqrt(8 / 3) + 0.25) for v in (-2, 0, 2)], [0, 0, 0]]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    got = run_irrun(lambda p: opset6.mvn(p, axes, False, 0.25, "inside_sqrt"), [x], tmp_path)
+    assert got.tolist() == [[-2, 0, 2], [0, 0, 0]]
+    assert resolve("MVN", "opset6").label == resolve("MVN", "opset16").label == "MVN-v6"
+    # An axis named twice counts once, as in the plugin; one out of range is refused.
+    twice = run_irrun(lambda p: opset6.mvn(p, opset1.constant(np.int32([1, -1])), False, 0.0,
+                                            "inside_sqrt"), [x], tmp_path)  # fmt: skip
+    assert twice.tolist() == [[-2, 0, 2], [0, 0, 0]]
+    with pytest.raises(irrun.IrrunError, match=r"axes value 2 is out of range for rank 2"):
+        run_irrun(lambda p: opset6.mvn(p, opset1.constant(np.int32([2])), True, 1e-5,
+                                        "inside_sqrt"), [x], tmp_path)  # fmt: skip

@@ -1,5 +1,8 @@
 """Acos, Asin, Atan, Cosh, Sinh, Tan, Acosh, Asinh, Atanh, Round, Selu, HardSigmoid,
-IsFinite, IsInf, IsNaN, Identity and SquaredDifference against OpenVINO.
+IsFinite, IsInf, IsNaN, Identity and SquaredDifference against OpenVINO; and (at the end)
+one sweep over the element-wise unary functions, activations included (Abs, Sqrt, Exp,
+Log, Erf, Sin, Cos, Sign, Floor, ..., ReLU, Sigmoid, Tanh, HSwish, Swish, Gelu, Clamp,
+Elu, SoftPlus, Mish, SoftSign), with Sign, Negative, Floor and Erf by hand.
 
 Differential sweeps run one-op models (saved as IR) in irrun and in the CPU plugin
 (f32, one thread) from seeded generators.  Tolerances:
@@ -15,6 +18,9 @@ Differential sweeps run one-op models (saved as IR) in irrun and in the CPU plug
 * integers: the f32 result rounded half to even; exact except where the f32 result
   lies within a few ulp of a .5 tie, which the sweep's small integers never hit.
 * Round, IsFinite, IsInf, IsNaN, Identity, HardSigmoid's clamp: exact.
+* the sweep: exact for Abs, ReLU, Clamp, Negative, Sign, Floor, Ceiling; rtol 1e-6 for
+  HSigmoid; rtol 1e-5, atol 1e-6 for the others (Gelu on inputs in [-10, 10]: the
+  plugin's erf approximation is off by up to ~2e-7 absolute); one f16 ulp for f16.
 """
 
 from __future__ import annotations
@@ -28,14 +34,16 @@ import irrun
 from irrun.ir.dims import Interval
 from irrun.ir.element_types import ELEMENT_TYPES
 from irrun.ir.registry import ShapeError, TensorInfo, attrs_namespace, resolve
+from irrun.ops.unary import erf
 
 ov = pytest.importorskip("openvino")
-from openvino import opset1, opset4, opset5, opset10, opset16  # noqa: E402
+from openvino import opset1, opset2, opset4, opset5, opset7, opset9, opset10, opset16  # noqa: E402
 from support.ov_oneop import (  # noqa: E402
     assert_close,
     assert_versions_follow_factories,
     one_op_model,
     run_both,
+    run_irrun,
     run_reference,
     run_saved,
 )
@@ -473,3 +481,104 @@ def test_convert_promote_types_by_hand(tmp_path):
     with pytest.raises(ShapeError, match="i64 cannot be promoted to f32 safely"):
         rule.infer(attrs, [TensorInfo((2,), ELEMENT_TYPES["f32"]),
                            TensorInfo((2,), ELEMENT_TYPES["i64"])])  # fmt: skip
+
+
+# --------------------------------------------------------------------------- unary ops
+
+UNARY = {
+    "Abs": (opset1.abs, 0.0), "Sqrt": (opset1.sqrt, 1e-5), "Exp": (opset1.exp, 1e-5),
+    "ReLU": (opset1.relu, 0.0), "Sigmoid": (opset1.sigmoid, 1e-5), "Tanh": (opset1.tanh, 1e-5),
+    "HSwish": (opset4.hswish, 1e-5), "HSigmoid": (opset5.hsigmoid, 1e-6),
+    "Swish": (opset4.swish, 1e-5),
+    "Swish-beta": (lambda p: opset4.swish(p, opset1.constant(np.float32(0.35))), 1e-5),
+    "Gelu-2": (opset2.gelu, 1e-5), "Gelu-7-erf": (lambda p: opset7.gelu(p, "erf"), 1e-5),
+    "Gelu-7-tanh": (lambda p: opset7.gelu(p, "tanh"), 1e-5),
+    "Clamp": (lambda p: opset1.clamp(p, -2.5, 3.75), 0.0),
+    "Clamp-wide": (lambda p: opset1.clamp(p, -1e30, 0.1), 0.0),
+    "Negative": (opset1.negative, 0.0), "Sign": (opset1.sign, 0.0),
+    "Floor": (opset1.floor, 0.0), "Ceiling": (opset1.ceiling, 0.0),
+    "Log": (opset1.log, 1e-5), "Erf": (opset1.erf, 1e-5), "Sin": (opset1.sin, 1e-5),
+    "Cos": (opset1.cos, 1e-5), "Elu": (lambda p: opset1.elu(p, 0.7), 1e-5),
+    "SoftPlus": (opset4.softplus, 1e-5), "Mish": (opset4.mish, 1e-5),
+    "SoftSign": (opset9.softsign, 1e-5),
+}  # fmt: skip
+FLOAT_ONLY = {"Swish", "Swish-beta", "Gelu-2", "Gelu-7-erf", "Gelu-7-tanh", "SoftPlus", "Mish",
+              "SoftSign"}  # fmt: skip
+
+
+def _unary_input(rng: np.random.Generator, name: str, dtype: str) -> np.ndarray:
+    if dtype == "i32":
+        return rng.integers(-8, 12, (3, 17)).astype(np.int32)
+    x = rng.uniform(-10, 10, (4, 5, 13))
+    if name == "Exp":
+        x = x * 8  # up to overflow
+    if name in ("Sqrt", "Log"):
+        x = np.abs(x) * 100
+    if name in ("Floor", "Ceiling", "Sign"):
+        x = np.round(x * 2) / 2  # whole and half numbers, exactly
+    if name.startswith(("HS", "Clamp", "ReLU")):
+        x = np.round(x * 4) / 4  # the kinks at -3, 3, 0 and the bounds, exactly
+    x = x.astype(np.float32)
+    if name not in ("Sqrt", "Exp"):
+        x.flat[:3] = (0.0, -0.0, 1e-30)
+    return x.astype(np.float16) if dtype == "f16" else x
+
+
+def _unary_cases():
+    for name in UNARY:
+        for dtype in ("f32", "f16", "i32"):
+            if dtype == "i32" and name in FLOAT_ONLY:
+                continue
+            yield pytest.param(name, dtype, id=f"{name}-{dtype}")
+
+
+@pytest.mark.parametrize(("name", "dtype"), list(_unary_cases()))
+def test_unary_matches_cpu(name, dtype, tmp_path):
+    build, rtol = UNARY[name]
+    x = _unary_input(np.random.default_rng(len(name) * 31 + len(dtype)), name, dtype)
+    if dtype == "f16":
+        rtol = max(rtol, 1e-3)
+        # OpenVINO's Python swish() adds an f32 beta of 1, which an f16 input refuses.
+        beta = {"Swish": 1.0, "Swish-beta": 0.35}.get(name)
+        if beta is not None:
+            build = lambda p: opset4.swish(p, opset1.constant(np.float16(beta)))  # noqa: E731
+    got, want = run_both(build, [x], tmp_path)
+    assert_close(got, want, rtol=rtol, atol=1e-6 if rtol else 0, what=name)
+
+
+def test_sign_negative_floor_elu_by_hand(tmp_path):
+    f = np.float32
+    x = np.array([np.nan, -np.inf, -2.5, -0.0, 0.0, 1e-30, 3.0], f)
+    sign = run_irrun(opset1.sign, [x], tmp_path)
+    assert np.isnan(sign[0]) and sign[1:].tolist() == [-1, -1, 0, 0, 1, 1]
+    assert not np.signbit(sign[3])  # -0.0 gives +0.0, as in the plugin
+    neg = run_irrun(opset1.negative, [x], tmp_path)
+    assert neg[1:].tolist() == [np.inf, 2.5, 0, 0, float(f(-1e-30)), -3]
+    assert not np.signbit(neg[3]) and np.signbit(neg[4])
+    ints = np.array([-(2**31), -7, 0, 2**31 - 1], np.int32)
+    assert run_irrun(opset1.negative, [ints], tmp_path).tolist() == [-(2**31), 7, 0, -(2**31) + 1]
+    # Integers go through f32, where int32's maximum rounds up to 2**31 and overflows.
+    assert run_irrun(opset1.floor, [ints], tmp_path).tolist() == [-(2**31), -7, 0, -(2**31)]
+    assert run_irrun(opset1.sign, [np.array([0, 3, 255], np.uint8)], tmp_path).tolist() == [
+        0, 1, 1]  # fmt: skip
+    elu = run_irrun(lambda p: opset1.elu(p, 0.5), [np.array([-1.0, 0.0, 2.0], f)], tmp_path)
+    assert np.allclose(elu, [0.5 * (math.exp(-1) - 1), 0, 2], rtol=1e-6, atol=0)
+
+
+def test_negative_of_unsigned_is_refused(tmp_path):
+    p = opset1.parameter([3], ov.Type.f32, name="in0")
+    model = ov.Model([opset1.negative(p)], [p])
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path)
+    text = path.read_text().replace('element_type="f32"', 'element_type="u8"').replace(
+        "<precision>FP32</precision>", "<precision>U8</precision>")  # fmt: skip
+    path.write_text(text.replace('precision="FP32"', 'precision="U8"'))
+    with pytest.raises(irrun.IrrunError, match="Negative needs a signed input, got u8"):
+        irrun.load(path)
+
+
+def test_erf_accuracy():
+    xs = np.concatenate([np.linspace(-6, 6, 2401), [1e-30, -1e-8, 0.4999, 0.5, 0.5001]])
+    want = np.array([math.erf(v) for v in xs.astype(np.float32).astype(float)])
+    got = erf(xs.astype(np.float32)).astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-37)

@@ -5,7 +5,8 @@ Python opset API (parameters ``in0``, ``in1``, ... of the inputs' shapes and typ
 saves it as IR without f16 compression, runs the saved file in irrun and the same
 model in the CPU plugin (f32 precision, one thread), and returns both outputs.
 ``run_reference`` gives OpenVINO's reference kernels' answer (``ov.Model.evaluate``)
-instead, for ops whose plugin kernels differ from the specification.
+instead, for ops whose plugin kernels differ from the specification; ``all_three``
+compares irrun with both.  ``run_irrun`` runs irrun alone, for values checked by hand.
 Expected values always come from OpenVINO or from hand calculation, never from irrun.
 """
 
@@ -59,11 +60,44 @@ def run_reference(model: ov.Model, inputs: list[np.ndarray]) -> list[np.ndarray]
     return [np.array(t.data, copy=True).reshape(tuple(t.shape)) for t in outs]
 
 
+def evaluate_reference(model, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """OpenVINO's reference kernels (``Model.evaluate``), scalars included."""
+    tensors = []
+    for x in inputs:
+        t = ov.Tensor(ov.Type(x.dtype), ov.Shape(list(x.shape)))
+        if x.size:
+            t.data[...] = x
+        tensors.append(t)
+    outs = [ov.Tensor(o.get_element_type(), [0]) for o in model.outputs]
+    model.evaluate(outs, tensors)
+    return [np.array(t.data, copy=True).reshape(tuple(t.shape)) for t in outs]
+
+
+def run_irrun(build, inputs, tmp_path):
+    """irrun's (first) output of the one-op model of ``build``."""
+    return run_saved(one_op_model(build, inputs), inputs, tmp_path)[0]
+
+
+def const(v, dtype=np.int64):
+    return opset1.constant(np.array(v, dtype))
+
+
 def run_both(build, inputs: list[np.ndarray], tmp_path, outputs: int = 1):
     """irrun's and the CPU plugin's output of ``build(*parameters)`` (lists when outputs > 1)."""
     model = one_op_model(build, inputs, outputs)
     got, want = run_saved(model, inputs, tmp_path), run_cpu(model, inputs)
     return (got[0], want[0]) if outputs == 1 else (got, want)
+
+
+def all_three(build, inputs, tmp_path, outputs=1, reference=True):
+    """irrun's outputs against the plugin's and the reference kernels'."""
+    model = one_op_model(build, inputs, outputs)
+    got = run_saved(model, inputs, tmp_path)
+    wants = [run_cpu(model, inputs)] + ([run_reference(model, inputs)] if reference else [])
+    for want in wants:
+        for g, w in zip(got, want, strict=True):
+            assert_close(g, w)
+    return got
 
 
 def assert_close(got, want, *, rtol=0.0, atol=0.0, scaled_atol=False, what=""):
