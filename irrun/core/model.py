@@ -546,7 +546,8 @@ class Model:
         wanted = tuple(sorted(set(self._output_slots.values())))
         return random_inputs(given, seed, self._budget_arg, self.path,
                              lambda shapes: self._run_budget.check(self._budget_arg, shapes,
-                                                                   wanted, False))
+                                                                   wanted, False),
+                             (self._graph, self._nodes, self._infos))
 
 
 def _reopened(given: str, absolute: str) -> Path:

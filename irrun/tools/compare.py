@@ -38,10 +38,11 @@ from typing import Any
 import numpy as np
 
 from ..core.model import Model, load
-from ..errors import UsageError
+from ..errors import IrrunError, UsageError
 from ..text import count
 from .common import (
     Parents,
+    add_shape,
     add_threads,
     check_output_path,
     dump_json,
@@ -172,6 +173,8 @@ def compare(
             else:
                 seed = 0 if seed is None else seed
                 feeds, source = model.random_inputs(seed), "random"
+        if source != "random":  # random ones are checked as they are made
+            _check_shapes(model, feeds)
         if ref is None and backend == "reference":
             ref = reference_run(model, feeds, mark_all)
         elif ref is None:
@@ -190,6 +193,26 @@ def compare(
     finally:
         if owned and ref is not None:
             ref.close()
+
+
+def _check_shapes(model: Model, feeds: Mapping[str, np.ndarray]) -> None:
+    """Refuse inputs whose shapes the model does not fit, by irrun's shape propagation,
+    before a backend is asked: its own refusal would name its internals, not the input."""
+    if all(s.shape is not None and all(isinstance(d, int) for d in s.shape)
+           for s in model.inputs):  # fmt: skip
+        return  # static inputs: a run checks the arrays against them
+    shapes = {name: list(np.shape(value)) for name, value in feeds.items()
+              if model.input_spec(name) is not None}  # fmt: skip
+    if len(shapes) != len(model.inputs):
+        return  # the run says which input is missing
+    errors = [d for d in model.validate(shapes) if d.level == "error"]
+    if errors:
+        given = ",".join(f"{n}{list(s)}".replace(" ", "") for n, s in shapes.items())
+        err = errors[0]
+        raise IrrunError(
+            f"{err.message}, on the inputs' shapes {given}: give inputs of shapes the model "
+            "fits", err.location, err.layer, err.port, err.code,
+        )  # fmt: skip
 
 
 def _reference_inputs(model: Model, ref: Reference) -> dict[str, np.ndarray] | None:
@@ -469,6 +492,7 @@ def register(sub: Any, parents: Parents) -> None:
         "every element within the tolerances), or max, mean or median (that statistic of the "
         "absolute errors <= atol, or of the relative errors <= rtol)",
     )  # fmt: skip
+    add_shape(p)
     p.add_argument("--fail-fast", action="store_true", help="stop at the first tensor that fails")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead")
     p.add_argument("-o", "--output", metavar="REPORT.json", help="also write the report here")
@@ -484,6 +508,8 @@ def _handler(args: argparse.Namespace) -> int:
     random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
     model = load(args.model, args.weights, args.max_memory, threads=args.threads,
                  reference=args.reference)
+    if args.shape:
+        model.reshape(args.shape)
     feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
     if args.input:
         feeds = read_inputs(model, args.input)
