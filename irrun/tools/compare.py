@@ -102,7 +102,7 @@ def compare(
     *,
     backend: str | None = None,
     mark_all: bool = False,
-    atol: Tolerance = DEFAULT_ATOL,
+    atol: Tolerance | None = None,
     rtol: Tolerance = DEFAULT_RTOL,
     fail_fast: bool = False,
     seed: int | None = None,
@@ -119,6 +119,10 @@ def compare(
     model's random inputs of ``seed`` (0 by default; a ``seed`` given always means random
     inputs); a failure on random inputs says so, with their shapes.  ``atol``
     and ``rtol`` are floats, or dicts by tensor name where ``"*"`` sets the default.
+    ``atol=None`` is the default for what is compared: 1e-5 (:data:`DEFAULT_ATOL`), but
+    1e-3 for a model with compressed weights against OpenVINO's plugin, which
+    decompresses them in f32 where the IR says f16 (docs/semantics.md); the report's
+    ``tolerance_note`` says so.
     With ``mark_all`` every tensor irrun computes is compared (in run order), else
     the model's outputs.  ``fail_fast`` stops at the first tensor that fails.
     ``check_error_stat`` (one of :data:`ERROR_STATS`, or a dict of them as for the
@@ -136,6 +140,7 @@ def compare(
         model = load(model)
     known = set(model.tensor_names.values())
     for what, tol in (("tolerance", atol), ("tolerance", rtol), ("error stat", check_error_stat)):
+        # atol None: the reference's own default, known once it is opened or computed
         if isinstance(tol, Mapping):
             unknown = [n for n in tol if n != "*" and n not in known]
             if unknown:
@@ -179,7 +184,22 @@ def compare(
             ref = reference_run(model, feeds, mark_all)
         elif ref is None:
             ref = openvino_reference(model, feeds, mark_all)
-        report = _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat)
+        # The reference's own atol, scaled to each tensor, for the tensors given none.
+        scaled: set[str] | None = None
+        explicit = atol is not None and (not isinstance(atol, Mapping) or "*" in atol)
+        if ref.atol is not None and not explicit:
+            scaled = set(atol) if isinstance(atol, Mapping) else set()
+            atol = {"*": ref.atol, **(atol or {})}  # type: ignore[dict-item]
+        elif atol is None:
+            atol = DEFAULT_ATOL
+        report = _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat,
+                          scaled)  # fmt: skip
+        if scaled is not None:
+            report.tolerance_note = (
+                f"atol {_num(ref.atol)} x each tensor's largest magnitude (at least 1) for "  # type: ignore[arg-type]
+                f"{ref.atol_why}; --atol sets another"
+            )
+            report.atol_scaled = True
         report.backend = backend is not None
         report.inputs = {
             "source": source,
@@ -256,7 +276,10 @@ def _compare(
     rtol: Tolerance,
     fail_fast: bool,
     check_error_stat: ErrorStat = "elemwise",
+    scaled: set[str] | None = None,
 ) -> Report:
+    """``scaled``: when not None, the atol of every tensor but those it names is a fraction
+    of the tensor's largest finite reference magnitude, or of 1 if that is less."""
     report = Report(str(model.path), ref.description, [], mark_all, atol, rtol,
                     check_error_stat, list(ref.notes))  # fmt: skip
     ref_names = ref.names()
@@ -265,11 +288,12 @@ def _compare(
     layer_of = {
         name: (layer, line) for layer, line, names in model.layers() for name in names
     }  # fmt: skip
-    # An output whose tensor has no name goes by its Result's name: that layer is its place.
+    # An output whose tensor has no name goes by its Result's name (see
+    # irrun.core.names.tensor_name), the layer computing it still its place.
     unnamed = {s.name for s in model.outputs if not s.names}
     for result, line, _ in model.layers():
         if result.type == "Result" and result.name in unnamed and result.name not in layer_of:
-            layer_of[result.name] = (result, line)
+            layer_of[result.name] = (result, line)  # a tensor feeding two Results: the second
     compared: set[str] = set()
     known = set(model.tensor_names.values()) | set(output_names)
     inputs = {s.name for s in model.inputs}
@@ -296,8 +320,11 @@ def _compare(
             expected = ref.get(ref_name)
             if ref_name in ref.casts:
                 expected = np.asarray(expected).astype(ref.casts[ref_name])
+            tol = _tol(atol, name, DEFAULT_ATOL)
+            if scaled is not None and name not in scaled:
+                tol *= _magnitude(expected)
             result = compare_arrays(
-                value, expected, _tol(atol, name, DEFAULT_ATOL), _tol(rtol, name, DEFAULT_RTOL),
+                value, expected, tol, _tol(rtol, name, DEFAULT_RTOL),
                 name, _by_name(check_error_stat, name, "elemwise"),
             )  # fmt: skip
             result.layer, result.line = layer, line
@@ -396,6 +423,15 @@ def _stand_ins(model: Model, ref: Reference, strangers: list[str]) -> dict[str, 
     return found
 
 
+def _magnitude(values: np.ndarray) -> float:
+    """The largest finite magnitude in ``values``, at least 1 (floats; 1 for the others)."""
+    values = np.asarray(values)
+    if values.dtype.kind != "f" or not values.size:
+        return 1.0
+    finite = np.abs(values[np.isfinite(values)])
+    return max(1.0, float(finite.max())) if finite.size else 1.0
+
+
 def _tol(tol: Tolerance, name: str, default: float) -> float:
     return float(_by_name(tol, name, default))
 
@@ -478,7 +514,8 @@ def register(sub: Any, parents: Parents) -> None:
     )  # fmt: skip
     p.add_argument(
         "--atol", type=_tolerance, action="append", default=[], metavar="[NAME:]VAL",
-        help=f"absolute tolerance, for all tensors or one; repeatable (default {DEFAULT_ATOL})",
+        help=f"absolute tolerance, for all tensors or one; repeatable (default {DEFAULT_ATOL}; "
+        "1e-3 for compressed weights against OpenVINO)",
     )  # fmt: skip
     p.add_argument(
         "--rtol", type=_tolerance, action="append", default=[], metavar="[NAME:]VAL",
@@ -519,7 +556,7 @@ def _handler(args: argparse.Namespace) -> int:
     report = compare(
         model, feeds, args.ref, backend=args.ref_backend, mark_all=args.mark_all,
         seed=args.seed,  # None: the reference's inputs if it holds them, else seed 0
-        atol=_tolerances(args.atol, DEFAULT_ATOL), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
+        atol=_tolerances(args.atol, None), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
         fail_fast=args.fail_fast,
         check_error_stat=_tolerances(args.check_error_stat, "elemwise"),
     )  # fmt: skip

@@ -21,6 +21,11 @@ from .compare_results import _some
 
 # What the CPU plugin is compiled with: f32 arithmetic, whatever the machine prefers.
 OPENVINO_CONFIG: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
+# The absolute tolerance of a model with compressed weights against the CPU plugin, a
+# fraction of each tensor's largest magnitude: their decompression is in f16 in the IR and
+# in irrun, in f32 in the plugin, and outputs differ by about 1e-3 of their magnitude
+# (docs/semantics.md, "Quantized and compressed models").
+COMPRESSED_ATOL = 1e-3
 # Weights of these types, converted to a float type, are compressed weights.
 _COMPRESSED = {"u8", "i8", "u4", "i4", "nf4", "f4e2m1", "u2", "u1"}
 
@@ -29,6 +34,12 @@ class Reference:
     """Reference values by irrun tensor name, read as they are compared."""
 
     description = "reference"
+
+    # The absolute tolerance documented for what this reference is compared with, when it
+    # is not compare's usual default, as a fraction of each tensor's largest magnitude (at
+    # least 1), and why (see compare's ``atol``).
+    atol: float | None = None
+    atol_why: str = ""
 
     def __init__(self) -> None:
         self.notes: list[str] = []
@@ -268,8 +279,8 @@ def openvino_reference(
         output = output_of.get(i)
         if name is None and output is None:
             unmapped.append(f"{node.get_friendly_name()}:{source.get_index()}")
-        # An output whose tensor has no name is, in irrun, named after its Result; the
-        # tensor itself is compared under the producing layer's name (--mark-all) only.
+        # An output whose tensor has no name is, in irrun, named after its Result (the
+        # first Result it feeds names the tensor, see irrun.core.names.tensor_name).
         keys = [output] if output is not None else []
         if name is not None and (output is None or mark_all):
             keys.append(name)
@@ -294,6 +305,11 @@ def openvino_reference(
                 arrays[name] = _array(request.get_output_tensor(i))
     ref = ArrayReference(arrays, "OpenVINO CPU (f32)")
     ref.notes, ref.casts = notes, widened
+    if config.get("DYNAMIC_QUANTIZATION_GROUP_SIZE") == 0:  # compressed weights
+        ref.atol, ref.atol_why = COMPRESSED_ATOL, (
+            "compressed weights against OpenVINO's CPU plugin, as docs/semantics.md documents "
+            "(\"Quantized and compressed models\")"
+        )
     ref.keep_alive = request  # type: ignore[attr-defined]  # owns the arrays' memory
     return ref
 
