@@ -141,6 +141,7 @@ def random_inputs(
     path: Path,
     check_run: Callable[[dict[str, tuple[int, ...]]], None],
     graph: Graph | None = None,
+    past: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Seeded random values for ``inputs`` (name, Parameter node, shape), by name; dynamic
     dims become their lower bound or 1, but for the inputs whose role ties them to another
@@ -152,11 +153,13 @@ def random_inputs(
     says which shapes to give.  Refused, naming the largest input, when they would not fit
     in ``budget`` (a ``max_memory``: bytes, ``"available"`` or None); ``check_run``
     refuses the run they are for, given their shapes by Parameter layer id, before
-    anything is drawn.
+    anything is drawn.  ``past`` is the length of the KV cache the inputs follow (a
+    stateful model's request that has run: optimum's position ids continue after it);
+    None takes it from a stateless model's past_key_values inputs, else 0.
     """
     rng = np.random.default_rng(seed)
     roles = input_roles(*graph) if graph is not None else {}
-    shapes_by_name = plan_shapes(inputs, roles)
+    shapes_by_name = plan_shapes(inputs, roles, past=past)
     planned: list[tuple[str, tuple[int, ...], np.dtype, int]] = []
     shapes: dict[str, tuple[int, ...]] = {}
     nodes: dict[str, Node] = {}
@@ -169,7 +172,7 @@ def random_inputs(
         shapes[node.layer.id] = shape
         nodes[name] = node
     if graph is not None and not all(is_static(declared) for *_, declared in inputs):
-        _check_shapes(graph, inputs, roles, shapes_by_name)
+        _check_shapes(graph, inputs, roles, shapes_by_name, past)
     total = sum(size for *_, size in planned)
     limit = budget if isinstance(budget, int) else None
     if budget == "available" and total > UNCHECKED_BYTES:
@@ -189,7 +192,8 @@ def random_inputs(
         )  # fmt: skip
     # The run they are for is refused before the draw, which takes seconds for gigabytes.
     check_run(shapes)
-    past = _past_length(inputs, roles, shapes_by_name)
+    if past is None:
+        past = _past_length(inputs, roles, shapes_by_name)
     out: dict[str, np.ndarray] = {}
     for (name, node, _), (_, shape, dtype, _) in zip(inputs, planned, strict=True):
         role = roles.get(node.layer.id)
@@ -200,14 +204,15 @@ def random_inputs(
 
 
 def plan_shapes(
-    inputs: Sequence[tuple[str, Node, Shape | None]], roles: Mapping[str, Role], fill: int = 1
+    inputs: Sequence[tuple[str, Node, Shape | None]], roles: Mapping[str, Role], fill: int = 1,
+    past: int | None = None,
 ) -> dict[str, tuple[int, ...]]:
     """The shapes of random inputs, by name: the declared dims, and for a dynamic one its
     lower bound or ``fill`` (1 for a batch, the first of two or more dims).
 
     Inputs with a role follow the token ids (the first ``ids`` input of two dims, [B, S]):
     an attention mask is [B, past + S] (``past``, the KV cache's length, from a stateless
-    model's ``past_key_values`` inputs [B, H, past, D]; none when there are none),
+    model's ``past_key_values`` inputs [B, H, past, D], or ``past`` given; else none),
     position ids [B, S] (cache_position [S]), beam_idx [B], the cache's batch B; each
     only where its declared dims allow it.
     """
@@ -229,7 +234,8 @@ def plan_shapes(
     if ids is None:
         return shapes
     batch, seq = ids
-    past = _past_length(inputs, roles, shapes)
+    if past is None:
+        past = _past_length(inputs, roles, shapes)
     for name, node, declared in inputs:
         role = roles.get(node.layer.id)
         if role is None or declared is None:
@@ -287,7 +293,7 @@ def _role_array(
 
 def _check_shapes(
     graph: Graph, inputs: Sequence[tuple[str, Node, Shape | None]], roles: Mapping[str, Role],
-    shapes: Mapping[str, tuple[int, ...]],
+    shapes: Mapping[str, tuple[int, ...]], past: int | None = None,
 ) -> None:  # fmt: skip
     """Refuse made-up shapes the model does not fit, saying which to give instead: the
     least sizes (powers of two, up to 4096) of the made-up dims that it fits."""
@@ -301,7 +307,7 @@ def _check_shapes(
     ran_on = "; ".join(f"{n} {format_shape(shapes[n])} for {format_shape(d)}" for n, d in made_up)
     advice = "give their shapes with --shape, or inputs with --input"
     for fill in (2**k for k in range(1, 13)):
-        trial = plan_shapes(inputs, roles, fill)
+        trial = plan_shapes(inputs, roles, fill, past)
         if _propagation_error(graph, inputs, trial) is None:
             given = ",".join(f"{n}{format_shape(trial[n])}" for n, _ in made_up)
             advice = (f"give their shapes, e.g. --shape \"{given}\" (the least that fit), "

@@ -103,3 +103,16 @@ def test_compare_of_a_stateful_llm_with_openvino_passes_on_random_inputs():
         "note: the model asks OpenVINO for a KV cache in f16 (its runtime_options): OpenVINO "
         "ran with KV_CACHE_PRECISION f32, as irrun keeps the cache"
     ) in done.stdout
+
+
+def test_inputs_after_a_cache_of_some_length_continue_its_positions():
+    # As optimum feeds a stateful model whose cache holds 3 tokens: mask over 3 + S.
+    from irrun.core.inputs import random_inputs
+
+    model = irrun.load(GPT2)
+    model.reshape("input_ids[1,2]")
+    given = [(s.name, model._nodes[model._input_ids[s.name]], s.shape) for s in model.inputs]
+    graph = (model._graph, model._nodes, model._infos)
+    feeds = random_inputs(given, 0, None, model.path, lambda shapes: None, graph, past=3)
+    assert feeds["attention_mask"].tolist() == [[1, 1, 1, 1, 1]]
+    assert feeds["position_ids"].tolist() == [[3, 4]]
