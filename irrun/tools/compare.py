@@ -304,10 +304,15 @@ def _compare(
             "array there of that shape that irrun has no tensor of"
         )
 
+    tensor_of = _output_tensors(model)
+
     def check(name: str, value: np.ndarray) -> None:
         compared.add(name)
-        layer, line = layer_of.get(name, (None, 0))
+        layer, line = layer_of.get(tensor_of.get(name, name), layer_of.get(name, (None, 0)))
         ref_name = stand_in.get(name, name)
+        if ref_name not in in_ref and tensor_of.get(name) in in_ref:
+            # An unnamed tensor feeding two Results: a dump names it after the first only.
+            ref_name = tensor_of[name]
         if ref_name not in in_ref:
             if name not in output_names:
                 report.not_in_reference.append(name)
@@ -392,6 +397,17 @@ def _compare(
             "add --mark-all to compare them"
         )
     return report
+
+
+def _output_tensors(model: Model) -> dict[str, str]:
+    """The name of the tensor each model output is, where the two differ (an unnamed
+    tensor feeding several Results is named after the first, see
+    :func:`irrun.core.names.tensor_name`)."""
+    shown = model._names.by_slot
+    return {
+        name: shown[slot] for name, slot in model._output_slots.items()
+        if slot in shown and shown[slot] != name
+    }  # fmt: skip
 
 
 def _stand_ins(model: Model, ref: Reference, strangers: list[str]) -> dict[str, str]:

@@ -211,3 +211,38 @@ def test_a_dump_and_an_output_file_name_an_unnamed_output_alike(tmp_path, name):
         report = compare(irrun.load(xml), inputs(name), ref)
         assert report.passed and [r.name for r in report.results] == results
         assert all(r.max_abs == 0 for r in report.results)
+
+
+def test_an_unnamed_tensor_feeding_two_results_is_found_in_a_dump_under_the_first(tmp_path):
+    ov = pytest.importorskip("openvino")
+    ops = pytest.importorskip("openvino.opset13")
+    x = ops.parameter([1, 4], np.float32, name="x")
+    relu = ops.relu(x)
+    first, second = ops.result(relu), ops.result(relu)
+    first.set_friendly_name("first")
+    second.set_friendly_name("second")
+    xml = tmp_path / "two.xml"
+    ov.save_model(ov.Model([first, second], [x], "two"), xml)
+    # As a converter leaves it: no name on the tensor the Results take.
+    text, n = re.subn(r' names="first"', "", xml.read_text())
+    assert n == 1
+    xml.write_text(text)
+    model = irrun.load(xml)
+    assert [o.name for o in model.outputs] == ["first", "second"]
+    feeds = {"x": np.array([[-2.0, -1.0, 0.5, 3.0]], np.float32)}
+    dump = tmp_path / "dump"
+    assert main([str(xml), "--input", f"x={_npy(tmp_path, feeds['x'])}", "-q",
+                 "--dump-dir", str(dump)]) == 0  # fmt: skip
+    manifest = json.loads((dump / "manifest.json").read_text())
+    assert [t["name"] for t in manifest["tensors"]] == ["first"]
+    report = compare(model, None, dump)
+    assert report.passed and [r.name for r in report.results] == ["first", "second"]
+    # ReLU by hand.
+    np.testing.assert_array_equal(np.load(dump / manifest["tensors"][0]["file"]),
+                                  [[0.0, 0.0, 0.5, 3.0]])  # fmt: skip
+
+
+def _npy(directory: Path, array: np.ndarray) -> Path:
+    path = directory / "x.npy"
+    np.save(path, array)
+    return path
