@@ -310,8 +310,8 @@ def _check_shapes(
         trial = plan_shapes(inputs, roles, fill, past)
         if _propagation_error(graph, inputs, trial) is None:
             given = ",".join(f"{n}{format_shape(trial[n])}" for n, _ in made_up)
-            advice = (f"give their shapes, e.g. --shape \"{given}\" (the least that fit), "
-                      "or inputs with --input")  # fmt: skip
+            advice = (f"give their shapes, e.g. --shape \"{given}\" (the least power of two "
+                      "that fits), or inputs with --input")  # fmt: skip
             break
     raise IrrunError(
         f"{failure.message}; on random inputs whose unknown dims were made up ({ran_on}): "

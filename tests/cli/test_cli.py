@@ -436,7 +436,8 @@ def test_a_failure_on_made_up_dims_says_so(tmp_path, capsys):
     # Refused before the run, with the least shape that fits (a 2x2 window needs 2x2).
     assert "kernel" in err and err.rstrip().endswith(
         "on random inputs whose unknown dims were made up (x [1,1,1,1] for [1,1,?,?]): give "
-        'their shapes, e.g. --shape "x[1,1,2,2]" (the least that fit), or inputs with --input')
+        'their shapes, e.g. --shape "x[1,1,2,2]" (the least power of two that fits), or inputs '
+        "with --input")
     assert err.count("\n") == 1
     rc, out, err = run_cli(capsys, str(path), "--shape", "x[1,1,4,4]")
     assert rc == 0 and "[1, 1, 2, 2]" in out

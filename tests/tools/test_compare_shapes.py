@@ -54,7 +54,8 @@ def test_made_up_shapes_are_refused_with_the_shape_to_give(tmp_path):
     assert "'Convolution" in line and "internal error" not in line and "Check '" not in line
     assert line.endswith(
         "on random inputs whose unknown dims were made up (x [1,3,1,1] for [?,3,?,?]): give "
-        'their shapes, e.g. --shape "x[1,3,4,4]" (the least that fit), or inputs with --input'
+        'their shapes, e.g. --shape "x[1,3,4,4]" (the least power of two that fits), or inputs '
+        "with --input"
     )
     # The shape it names passes, against OpenVINO.
     done = subprocess.run(
