@@ -34,7 +34,7 @@ from .memory import (
     available_memory,
     parse_size,
 )
-from .names import TensorNames
+from .names import TensorNames, tensor_name
 from .propagation import propagate
 from .reshape import ShapeSpec, describe, input_shapes
 from .state import Request
@@ -343,9 +343,10 @@ class Model:
     def tensor_names(self) -> dict[tuple[str, int], str]:
         """The name irrun gives each layer output, by (layer id, port id).
 
-        A port's first tensor name, else the layer's name (``NAME:PORT`` for a layer with
-        several outputs).  :meth:`run` accepts these names in ``outputs`` and returns
-        intermediate values under them.
+        A port's first tensor name, else the name of the Result it feeds, else the layer's
+        name (``NAME:PORT`` for a layer with several outputs): the rule of every file irrun
+        writes (:func:`irrun.core.names.tensor_name`).  :meth:`run` accepts these names in
+        ``outputs`` and returns intermediate values under them.
         """
         return dict(self._port_names)
 
@@ -386,7 +387,8 @@ class Model:
                 src = lg.sources[(lid, layer.inputs[0].id)]
                 producer_port = lg.layers[src.layer].output_port(src.port)
                 names = producer_port.names if producer_port is not None else ()
-                name = names[0] if names else layer.name
+                name = (tensor_name(lg.layers[src.layer], producer_port, layer.name)
+                        if producer_port is not None else layer.name)  # fmt: skip
                 info = self._infos.get((src.layer, src.port), TensorInfo(None, None))
                 self.outputs.append(TensorSpec(name, info.shape, _et_name(info), names))
                 self._output_slots[name] = self._plan.slots[(src.layer, src.port)]
@@ -808,7 +810,8 @@ class Model:
         wanted = tuple(sorted(set(self._output_slots.values())))
         return random_inputs(given, seed, self._budget_arg, self.path,
                              lambda shapes: self._run_budget.check(self._budget_arg, shapes,
-                                                                   wanted, False))
+                                                                   wanted, False),
+                             (self._graph, self._nodes, self._infos))
 
 
 def _count(n: int, what: str) -> str:

@@ -1,10 +1,50 @@
-"""The names a model's tensors are shown under, and every name each answers to."""
+"""The names a model's tensors are shown under, and every name each answers to.
+
+One rule names every tensor in what irrun writes and reads (``run -o``, ``--dump-dir``,
+``--output-dir``, compare's references, ``Model.run``'s results): see :func:`tensor_name`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir.records import Layer, Port
 from .graph import LayerGraph
+
+
+def tensor_name(layer: Layer, port: Port, result: str | None = None) -> str:
+    """The name of ``layer``'s output ``port``: its first tensor name; else, for a tensor
+    that is a model output (``result``, the name of the first Result it feeds), that
+    Result's name, as OpenVINO names such a tensor when it saves a model; else the
+    layer's name, ``NAME:PORT`` for a layer with several outputs.
+
+    So a model output has the same name in ``-o`` files, dumps and ``Model.outputs``
+    whether or not its tensor has a name (``ov.convert_model`` often leaves it without).
+
+    >>> relu = Layer("5", "Relu_6", "ReLU", "opset1", 1, outputs=[Port(1, 2)])
+    >>> tensor_name(relu, relu.outputs[0]), tensor_name(relu, relu.outputs[0], "Result_7")
+    ('Relu_6', 'Result_7')
+    """
+    if port.names:
+        return port.names[0]
+    if result is not None:
+        return result
+    if len(layer.outputs) == 1:
+        return layer.name
+    return f"{layer.name}:{port.id}"
+
+
+def result_names(lg: LayerGraph) -> dict[tuple[str, int], str]:
+    """The name of the first Result (in run order) each layer output feeds, by (layer id,
+    port id)."""
+    found: dict[tuple[str, int], str] = {}
+    for lid in lg.order:
+        layer = lg.layers[lid]
+        if layer.type == "Result" and layer.inputs:
+            src = lg.sources.get((lid, layer.inputs[0].id))
+            if src is not None:
+                found.setdefault((src.layer, src.port), layer.name)
+    return found
 
 
 @dataclass(slots=True)
@@ -19,18 +59,15 @@ class TensorNames:
     def index(lg: LayerGraph, plan_slots: dict[tuple[str, int], int]) -> TensorNames:
         names = TensorNames({}, {}, {})
         slots = names.slots
+        results = result_names(lg)
         for lid in lg.order:
             layer = lg.layers[lid]
             for port in layer.outputs:
                 slot = plan_slots[(lid, port.id)]
                 for name in port.names:
                     slots.setdefault(name, slot)
-                if port.names:
-                    shown = port.names[0]
-                elif len(layer.outputs) == 1:
-                    shown = layer.name
-                else:
-                    shown = f"{layer.name}:{port.id}"
+                shown = tensor_name(layer, port, results.get((lid, port.id)))
+                slots.setdefault(shown, slot)
                 names.by_port[(lid, port.id)] = shown
                 names.by_slot[slot] = shown
             if layer.outputs:

@@ -225,6 +225,16 @@ def shapes(text: str) -> str:
 
 shapes.__name__ = "--shape"  # argparse names the type in "invalid --shape value: '...'"
 
+SHAPE_HELP = (
+    "run with new input shapes, in OpenVINO's syntax: x[8,3,224,224],y[1,4], or "
+    "[8,3,224,224] for a model with one input (? or -1 for any size, 1..10 for a range)"
+)
+
+
+def add_shape(parser: argparse.ArgumentParser) -> None:
+    """``--shape``, for the commands that make inputs: random ones take the shapes given."""
+    parser.add_argument("--shape", type=shapes, metavar="SHAPES", help=SHAPE_HELP)
+
 
 def int_at_least(low: int, name: str) -> Callable[[str], int]:
     """An argparse type for integers from ``low`` up; ``name`` is what its errors call it.

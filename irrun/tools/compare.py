@@ -38,10 +38,11 @@ from typing import Any
 import numpy as np
 
 from ..core.model import Model, load
-from ..errors import UsageError
+from ..errors import IrrunError, UsageError
 from ..text import count
 from .common import (
     Parents,
+    add_shape,
     add_threads,
     check_output_path,
     dump_json,
@@ -101,7 +102,7 @@ def compare(
     *,
     backend: str | None = None,
     mark_all: bool = False,
-    atol: Tolerance = DEFAULT_ATOL,
+    atol: Tolerance | None = None,
     rtol: Tolerance = DEFAULT_RTOL,
     fail_fast: bool = False,
     seed: int | None = None,
@@ -118,6 +119,10 @@ def compare(
     model's random inputs of ``seed`` (0 by default; a ``seed`` given always means random
     inputs); a failure on random inputs says so, with their shapes.  ``atol``
     and ``rtol`` are floats, or dicts by tensor name where ``"*"`` sets the default.
+    ``atol=None`` is the default for what is compared: 1e-5 (:data:`DEFAULT_ATOL`), but
+    1e-3 for a model with compressed weights against OpenVINO's plugin, which
+    decompresses them in f32 where the IR says f16 (docs/semantics.md); the report's
+    ``tolerance_note`` says so.
     With ``mark_all`` every tensor irrun computes is compared (in run order), else
     the model's outputs.  ``fail_fast`` stops at the first tensor that fails.
     ``check_error_stat`` (one of :data:`ERROR_STATS`, or a dict of them as for the
@@ -135,6 +140,7 @@ def compare(
         model = load(model)
     known = set(model.tensor_names.values())
     for what, tol in (("tolerance", atol), ("tolerance", rtol), ("error stat", check_error_stat)):
+        # atol None: the reference's own default, known once it is opened or computed
         if isinstance(tol, Mapping):
             unknown = [n for n in tol if n != "*" and n not in known]
             if unknown:
@@ -172,11 +178,28 @@ def compare(
             else:
                 seed = 0 if seed is None else seed
                 feeds, source = model.random_inputs(seed), "random"
+        if source != "random":  # random ones are checked as they are made
+            _check_shapes(model, feeds)
         if ref is None and backend == "reference":
             ref = reference_run(model, feeds, mark_all)
         elif ref is None:
             ref = openvino_reference(model, feeds, mark_all)
-        report = _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat)
+        # The reference's own atol, scaled to each tensor, for the tensors given none.
+        scaled: set[str] | None = None
+        explicit = atol is not None and (not isinstance(atol, Mapping) or "*" in atol)
+        if ref.atol is not None and not explicit:
+            scaled = set(atol) if isinstance(atol, Mapping) else set()
+            atol = {"*": ref.atol, **(atol or {})}  # type: ignore[dict-item]
+        elif atol is None:
+            atol = DEFAULT_ATOL
+        report = _compare(model, feeds, ref, mark_all, atol, rtol, fail_fast, check_error_stat,
+                          scaled)  # fmt: skip
+        if scaled is not None:
+            report.tolerance_note = (
+                f"atol {_num(ref.atol)} x each tensor's largest magnitude (at least 1) for "  # type: ignore[arg-type]
+                f"{ref.atol_why}; --atol sets another"
+            )
+            report.atol_scaled = True
         report.backend = backend is not None
         report.inputs = {
             "source": source,
@@ -190,6 +213,26 @@ def compare(
     finally:
         if owned and ref is not None:
             ref.close()
+
+
+def _check_shapes(model: Model, feeds: Mapping[str, np.ndarray]) -> None:
+    """Refuse inputs whose shapes the model does not fit, by irrun's shape propagation,
+    before a backend is asked: its own refusal would name its internals, not the input."""
+    if all(s.shape is not None and all(isinstance(d, int) for d in s.shape)
+           for s in model.inputs):  # fmt: skip
+        return  # static inputs: a run checks the arrays against them
+    shapes = {name: list(np.shape(value)) for name, value in feeds.items()
+              if model.input_spec(name) is not None}  # fmt: skip
+    if len(shapes) != len(model.inputs):
+        return  # the run says which input is missing
+    errors = [d for d in model.validate(shapes) if d.level == "error"]
+    if errors:
+        given = ",".join(f"{n}{list(s)}".replace(" ", "") for n, s in shapes.items())
+        err = errors[0]
+        raise IrrunError(
+            f"{err.message}, on the inputs' shapes {given}: give inputs of shapes the model "
+            "fits", err.location, err.layer, err.port, err.code,
+        )  # fmt: skip
 
 
 def _reference_inputs(model: Model, ref: Reference) -> dict[str, np.ndarray] | None:
@@ -233,7 +276,10 @@ def _compare(
     rtol: Tolerance,
     fail_fast: bool,
     check_error_stat: ErrorStat = "elemwise",
+    scaled: set[str] | None = None,
 ) -> Report:
+    """``scaled``: when not None, the atol of every tensor but those it names is a fraction
+    of the tensor's largest finite reference magnitude, or of 1 if that is less."""
     report = Report(str(model.path), ref.description, [], mark_all, atol, rtol,
                     check_error_stat, list(ref.notes))  # fmt: skip
     ref_names = ref.names()
@@ -242,11 +288,12 @@ def _compare(
     layer_of = {
         name: (layer, line) for layer, line, names in model.layers() for name in names
     }  # fmt: skip
-    # An output whose tensor has no name goes by its Result's name: that layer is its place.
+    # An output whose tensor has no name goes by its Result's name (see
+    # irrun.core.names.tensor_name), the layer computing it still its place.
     unnamed = {s.name for s in model.outputs if not s.names}
     for result, line, _ in model.layers():
         if result.type == "Result" and result.name in unnamed and result.name not in layer_of:
-            layer_of[result.name] = (result, line)
+            layer_of[result.name] = (result, line)  # a tensor feeding two Results: the second
     compared: set[str] = set()
     known = set(model.tensor_names.values()) | set(output_names)
     inputs = {s.name for s in model.inputs}
@@ -257,10 +304,15 @@ def _compare(
             "array there of that shape that irrun has no tensor of"
         )
 
+    tensor_of = _output_tensors(model)
+
     def check(name: str, value: np.ndarray) -> None:
         compared.add(name)
-        layer, line = layer_of.get(name, (None, 0))
+        layer, line = layer_of.get(tensor_of.get(name, name), layer_of.get(name, (None, 0)))
         ref_name = stand_in.get(name, name)
+        if ref_name not in in_ref and tensor_of.get(name) in in_ref:
+            # An unnamed tensor feeding two Results: a dump names it after the first only.
+            ref_name = tensor_of[name]
         if ref_name not in in_ref:
             if name not in output_names:
                 report.not_in_reference.append(name)
@@ -273,8 +325,11 @@ def _compare(
             expected = ref.get(ref_name)
             if ref_name in ref.casts:
                 expected = np.asarray(expected).astype(ref.casts[ref_name])
+            tol = _tol(atol, name, DEFAULT_ATOL)
+            if scaled is not None and name not in scaled:
+                tol *= _magnitude(expected)
             result = compare_arrays(
-                value, expected, _tol(atol, name, DEFAULT_ATOL), _tol(rtol, name, DEFAULT_RTOL),
+                value, expected, tol, _tol(rtol, name, DEFAULT_RTOL),
                 name, _by_name(check_error_stat, name, "elemwise"),
             )  # fmt: skip
             result.layer, result.line = layer, line
@@ -344,6 +399,17 @@ def _compare(
     return report
 
 
+def _output_tensors(model: Model) -> dict[str, str]:
+    """The name of the tensor each model output is, where the two differ (an unnamed
+    tensor feeding several Results is named after the first, see
+    :func:`irrun.core.names.tensor_name`)."""
+    shown = model._names.by_slot
+    return {
+        name: shown[slot] for name, slot in model._output_slots.items()
+        if slot in shown and shown[slot] != name
+    }  # fmt: skip
+
+
 def _stand_ins(model: Model, ref: Reference, strangers: list[str]) -> dict[str, str]:
     """For model outputs the reference lacks, its array to compare each with instead,
     where there is no doubt which: a reference made elsewhere (OpenVINO's outputs saved by
@@ -371,6 +437,15 @@ def _stand_ins(model: Model, ref: Reference, strangers: list[str]) -> dict[str, 
         if len(same) == 1 and outputs_of_shape == [output]:
             found[output] = same[0]
     return found
+
+
+def _magnitude(values: np.ndarray) -> float:
+    """The largest finite magnitude in ``values``, at least 1 (floats; 1 for the others)."""
+    values = np.asarray(values)
+    if values.dtype.kind != "f" or not values.size:
+        return 1.0
+    finite = np.abs(values[np.isfinite(values)])
+    return max(1.0, float(finite.max())) if finite.size else 1.0
 
 
 def _tol(tol: Tolerance, name: str, default: float) -> float:
@@ -455,7 +530,8 @@ def register(sub: Any, parents: Parents) -> None:
     )  # fmt: skip
     p.add_argument(
         "--atol", type=_tolerance, action="append", default=[], metavar="[NAME:]VAL",
-        help=f"absolute tolerance, for all tensors or one; repeatable (default {DEFAULT_ATOL})",
+        help=f"absolute tolerance, for all tensors or one; repeatable (default {DEFAULT_ATOL}; "
+        "1e-3 for compressed weights against OpenVINO)",
     )  # fmt: skip
     p.add_argument(
         "--rtol", type=_tolerance, action="append", default=[], metavar="[NAME:]VAL",
@@ -469,6 +545,7 @@ def register(sub: Any, parents: Parents) -> None:
         "every element within the tolerances), or max, mean or median (that statistic of the "
         "absolute errors <= atol, or of the relative errors <= rtol)",
     )  # fmt: skip
+    add_shape(p)
     p.add_argument("--fail-fast", action="store_true", help="stop at the first tensor that fails")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead")
     p.add_argument("-o", "--output", metavar="REPORT.json", help="also write the report here")
@@ -484,6 +561,8 @@ def _handler(args: argparse.Namespace) -> int:
     random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
     model = load(args.model, args.weights, args.max_memory, threads=args.threads,
                  reference=args.reference)
+    if args.shape:
+        model.reshape(args.shape)
     feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
     if args.input:
         feeds = read_inputs(model, args.input, args.cast)
@@ -493,7 +572,7 @@ def _handler(args: argparse.Namespace) -> int:
     report = compare(
         model, feeds, args.ref, backend=args.ref_backend, mark_all=args.mark_all,
         seed=args.seed,  # None: the reference's inputs if it holds them, else seed 0
-        atol=_tolerances(args.atol, DEFAULT_ATOL), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
+        atol=_tolerances(args.atol, None), rtol=_tolerances(args.rtol, DEFAULT_RTOL),
         fail_fast=args.fail_fast,
         check_error_stat=_tolerances(args.check_error_stat, "elemwise"),
     )  # fmt: skip

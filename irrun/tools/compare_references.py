@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,11 @@ from .compare_results import _some
 
 # What the CPU plugin is compiled with: f32 arithmetic, whatever the machine prefers.
 OPENVINO_CONFIG: dict[str, Any] = {"INFERENCE_PRECISION_HINT": "f32"}
+# The absolute tolerance of a model with compressed weights against the CPU plugin, a
+# fraction of each tensor's largest magnitude: their decompression is in f16 in the IR and
+# in irrun, in f32 in the plugin, and outputs differ by about 1e-3 of their magnitude
+# (docs/semantics.md, "Quantized and compressed models").
+COMPRESSED_ATOL = 1e-3
 # Weights of these types, converted to a float type, are compressed weights.
 _COMPRESSED = {"u8", "i8", "u4", "i4", "nf4", "f4e2m1", "u2", "u1"}
 
@@ -28,6 +34,12 @@ class Reference:
     """Reference values by irrun tensor name, read as they are compared."""
 
     description = "reference"
+
+    # The absolute tolerance documented for what this reference is compared with, when it
+    # is not compare's usual default, as a fraction of each tensor's largest magnitude (at
+    # least 1), and why (see compare's ``atol``).
+    atol: float | None = None
+    atol_why: str = ""
 
     def __init__(self) -> None:
         self.notes: list[str] = []
@@ -185,7 +197,7 @@ def openvino_reference(
         ovm = core.read_model(str(model.path), str(weights) if weights.is_file() else None)
     except Exception as exc:
         where = Location(str(model.path))
-        raise IrrunError(f"OpenVINO cannot read it: {_ov_message(exc)}", where) from None
+        raise IrrunError(f"OpenVINO refused to read it: {_ov_message(exc)}", where) from None
     by_name: dict[str, list[tuple[LayerRef, tuple[str, ...]]]] = {}
     for layer, _, outs in model.layers():
         by_name.setdefault(layer.name, []).append((layer, outs))
@@ -228,7 +240,13 @@ def openvino_reference(
             f"{p.get_friendly_name()}{list(inputs[i].shape)}".replace(" ", "")
             for i, p in enumerate(ovm.get_parameters())
         )
-        ovm.reshape({i: ov.PartialShape(list(a.shape)) for i, a in inputs.items()})
+        try:
+            ovm.reshape({i: ov.PartialShape(list(a.shape)) for i, a in inputs.items()})
+        except Exception as exc:
+            raise IrrunError(
+                f"OpenVINO refused the inputs' shapes {shapes}: {_ov_message(exc)}",
+                Location(str(model.path)),
+            ) from None
         same_pads = any(
             op.get_type_name() == "MaxPool"
             and op.get_attributes().get("auto_pad") in ("same_upper", "same_lower")
@@ -261,8 +279,8 @@ def openvino_reference(
         output = output_of.get(i)
         if name is None and output is None:
             unmapped.append(f"{node.get_friendly_name()}:{source.get_index()}")
-        # An output whose tensor has no name is, in irrun, named after its Result; the
-        # tensor itself is compared under the producing layer's name (--mark-all) only.
+        # An output whose tensor has no name is, in irrun, named after its Result (the
+        # first Result it feeds names the tensor, see irrun.core.names.tensor_name).
         keys = [output] if output is not None else []
         if name is not None and (output is None or mark_all):
             keys.append(name)
@@ -279,7 +297,7 @@ def openvino_reference(
         request.infer(inputs)
     except Exception as exc:
         where = Location(str(model.path))
-        raise IrrunError(f"OpenVINO failed: {_ov_message(exc)}", where) from None
+        raise IrrunError(f"OpenVINO refused to run it: {_ov_message(exc)}", where) from None
     arrays: dict[str, np.ndarray] = {}
     for i, keys in enumerate(names):
         for name in keys:
@@ -287,6 +305,11 @@ def openvino_reference(
                 arrays[name] = _array(request.get_output_tensor(i))
     ref = ArrayReference(arrays, "OpenVINO CPU (f32)")
     ref.notes, ref.casts = notes, widened
+    if config.get("DYNAMIC_QUANTIZATION_GROUP_SIZE") == 0:  # compressed weights
+        ref.atol, ref.atol_why = COMPRESSED_ATOL, (
+            "compressed weights against OpenVINO's CPU plugin, as docs/semantics.md documents "
+            "(\"Quantized and compressed models\")"
+        )
     ref.keep_alive = request  # type: ignore[attr-defined]  # owns the arrays' memory
     return ref
 
@@ -314,9 +337,10 @@ def _config_for(ovm: Any, notes: list[str]) -> dict[str, Any]:
     one level away (see docs/semantics.md, "Quantized and compressed models").
     """
     config = dict(OPENVINO_CONFIG)
-    quantize = compressed = in_f16 = 0
+    quantize = compressed = in_f16 = stateful = 0
     for op in ovm.get_ordered_ops():
         kind = op.get_type_name()
+        stateful += kind == "ReadValue"
         if kind == "FakeQuantize":
             quantize += 1
         elif kind == "Convert" and op.get_output_element_type(0).is_real():
@@ -338,6 +362,16 @@ def _config_for(ovm: Any, notes: list[str]) -> dict[str, Any]:
                 if in_f16 else ""
             )
         )
+    if stateful:
+        # Else the plugin keeps the KV cache in f16 or u8 (optimum's exports ask for f16 in
+        # their runtime_options), and a first run's attention reads its keys back rounded.
+        config["KV_CACHE_PRECISION"] = "f32"
+        asked = _runtime_option(ovm, "KV_CACHE_PRECISION")
+        if asked not in (None, "f32"):
+            notes.append(
+                f"the model asks OpenVINO for a KV cache in {asked} (its runtime_options): "
+                "OpenVINO ran with KV_CACHE_PRECISION f32, as irrun keeps the cache"
+            )
     if quantize:
         notes.append(
             f"the model has {quantize} FakeQuantize layers, which OpenVINO's CPU plugin runs "
@@ -346,6 +380,16 @@ def _config_for(ovm: Any, notes: list[str]) -> dict[str, Any]:
             "plugin runs the network in f32, without its INT8 fusion)"
         )
     return config
+
+
+def _runtime_option(ovm: Any, name: str) -> str | None:
+    """An option the IR's ``<rt_info><runtime_options>`` sets, or None."""
+    try:
+        if ovm.has_rt_info(["runtime_options", name]):
+            return str(ovm.get_rt_info(["runtime_options", name]).astype(str))
+    except Exception:  # an rt_info OpenVINO cannot read as text
+        return None
+    return None
 
 
 def _outputs_by_result(model: Model, results: list[Any]) -> dict[int, str]:
@@ -373,7 +417,20 @@ def _outputs_by_result(model: Model, results: list[Any]) -> dict[int, str]:
 
 
 def _ov_message(exc: Exception) -> str:
-    """The informative line of an OpenVINO exception (they start with lines of source paths)."""
+    """The informative line of an OpenVINO exception (they start with lines of source paths
+    and of the node being validated), with that node's name when it gives one.
+
+    >>> print(_ov_message(RuntimeError(
+    ...     "Check 'cmp::le(kernel, dim)' failed at src/core/pooling.hpp:149:\\n"
+    ...     "While validating node 'opset1::Convolution Convolution_4 (...)' with "
+    ...     "friendly_name 'conv':\\nKernel after dilation has size (dim: 3) larger than "
+    ...     "the data shape after padding (dim: 1) at axis 0.\\n")))  # doctest: +ELLIPSIS
+    at 'conv': Kernel after dilation has size (dim: 3) larger than the data shape after padding...
+    """
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    useful = [ln for ln in lines if not ln.startswith(("Exception from", "Check '"))]
-    return (useful or lines or [type(exc).__name__])[-1]
+    useful = [ln for ln in lines
+              if not ln.startswith(("Exception from", "Check '", "While validating"))]  # fmt: skip
+    line = (useful or lines or [type(exc).__name__])[-1]
+    node = next((m.group(1) for ln in lines
+                 if (m := re.search(r"with friendly_name '([^']*)'", ln))), None)  # fmt: skip
+    return f"at '{node}': {line}" if node and node not in line else line

@@ -148,6 +148,10 @@ class Report:
     # may be, as the end of the note on random inputs, or None}.
     inputs: dict[str, Any] | None = None
     backend: bool = False  # the reference ran here on the same inputs (a backend)
+    # Why the default tolerances are not the usual ones (compressed weights against
+    # OpenVINO's plugin), printed first; None when they are.
+    tolerance_note: str | None = None
+    atol_scaled: bool = False  # the default atol is a fraction of each tensor's magnitude
 
     @property
     def passed(self) -> bool:
@@ -172,7 +176,8 @@ class Report:
 
     def lines(self) -> list[str]:
         """The text ``irrun compare`` prints: a line per tensor, notes, a summary."""
-        out = [str(r) for r in self.results]
+        out = [f"note: {self.tolerance_note}"] if self.tolerance_note else []
+        out += [str(r) for r in self.results]
         out += [f"note: {n}" for n in self.notes]
         if self.not_in_reference:
             n = len(self.not_in_reference)
@@ -184,8 +189,10 @@ class Report:
         if failed and self.inputs is not None and self.inputs["source"] == "random":
             out.append(f"note: {_random_inputs_text(self.inputs, self.backend)}")
         total = len(self.results)
+        scale = " x largest magnitude" if self.atol_scaled else ""
         tolerance = (
-            f"atol {_tol_text(self.atol, DEFAULT_ATOL)}, rtol {_tol_text(self.rtol, DEFAULT_RTOL)}"
+            f"atol {_tol_text(self.atol, DEFAULT_ATOL, scale)}, "
+            f"rtol {_tol_text(self.rtol, DEFAULT_RTOL)}"
         )
         if self.check_error_stat != "elemwise":
             tolerance += f", check {_tol_text(self.check_error_stat, 'elemwise')} error"
@@ -226,6 +233,8 @@ class Report:
             "atol": _tol_json(self.atol),
             "rtol": _tol_json(self.rtol),
             "check_error_stat": _tol_json(self.check_error_stat),
+            "tolerance_note": self.tolerance_note,
+            "atol_scaled": self.atol_scaled,
             "summary": {
                 "compared": len(self.results),
                 "failed": len(self.failed),
@@ -359,12 +368,13 @@ def _some(names: Iterable[str], limit: int = 6) -> str:
     return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
-def _tol_text(tol: Tolerance | ErrorStat, default: float | str) -> str:
-    """``1e-05``, or the default then the per-tensor values: ``1e-05 conv1:0.001``."""
+def _tol_text(tol: Tolerance | ErrorStat, default: float | str, scale: str = "") -> str:
+    """``1e-05``, or the default then the per-tensor values: ``1e-05 conv1:0.001``;
+    ``scale`` follows the default."""
     show = str if isinstance(default, str) else _num
     if not isinstance(tol, Mapping):
-        return show(tol)
-    parts = [show(tol.get("*", default))]
+        return show(tol) + scale
+    parts = [show(tol.get("*", default)) + scale]
     parts += [f"{n}:{show(v)}" for n, v in tol.items() if n != "*"]
     return " ".join(parts)
 

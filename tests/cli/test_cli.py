@@ -434,9 +434,11 @@ def test_a_failure_on_made_up_dims_says_so(tmp_path, capsys):
     ov.save_model(ov.Model([op1.max_pool(p, [2, 2], [0, 0], [0, 0], [2, 2])], [p]), path)
     rc, out, err = run_cli(capsys, str(path))
     assert rc == 1 and out == ""
+    # Refused before the run, with the least shape that fits (a 2x2 window needs 2x2).
     assert "kernel" in err and err.rstrip().endswith(
-        "(random inputs with their unknown dims at their least: x [1,1,1,1] for [1,1,?,?]; "
-        "give shapes with --shape or inputs with --input)")  # fmt: skip
+        "on random inputs whose unknown dims were made up (x [1,1,1,1] for [1,1,?,?]): give "
+        'their shapes, e.g. --shape "x[1,1,2,2]" (the least power of two that fits), or inputs '
+        "with --input")
     assert err.count("\n") == 1
     rc, out, err = run_cli(capsys, str(path), "--shape", "x[1,1,4,4]")
     assert rc == 0 and "[1, 1, 2, 2]" in out
