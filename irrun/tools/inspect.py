@@ -48,11 +48,14 @@ def register(sub: Any, parents: Parents) -> None:
     """Add the ``inspect`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
         "inspect", parents=[parents.model],
-        help="show a model's inputs, outputs, layers, weights and rt_info",
         description="Show a model's IR version, opsets, inputs and outputs, layers (shapes and "
         "key attributes), weights and rt_info. A model with errors is shown as far as it "
         "can be read; exit 0 whenever it could be inspected (irrun validate checks it), "
         "1 when the file cannot be read as IR.",
+        epilog="examples:\n"
+        "  irrun inspect model.xml\n"
+        "  irrun inspect model.xml --shape [1,3,224,224]\n"
+        "  irrun inspect model.xml --json",
     )  # fmt: skip
     parser.add_argument(
         "--shape", type=shapes, metavar="SHAPES",

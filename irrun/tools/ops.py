@@ -25,9 +25,14 @@ from .common import Parents, dump_json
 def register(sub: Any, parents: Parents) -> None:
     """Add the ``ops`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
-        "ops", help="list OpenVINO's op types and versions, and which irrun runs",
+        "ops",
         description="List every op type of OpenVINO's opsets 1 to 16 with the opsets that "
         "introduced its versions, and the versions irrun runs.",
+        epilog="examples:\n"
+        "  irrun ops\n"
+        "  irrun ops --missing\n"
+        "  irrun ops --fast\n"
+        "  irrun ops --json > ops.json",
     )  # fmt: skip
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print JSON instead of a table")
