@@ -106,6 +106,21 @@ def markdown(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def text_table(table: list[dict[str, Any]]) -> str:
+    """The table ``irrun ops`` prints, its columns as wide as their longest cell.
+
+    >>> print(text_table([{"type": "NMSRotated", "versions": [13], "irrun": []},
+    ...                   {"type": "Pad", "versions": [1, 12], "irrun": [1, 12]}]), end="")
+    op type     versions  irrun
+    NMSRotated  13        -
+    Pad         1, 12     all
+    """
+    rows = [("op type", "versions", "irrun")]
+    rows += [(e["type"], ", ".join(map(str, e["versions"])), _irrun_text(e)) for e in table]
+    kind, versions = (max(len(row[i]) for row in rows) for i in (0, 1))
+    return "".join(f"{a:<{kind}}  {b:<{versions}}  {c}\n" for a, b, c in rows)
+
+
 def _missing(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for e in table:
@@ -138,10 +153,7 @@ def _handle(args: argparse.Namespace) -> int:
     elif args.markdown:
         sys.stdout.write(markdown(shown))
     else:
-        sys.stdout.write(f"{'op type':<24} {'versions':<10} irrun\n")
-        for e in shown:
-            versions = ", ".join(map(str, e["versions"]))
-            sys.stdout.write(f"{e['type']:<24} {versions:<10} {_irrun_text(e)}\n")
+        sys.stdout.write(text_table(shown))
         print(summary(table), file=sys.stderr)
     return 0
 
