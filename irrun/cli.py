@@ -134,6 +134,8 @@ def _command(args: list[str]) -> str | None:
     A first word that is neither a command nor something like a file (an existing path,
     or a name with a dot or a slash) is a mistyped command: :class:`UsageError`.
     """
+    if args and args[0] == "help":  # irrun help [COMMAND], as git and pip read it
+        args[:] = [*args[1:2], "--help"]
     if not args or args[0] in _HELP_FIRST:
         return None
     first = args[0]
