@@ -132,7 +132,8 @@ def _command(args: list[str]) -> str | None:
     """The command ``args`` name; ``run`` is put first for ``irrun MODEL.xml ...``.
 
     A first word that is neither a command nor something like a file (an existing path,
-    or a name with a dot or a slash) is a mistyped command: :class:`UsageError`.
+    or a name with a dot or a slash) is a mistyped command: :class:`_UnknownCommand`,
+    with the nearest command if there is one.
     """
     if args and args[0] == "help":  # irrun help [COMMAND], as git and pip read it
         args[:] = [*args[1:2], "--help"]
@@ -153,6 +154,8 @@ def _command(args: list[str]) -> str | None:
 
 
 class _UnknownCommand(Exception):
+    """A first word that is neither a command nor a file; ``near``: the command meant."""
+
     def __init__(self, message: str, near: str | None) -> None:
         super().__init__(message)
         self.near = near
@@ -180,6 +183,10 @@ def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if len(args_list) == 1 and args_list[0][:1] == "-" and args_list[0] not in _HELP_FIRST:
+        # An option alone is not a run (that needs a model): irrun --versoin, say.
+        top = _parser()[0]
+        top.error(_unrecognized(top, args_list))
     try:
         command = _command(args_list)
     except _UnknownCommand as exc:

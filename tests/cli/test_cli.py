@@ -292,13 +292,15 @@ VALIDATE_USAGE = "usage: irrun validate MODEL.xml [options] (irrun validate --he
          "irrun run: error: unrecognized arguments: --ouptut o.npz --iteratoins 2 --sed=3 (did "
          "you mean --output for --ouptut, --iterations for --iteratoins, --seed for --sed?)",
          RUN_USAGE),
+        (["--versoin"], "irrun: error: unrecognized arguments: --versoin (did you mean --version?)",
+         "usage: irrun COMMAND ... (irrun --help for more)"),
         (["ops", "--mising"],
          "irrun ops: error: unrecognized arguments: --mising (did you mean --missing?)",
          "usage: irrun ops [options] (irrun ops --help for more)"),
     ],
     ids=["nothing", "run-no-model", "validate-no-model", "unknown-option", "two-models",
          "seed-not-int", "seed-negative", "input-without-path", "validate-has-no-seed",
-         "near-option", "near-options", "option-without-positional"],
+         "near-option", "near-options", "option-alone", "option-without-positional"],
 )  # fmt: skip
 def test_misuse_exits_2_with_the_complaint_then_one_line_of_usage(
     args, complaint, usage, work, capsys
