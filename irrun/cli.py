@@ -170,7 +170,8 @@ def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
         if not extra.startswith("-") or extra[1:2].isdigit():
             continue  # a value, or a negative number
         flag = extra.split("=", 1)[0]
-        near = difflib.get_close_matches(flag.lstrip("-"), options, 1)
+        # 0.7, not difflib's 0.6: --seed is no typo of --select (0.6), --strcit is (0.83).
+        near = difflib.get_close_matches(flag.lstrip("-"), options, 1, cutoff=0.7)
         if near:
             hints.append((flag, options[near[0]]))
     message = f"unrecognized arguments: {' '.join(extras)}"

@@ -146,3 +146,13 @@ def test_the_misuse_docs_cli_md_shows_is_what_irrun_prints(capsys, monkeypatch):
     assert len(shown) == 5  # two commands, each with its output
     for command, output in zip(shown[1::2], shown[2::2], strict=True):
         assert run_cli(capsys, *command.split()) == (2, "", output.rstrip("\n") + "\n")
+
+
+def test_an_option_of_another_command_is_not_taken_for_a_typo():
+    parser = cli.Parser(prog="irrun validate")
+    parser.add_argument("--select")
+    parser.add_argument("--strict", action="store_true")
+    assert cli._unrecognized(parser, ["--seed", "1"]) == "unrecognized arguments: --seed 1"
+    assert cli._unrecognized(parser, ["--strcit"]) == (
+        "unrecognized arguments: --strcit (did you mean --strict?)"
+    )
