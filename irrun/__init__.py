@@ -16,9 +16,9 @@ the command line reports with exit code 2:
 --shape: cannot read 'image[1,3'
 """
 
-from .core.generation import Generation, generate
-from .core.model import LayerRun, Model, Results, TensorSpec, load, validate
-from .core.state import Request
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import (
     Diagnostic,
     InternalError,
@@ -30,12 +30,49 @@ from .errors import (
     MissingFile,
     UsageError,
 )
-
-# The tools' Python faces (neither imports OpenVINO until a backend asks for it).
-from .tools.benchmark import BenchmarkResult, benchmark
-from .tools.compare import compare
-from .tools.compare_results import Report
 from .version import __version__
+
+# What is imported on first use (PEP 562): name -> the module defining it.  NumPy, the
+# kernels and networkx take most of a second to import, which `irrun --version`, `irrun
+# --help` and a program that only catches irrun's errors have no use for.
+_LAZY = {
+    "Generation": "irrun.core.generation",
+    "generate": "irrun.core.generation",
+    "LayerRun": "irrun.core.model",
+    "Model": "irrun.core.model",
+    "TensorSpec": "irrun.core.model",
+    "load": "irrun.core.model",
+    "validate": "irrun.core.model",
+    "Request": "irrun.core.state",
+    "Results": "irrun.core.model",
+    # The tools' Python faces (neither imports OpenVINO until a backend asks for it).
+    "BenchmarkResult": "irrun.tools.benchmark",
+    "benchmark": "irrun.tools.benchmark",
+    "compare": "irrun.tools.compare",
+    "Report": "irrun.tools.compare_results",
+}
+
+if TYPE_CHECKING:  # what type checkers and editors see
+    from .core.generation import Generation, generate
+    from .core.model import LayerRun, Model, Results, TensorSpec, load, validate
+    from .core.state import Request
+    from .tools.benchmark import BenchmarkResult, benchmark
+    from .tools.compare import compare
+    from .tools.compare_results import Report
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'irrun' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "BenchmarkResult",

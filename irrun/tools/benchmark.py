@@ -74,11 +74,14 @@ def register(sub: Any, parents: Parents) -> None:
     """Add ``irrun benchmark`` to the command line."""
     bench = sub.add_parser(
         "benchmark", parents=[parents.model, parents.inputs],
-        help="time a model's runs: latency median, average, min, max, p90 and throughput",
         description="Time a model's runs as OpenVINO's benchmark_app -api sync does: "
         "warm-up runs, then runs until -niter runs are done and -t seconds have passed "
         f"(default: {DEFAULT_SECONDS:g} s); latency median, average, min, max and 90th "
         "percentile, and throughput.",
+        epilog="examples:\n"
+        "  irrun benchmark model.xml\n"
+        "  irrun benchmark model.xml -t 10 -nthreads 1\n"
+        "  irrun benchmark model.xml -shape [8,3,224,224] --report bench.json",
     )  # fmt: skip
     limits = bench.add_argument_group("how long")
     limits.add_argument(

@@ -507,10 +507,14 @@ def register(sub: Any, parents: Parents) -> None:
     """Add ``irrun compare`` to the command line."""
     p = sub.add_parser(
         "compare", parents=[parents.model, parents.inputs],
-        help="compare irrun's values with a reference",
         description="Run the model with irrun and compare its outputs (every layer's with "
         "--mark-all) with a reference: a file, or OpenVINO run on the same inputs. Prints a "
         "PASSED/FAILED line per tensor and a summary; exit 0 when all pass, 1 otherwise.",
+        epilog="examples:\n"
+        "  irrun compare model.xml --ref-backend openvino\n"
+        "  irrun compare model.xml --ref-backend openvino --mark-all --fail-fast\n"
+        "  irrun compare model.xml --ref expected.npz --input x.npy --atol 1e-4\n"
+        "  irrun compare model.xml --ref dump             # a folder irrun run --dump-dir wrote",
     )  # fmt: skip
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument(

@@ -34,9 +34,13 @@ from .common import Parents, add_threads, dump_json, int_at_least, memory_size, 
 def register(sub: Any, parents: Parents) -> None:
     """Add ``irrun generate`` to the command line."""
     parser = sub.add_parser(
-        "generate", help="decode a causal LM greedily, token by token",
+        "generate",
         description="Greedy decoding of a causal LM (an optimum-intel folder or an .xml): "
         "prints the new tokens, the time to the first token and tokens per second.",
+        epilog="examples:\n"
+        '  irrun generate gpt2-ov --prompt "The capital of France is"\n'
+        "  irrun generate gpt2-ov --input-ids 464,3139,286 --max-new-tokens 8\n"
+        "  irrun generate gpt2-ov/openvino_model.xml --input-ids 464,3139 --json",
     )  # fmt: skip
     parser.add_argument("model", metavar="FOLDER|MODEL.xml",
                         help="an optimum-intel export folder (openvino_model.xml, config.json, "

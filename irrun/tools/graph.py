@@ -75,10 +75,14 @@ class Coloring:
 def register(sub: Any, parents: Parents) -> None:
     """Add the ``graph`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
-        "graph", parents=[parents.model], help="draw the model's graph (DOT, SVG, PNG, PDF)",
+        "graph", parents=[parents.model],
         description="Draw the model's graph: a node per layer (name, op, key attributes), an "
         "edge per tensor (element type and shape). DOT is written directly; SVG, PNG and PDF "
         "need Graphviz's dot program (apt-get install graphviz).",
+        epilog="examples:\n"
+        "  irrun graph model.xml -o graph.svg\n"
+        "  irrun graph model.xml > graph.dot\n"
+        "  irrun graph model.xml --shape [1,3,64,64] -o graph.png",
     )  # fmt: skip
     parser.add_argument(
         "-o", "--output", default="-", metavar="FILE",

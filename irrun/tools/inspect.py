@@ -20,8 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import sys
+import textwrap
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +51,20 @@ def register(sub: Any, parents: Parents) -> None:
     """Add the ``inspect`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
         "inspect", parents=[parents.model],
-        help="show a model's inputs, outputs, layers, weights and rt_info",
         description="Show a model's IR version, opsets, inputs and outputs, layers (shapes and "
         "key attributes), weights and rt_info. A model with errors is shown as far as it "
         "can be read; exit 0 whenever it could be inspected (irrun validate checks it), "
         "1 when the file cannot be read as IR.",
+        epilog="examples:\n"
+        "  irrun inspect model.xml\n"
+        "  irrun inspect model.xml --shape [1,3,224,224]\n"
+        "  irrun inspect model.xml --wide                # names and attributes whole\n"
+        "  irrun inspect model.xml --json",
+    )  # fmt: skip
+    parser.add_argument(
+        "--wide", action="store_true",
+        help="show long names and attributes whole (on a terminal they are shortened to "
+        "fit its width, $COLUMNS or what the terminal says)",
     )  # fmt: skip
     parser.add_argument(
         "--shape", type=shapes, metavar="SHAPES",
@@ -69,8 +81,14 @@ def _handle(args: argparse.Namespace) -> int:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(format_report(report))
+        print(format_report(report, None if args.wide else terminal_width()))
     return 0
+
+
+def terminal_width() -> int | None:
+    """The width the text is fitted to on a terminal; None (no limit) for a file or a
+    pipe, where a whole name is what grep and diff need."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 def read_checked(
@@ -356,9 +374,91 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+def elide(text: str, width: int) -> str:
+    """``text`` in ``width`` characters, its middle left out: both ends of a long name
+    (``__module.encoder.layer.0/aten::linear/MatMul``) tell most.
+
+    >>> elide("__module.encoder.layer.0/aten::linear/MatMul", 24)
+    '__module.en...ear/MatMul'
+    """
+    if len(text) <= width:
+        return text
+    keep = max(width - 3, 2)
+    return text[: (keep + 1) // 2] + "..." + text[len(text) - keep // 2 :]
+
+
+# How a column is shortened to ``width``: each takes the column's cells, header first.
+Shrink = Callable[[list[str], int], list[str]]
+
+
+def _middle(cells: list[str], width: int) -> list[str]:
+    return [elide(c, width) for c in cells]
+
+
+def _end(cells: list[str], width: int) -> list[str]:
+    return [c if len(c) <= width else c[: max(width - 3, 1)] + "..." for c in cells]
+
+
+def _arrows(cells: list[str], width: int) -> list[str]:
+    """``inputs -> outputs`` cells, the arrows aligned, each side's list of shapes cut
+    after a whole shape; the side with the longer lists gets the room the other does
+    not need."""
+    pairs = [c.partition(" ->") for c in cells]  # a Result's cell ends at its arrow
+    room = max(width // 2, width - 4 - max(len(p[2].strip()) for p in pairs))
+    ins = [_shapes_in(p[0].strip(), room) for p in pairs]
+    room = max(width - 4 - max(map(len, ins)), width // 2)
+    outs = [_shapes_in(p[2].strip(), room) for p in pairs]
+    pad = max(map(len, ins))
+    return [f"{i.rjust(pad)} -> {o}".rstrip() for i, o in zip(ins, outs, strict=True)]
+
+
+def _shapes_in(text: str, width: int) -> str:
+    """The shapes of ``text`` (``f32[1,3], i64[2]``) that fit in ``width`` with ``, ...``
+    for the rest; the first whole even if it does not fit (half a shape tells nothing)."""
+    shapes = text.split(", ")
+    kept = 1
+    while kept < len(shapes) and len(", ".join([*shapes[: kept + 1], "..."])) <= width:
+        kept += 1
+    return text if kept == len(shapes) else ", ".join([*shapes[:kept], "..."])
+
+
+def _fit(
+    rows: list[list[str]], width: int, indent: str, steps: Sequence[tuple[int, int, Shrink]]
+) -> list[list[str]]:
+    """Shorten columns until the rows fit in ``width`` characters: each step shortens
+    one column down to at least its given width, while the rows are too wide.  What
+    the steps cannot fit overflows rather than be lost."""
+    columns = [list(col) for col in zip(*rows, strict=True)]
+    widths = [max(map(len, col)) for col in columns]
+    excess = len(indent) + sum(widths) + 2 * (len(columns) - 1) - width
+    for col, least, shrink in steps:
+        target = max(least, widths[col] - excess)
+        if excess <= 0 or target >= widths[col]:
+            continue
+        columns[col] = shrink(columns[col], target)
+        now = max(map(len, columns[col]))
+        excess -= widths[col] - now
+        widths[col] = now
+    return [list(row) for row in zip(*columns, strict=True)]
+
+
+# On a terminal: names elided down to 20 characters, then attributes cut down to their
+# header, then lists of shapes cut down to 40, then names down to 12.
+NAMES = (0, 20, _middle)
+LAYER_STEPS = ((1, 20, _middle), (4, 10, _end), (3, 40, _arrows), (1, 12, _middle))
+
+
+def _table(
+    rows: list[list[str]],
+    indent: str = "  ",
+    width: int | None = None,
+    steps: Sequence[tuple[int, int, Shrink]] = (),
+) -> list[str]:
+    """Rows as aligned columns; with ``width``, shortened by ``steps`` to fit it."""
     # A name may hold a line break (&#10; in the XML): each row must stay one line.
     rows = [[one_line(cell) for cell in row] for row in rows]
+    if width is not None:
+        rows = _fit(rows, width, indent, steps)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         (indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))).rstrip()
@@ -366,41 +466,43 @@ def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     ]
 
 
-def format_report(report: dict[str, Any]) -> str:
-    """The text of ``irrun inspect``, from :func:`inspect_model`'s document."""
+def format_report(report: dict[str, Any], width: int | None = None) -> str:
+    """The text of ``irrun inspect``, from :func:`inspect_model`'s document; with ``width``,
+    its tables fit in so many characters (long names elided in the middle)."""
     lines = [one_line(
         f"{report['name']}: {report['file']} (IR v{report['ir_version']}), "
         f"weights {report['weights_file']}"
     )]  # fmt: skip
     if report["shapes"]:
         lines.append(f"shapes: {report['shapes']}")
-    lines.append("opsets: " + (", ".join(
+    opsets = "opsets: " + (", ".join(
         f"{opset or '(none)'} ({count(n, 'layer')})" for opset, n in report["opsets"].items()
-    ) or "none"))  # fmt: skip
+    ) or "none")  # fmt: skip
+    lines += textwrap.wrap(opsets, width, subsequent_indent="  ") if width else [opsets]
     for title, specs in (("inputs", report["inputs"]), ("outputs", report["outputs"])):
         lines += ["", f"{title}: {len(specs)}"]
         if specs:
             rows = [["name", "tensor", "tensor names"]]
             rows += [[s["name"], shape_text(s), ", ".join(s["names"]) or "-"] for s in specs]
-            lines += _table(rows)
+            lines += _table(rows, width=width, steps=(NAMES, (2, 12, _end)))
     if report["variables"]:  # a stateful model's
         lines += ["", f"variables: {len(report['variables'])}"]
         rows = [["name", "tensor", "read by", "assigned by"]]
         rows += [[v["name"], shape_text(v) if "shape" in v else "-",
                   ", ".join(v["read_by"]) or "-", ", ".join(v["assigned_by"]) or "-"]
                  for v in report["variables"]]  # fmt: skip
-        lines += _table(rows)
+        lines += _table(rows, width=width, steps=(NAMES, (3, 11, _end)))
     lines += ["", f"layers: {len(report['layers'])}"]
     ins = [", ".join(shape_text(t) for t in e["inputs"]) for e in report["layers"]]
-    width = max((len(s) for s in ins), default=0)
-    rows = [["id", "name", "op", f"{'inputs'.rjust(width)} -> outputs", "attributes"]]
+    pad = max((len(s) for s in ins), default=0)
+    rows = [["id", "name", "op", f"{'inputs'.rjust(pad)} -> outputs", "attributes"]]
     for entry, shown_in in zip(report["layers"], ins, strict=True):
         outs = ", ".join(shape_text(t) for t in entry["outputs"])
-        shapes = f"{shown_in.rjust(width)} -> {outs}".rstrip()
+        shapes = f"{shown_in.rjust(pad)} -> {outs}".rstrip()
         rows.append([entry["id"], entry["name"], entry["op"], shapes,
                      ", ".join(attributes_text(entry["attributes"]))])  # fmt: skip
     if report["layers"]:
-        lines += _table(rows)
+        lines += _table(rows, width=width, steps=LAYER_STEPS)
     if any(not t["inferred"] for e in report["layers"] for t in (*e["inputs"], *e["outputs"])):
         how = "unknown after --shape" if report["shapes"] else "as the file declares it"
         lines.append(f"  * not inferred (irrun validate says why): {how}")

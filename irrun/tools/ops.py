@@ -25,9 +25,14 @@ from .common import Parents, dump_json
 def register(sub: Any, parents: Parents) -> None:
     """Add the ``ops`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
-        "ops", help="list OpenVINO's op types and versions, and which irrun runs",
+        "ops",
         description="List every op type of OpenVINO's opsets 1 to 16 with the opsets that "
         "introduced its versions, and the versions irrun runs.",
+        epilog="examples:\n"
+        "  irrun ops\n"
+        "  irrun ops --missing\n"
+        "  irrun ops --fast\n"
+        "  irrun ops --json > ops.json",
     )  # fmt: skip
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -101,6 +106,21 @@ def markdown(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def text_table(table: list[dict[str, Any]]) -> str:
+    """The table ``irrun ops`` prints, its columns as wide as their longest cell.
+
+    >>> print(text_table([{"type": "NMSRotated", "versions": [13], "irrun": []},
+    ...                   {"type": "Pad", "versions": [1, 12], "irrun": [1, 12]}]), end="")
+    op type     versions  irrun
+    NMSRotated  13        -
+    Pad         1, 12     all
+    """
+    rows = [("op type", "versions", "irrun")]
+    rows += [(e["type"], ", ".join(map(str, e["versions"])), _irrun_text(e)) for e in table]
+    kind, versions = (max(len(row[i]) for row in rows) for i in (0, 1))
+    return "".join(f"{a:<{kind}}  {b:<{versions}}  {c}\n" for a, b, c in rows)
+
+
 def _missing(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for e in table:
@@ -133,10 +153,7 @@ def _handle(args: argparse.Namespace) -> int:
     elif args.markdown:
         sys.stdout.write(markdown(shown))
     else:
-        sys.stdout.write(f"{'op type':<24} {'versions':<10} irrun\n")
-        for e in shown:
-            versions = ", ".join(map(str, e["versions"]))
-            sys.stdout.write(f"{e['type']:<24} {versions:<10} {_irrun_text(e)}\n")
+        sys.stdout.write(text_table(shown))
         print(summary(table), file=sys.stderr)
     return 0
 

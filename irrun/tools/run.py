@@ -34,7 +34,14 @@ def register(sub: Any, parents: Parents) -> None:
     """Add ``irrun run`` to the command line."""
     run = sub.add_parser(
         "run", parents=[parents.model, parents.inputs],
-        help="run a model and show or save its outputs",
+        description="Run a model on the inputs given (default: seeded random ones) and print "
+        "a table of its outputs, or save them (-o, --output-dir). --dump-dir saves every "
+        "layer's outputs, --profile times each layer, --input-dir runs a folder of inputs.",
+        epilog="examples:\n"
+        "  irrun run model.xml                         # 'irrun model.xml' for short\n"
+        "  irrun model.xml --input x.npy -o out.npz\n"
+        "  irrun model.xml --shape [1,3,224,224] --profile\n"
+        "  irrun model.xml --input x.npy --dump-dir dump",
     )  # fmt: skip
     run.add_argument(
         "-o", "--output", metavar="OUT.npz",

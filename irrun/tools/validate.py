@@ -24,9 +24,13 @@ from .common import Parents
 def register(sub: Any, parents: Parents) -> None:
     """Add ``irrun validate`` to the command line."""
     check = sub.add_parser(
-        "validate", parents=[parents.model], help="check an IR file and report every problem",
+        "validate", parents=[parents.model],
         description="Check an IR file and report every problem, one line each. Exit 0 when "
         "there is no error, 1 when there is one (or a warning, with --strict).",
+        epilog="examples:\n"
+        "  irrun validate model.xml\n"
+        "  irrun validate model.xml --shape [8,3,224,224] --strict\n"
+        "  irrun validate model.xml --json -o report.json",
     )  # fmt: skip
     check.add_argument(
         "--shape", type=common.shapes, metavar="SHAPES",

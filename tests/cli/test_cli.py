@@ -262,30 +262,83 @@ def test_validate_an_unreadable_file(work, capsys):
 # --- misuse of the command line -----------------------------------------------------------
 
 
+RUN_USAGE = "usage: irrun run MODEL.xml [options] (irrun run --help for more)"
+VALIDATE_USAGE = "usage: irrun validate MODEL.xml [options] (irrun validate --help for more)"
+
+
 @pytest.mark.parametrize(
-    ("args", "complaint"),
+    ("args", "complaint", "usage"),
     [
-        ([], "the following arguments are required: COMMAND"),
-        (["run"], "the following arguments are required: MODEL.xml"),
-        (["validate"], "the following arguments are required: MODEL.xml"),
-        (["pooling_chain.xml", "--bogus"], "unrecognized arguments: --bogus"),
-        (["pooling_chain.xml", "other.xml"], "unrecognized arguments: other.xml"),
-        (["pooling_chain.xml", "--seed", "x"], "argument --seed: invalid seed value: 'x'"),
-        (["pooling_chain.xml", "--seed", "-1"], "argument --seed: invalid seed value: '-1'"),
-        (["pooling_chain.xml", "--input"], "argument -i/--input: expected one argument"),
-        (["validate", "pooling_chain.xml", "--seed", "1"], "unrecognized arguments: --seed 1"),
+        ([], "irrun: error: the following arguments are required: COMMAND",
+         "usage: irrun COMMAND ... (irrun --help for more)"),
+        (["run"], "irrun run: error: the following arguments are required: MODEL.xml", RUN_USAGE),
+        (["validate"], "irrun validate: error: the following arguments are required: MODEL.xml",
+         VALIDATE_USAGE),
+        (["pooling_chain.xml", "--bogus"], "irrun run: error: unrecognized arguments: --bogus",
+         RUN_USAGE),
+        (["pooling_chain.xml", "other.xml"], "irrun run: error: unrecognized arguments: other.xml",
+         RUN_USAGE),
+        (["pooling_chain.xml", "--seed", "x"],
+         "irrun run: error: argument --seed: invalid seed value: 'x'", RUN_USAGE),
+        (["pooling_chain.xml", "--seed", "-1"],
+         "irrun run: error: argument --seed: invalid seed value: '-1'", RUN_USAGE),
+        (["pooling_chain.xml", "--input"],
+         "irrun run: error: argument -i/--input: expected one argument", RUN_USAGE),
+        (["validate", "pooling_chain.xml", "--seed", "1"],
+         "irrun validate: error: unrecognized arguments: --seed 1", VALIDATE_USAGE),
+        (["validate", "pooling_chain.xml", "--strcit"],
+         "irrun validate: error: unrecognized arguments: --strcit (did you mean --strict?)",
+         VALIDATE_USAGE),
+        (["pooling_chain.xml", "--ouptut", "o.npz", "--iteratoins", "2", "--sed=3"],
+         "irrun run: error: unrecognized arguments: --ouptut o.npz --iteratoins 2 --sed=3 (did "
+         "you mean --output for --ouptut, --iterations for --iteratoins, --seed for --sed?)",
+         RUN_USAGE),
+        (["--versoin"], "irrun: error: unrecognized arguments: --versoin (did you mean --version?)",
+         "usage: irrun COMMAND ... (irrun --help for more)"),
+        (["ops", "--mising"],
+         "irrun ops: error: unrecognized arguments: --mising (did you mean --missing?)",
+         "usage: irrun ops [options] (irrun ops --help for more)"),
     ],
     ids=["nothing", "run-no-model", "validate-no-model", "unknown-option", "two-models",
-         "seed-not-int", "seed-negative", "input-without-path", "validate-has-no-seed"],
+         "seed-not-int", "seed-negative", "input-without-path", "validate-has-no-seed",
+         "near-option", "near-options", "option-alone", "option-without-positional"],
 )  # fmt: skip
-def test_misuse_exits_2_with_usage(args, complaint, work, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(args)
-    assert info.value.code == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err.startswith("usage: irrun")
-    assert captured.err.rstrip("\n").endswith(complaint)
+def test_misuse_exits_2_with_the_complaint_then_one_line_of_usage(
+    args, complaint, usage, work, capsys
+):
+    """argparse prints the whole usage (eight lines for run) before the complaint; here
+    the complaint comes first, with the nearest option for a mistyped one."""
+    assert run_cli(capsys, *args) == (2, "", f"{complaint}\n{usage}\n")
+
+
+@pytest.mark.parametrize(
+    ("word", "complaint", "usage"),
+    [
+        ("valdiate", "unknown command 'valdiate' (did you mean 'validate'?)", VALIDATE_USAGE),
+        ("benchmrak", "unknown command 'benchmrak' (did you mean 'benchmark'?)",
+         "usage: irrun benchmark MODEL.xml [options] (irrun benchmark --help for more)"),
+        ("check", "unknown command 'check' (did you mean 'validate'?)", VALIDATE_USAGE),
+        ("frobnicate", "'frobnicate' is neither a command nor a file (commands: run, validate, "
+         "inspect, compare, benchmark, graph, generate, ops)",
+         "usage: irrun COMMAND ... (irrun --help for more)"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_command_is_not_taken_for_a_model(word, complaint, usage, work, capsys):
+    """``irrun valdiate net.xml`` used to run 'valdiate' as a model and complain of net.xml."""
+    expected = (2, "", f"irrun: error: {complaint}\n{usage}\n")
+    assert run_cli(capsys, word, "pooling_chain.xml") == expected
+
+
+def test_a_word_that_is_a_file_or_looks_like_one_is_a_model(work, capsys):
+    (work / "valdiate").write_text(NAMES_IR)  # a file, though it looks like a command
+    rc, out, err = run_cli(capsys, "valdiate", "-i", "x_alias=x.npy")
+    assert (rc, err) == (0, "")
+    assert out.split("\n")[1].split()[:2] == ["pooled", "[1,"]
+    # A name with a dot or a slash is a model, even when missing: run says so.
+    for word in ("valdiate.xml", "sub/valdiate"):
+        rc, out, err = run_cli(capsys, word)
+        assert (rc, out) == (1, ""), word
+        assert err.startswith(f"irrun: error: {word}: ") and err.count("\n") == 1, err
 
 
 def test_saved_outputs_are_the_same_bytes_whenever_they_are_written(work, capsys, monkeypatch):
@@ -329,11 +382,11 @@ def test_a_seed_where_no_random_inputs_are_made_is_refused(work, capsys):
 
 
 def test_help_and_version_exit_0(capsys):
-    for args in (["--help"], ["run", "--help"], ["validate", "-h"], ["--version"]):
+    for args in (["--help"], ["run", "--help"], ["validate", "-h"], ["--version"], ["-V"]):
         with pytest.raises(SystemExit) as info:
             main(args)
         assert info.value.code == 0, args
-    assert capsys.readouterr().out.endswith(f"irrun {irrun.__version__}\n")
+    assert capsys.readouterr().out.endswith(f"irrun {irrun.__version__}\nirrun {irrun.__version__}\n")
 
 
 # --- as a process -------------------------------------------------------------------------

@@ -357,7 +357,7 @@ def test_mutation_fuzz(tmp_path, capsys):
             assert "internal" not in out + err, where
             assert "Traceback" not in err, where
             if rc == 2:
-                assert err.startswith(("usage: irrun validate", "irrun: error: --shape")), where
+                assert err.startswith(("irrun validate: error: ", "irrun: error: --shape")), where
             elif "--json" in args:
                 report = json.loads(out)
                 levels = [f["level"] for f in report["findings"]]

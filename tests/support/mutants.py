@@ -502,6 +502,11 @@ def _collect(mutant: Mutant, workdir: Path, status: int, seconds: float) -> dict
 
 def run_all(mutants: Iterable[Mutant], workroot: Path, jobs: int = 2) -> Iterator[dict]:
     """Each mutant through validate (and run, if validate passed), ``jobs`` at a time."""
+    # Imported once here, before the workers fork, not in each of them: irrun.cli imports
+    # a command's module only when the command is given.
+    import irrun.tools.run
+    import irrun.tools.validate  # noqa: F401
+
     todo = iter(mutants)
     running: dict[int, tuple[Mutant, Path, float]] = {}
     free = [workroot / f"w{i}" for i in range(jobs)]

@@ -408,3 +408,81 @@ def test_a_stateful_models_variables(capsys):
     assert main(["inspect", "models/running_sum.xml"]) == 0
     text = capsys.readouterr().out
     assert "variables: 1\n  name   tensor    read by  assigned by\n  total  f32[1,4]  2        4\n" in text
+
+
+# --- fitting a terminal ---------------------------------------------------------------------
+
+LONG_LAYER = "encoder.layer.0.attention.output/aten::max_pool2d/MaxPool"
+LONG_INPUT = "pixel_values/preprocessed/normalized/input"
+
+
+@pytest.fixture
+def long_names(tmp_path, monkeypatch) -> str:
+    """A model whose pool and input have long names, as the current directory's long.xml."""
+    from support.cli import net, parameter_layer, pool_layer, result_layer
+
+    layers = [parameter_layer(0, "input", LONG_INPUT), pool_layer(1, LONG_LAYER, 2, 4, "pooled"),
+              result_layer(2, "output_result", 2)]  # fmt: skip
+    (tmp_path / "long.xml").write_text(net("long", layers, [(0, 0, 1, 0), (1, 1, 2, 0)]))
+    monkeypatch.chdir(tmp_path)
+    return "long.xml"
+
+
+def on_a_terminal(monkeypatch, columns: int) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))  # shutil.get_terminal_size reads it first
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+
+
+def test_on_a_terminal_long_names_are_elided_in_the_middle(long_names, capsys, monkeypatch):
+    wide = inspect_text(capsys, long_names)  # not a terminal: whole names, for grep and diff
+    assert wide == inspect_text(capsys, long_names, "--wide")
+    assert max(map(len, wide.splitlines())) > 100
+    on_a_terminal(monkeypatch, 100)
+    text = inspect_text(capsys, long_names)
+    assert max(map(len, text.splitlines())) <= 100
+    lines = text.splitlines()
+    # The inputs' table is 2 + 42 + 2 + 12 + 2 + 42 = 102 wide: the name loses what is
+    # too much, keeping its first 19 and last 18 characters in 40; its tensor names stay.
+    row = lines[lines.index("inputs: 1") + 2]
+    assert row.split() == ["pixel_values/prepro...d/normalized/input", "f32[1,1,4,4]", LONG_INPUT]
+    assert lines[lines.index("outputs: 1") + 2].split() == ["pooled", "f32[1,1,2,2]", "pooled"]
+    layers = lines[lines.index("layers: 3") + 1 :][:4]
+    assert [r.split()[:2] for r in layers] == [
+        ["id", "name"], ["0", "input"], ["1", "encoder.l.../MaxPool"], ["2", "output_result"],
+    ]  # fmt: skip
+    # The shapes stay whole; the attributes, last, are cut at the end to the width.
+    assert layers[2].split()[3:6] == ["f32[1,1,4,4]", "->", "f32[1,1,2,2]"]
+    whole = next(line for line in wide.splitlines() if LONG_LAYER in line)
+    cut, attributes = (r.split("f32[1,1,2,2]", 1)[1].strip() for r in (layers[2], whole))
+    assert len(layers[2]) == 100 and cut.endswith("...") and len(cut) < len(attributes)
+    assert attributes.startswith(cut.removesuffix("..."))
+    # --wide shows everything whole on a terminal too.
+    assert inspect_text(capsys, long_names, "--wide") == wide
+
+
+def test_a_terminal_as_a_process(long_names):
+    """`irrun inspect` with its stdout on a pseudo-terminal 100 columns wide."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "PYTHONPATH": str(Path(irrun.__file__).parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "irrun", "inspect", long_names],
+        stdout=follower, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the process closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert (proc.wait(timeout=60), proc.stderr.read()) == (0, b"")
+    lines = b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
+    assert max(map(len, lines)) <= 100
+    assert any(line.split()[:2] == ["1", "encoder.l.../MaxPool"] for line in lines), lines

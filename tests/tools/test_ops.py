@@ -134,3 +134,21 @@ def write_table() -> None:
 
 if __name__ == "__main__":  # python tests/tools/test_ops.py: refresh docs/ops.md's table
     write_table()
+
+
+def test_the_table_columns_are_aligned_for_the_longest_type(capsys):
+    """The columns were 24 and 10 wide: ExperimentalDetectronGenerateProposalsSingleImage
+    (49 characters) pushed its row's versions out of line."""
+    assert main(["ops"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(OPSETS) + 1
+    longest = max(OPSETS, key=len)
+    versions, irrun = lines[0].index("versions"), lines[0].index("irrun")
+    assert versions == len(longest) + 2
+    widest = max(len(", ".join(map(str, listed))) for _, listed in OPSETS.values())
+    assert irrun == versions + widest + 2
+    for line in lines[1:]:
+        name, listed = line[:versions].rstrip(), line[versions:irrun].rstrip()
+        assert " " not in name and name in OPSETS, line
+        assert listed == ", ".join(map(str, OPSETS[name][1])), line
+        assert line[irrun - 2 : irrun] == "  " and line[irrun] != " ", line

@@ -393,7 +393,7 @@ def test_malformed_shapes_are_usage_errors(work, capsys, text, complaint):
         main(["validate", "pooling_chain.xml", "--shape", text])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("usage: irrun validate")
+    assert err.startswith("irrun validate: error: ")
     assert f"irrun validate: error: argument --shape: {complaint}" in err
 
 
