@@ -24,9 +24,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 
 def main(argv: list[str] | None = None) -> int:
-    from support import mutants
-
-    import irrun.cli  # noqa: F401  (imported once here, not in every forked worker)
+    from support import mutants  # its run_all imports the tools once, before forking
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=5000, help="how many mutants (default 5000)")
