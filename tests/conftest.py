@@ -18,7 +18,7 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 # The script that makes tests/torch_models needs PyTorch, which the tests do not.
-collect_ignore = ["torch_models/make_torch_models.py"]
+collect_ignore = ["torch_models/make_torch_models.py", "torch_models/make_quickstart.py"]
 
 
 @pytest.fixture(scope="session")
