@@ -515,3 +515,30 @@ def test_validate_names_the_layer(tmp_path):
     found = [d for d in irrun.validate(saved(model, tmp_path, wrong_dim))
              if d.layer is not None and d.layer.type == "DFT"]  # fmt: skip
     assert len(found) == 1 and found[0].level == "error" and "7" in found[0].message
+
+
+def test_stft_of_a_signal_known_only_at_run_time(tmp_path):
+    signal = opset1.parameter(ov.PartialShape([2, -1]), ov.Type.f32, name="in0")
+    signal.output(0).get_tensor().set_names({"in0"})
+    window = opset1.constant(np.hanning(6).astype(np.float32))
+    node = opset15.stft(signal, window, const(8), const(3), False)
+    model = ov.Model([node.output(0)], [signal], "stft")
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    loaded = irrun.load(path)
+    x = np.random.default_rng(4).standard_normal((2, 29)).astype(np.float32)
+    got = next(iter(loaded.run({"in0": x}).values()))
+    want = run_cpu(model, [x])[0]
+    assert got.shape == (2, 8, 5, 2)
+    close(got, want)
+    with pytest.raises(irrun.IrrunError, match="frame_size 8 is more than the 7 samples"):
+        loaded.run({"in0": x[:, :7]})
+
+
+def test_empty_transforms_give_the_shapes_openvino_infers(tmp_path):
+    # The plugin crashes on these; OpenVINO's shape inference gives (0, 3, 2) and (3, 0).
+    x = np.ones((3, 5, 2), np.float32)
+    got = run_irrun(lambda p: opset7.dft(p, const([0, 1]), const([0, 3])), [x], tmp_path)
+    assert got.shape == (0, 3, 2) and got.dtype == np.float32
+    got = run_irrun(lambda p: opset9.irdft(p, const([1])), [x[:, :1]], tmp_path)
+    assert got.shape == (3, 0)
