@@ -32,6 +32,8 @@ Products:
 Normalization:
     normalization         BatchNormInference, MVN, NormalizeL2, LRN, GroupNormalization
     grn                   GRN
+Signal processing:
+    signal                DFT, IDFT, RDFT, IRDFT, STFT, ISTFT
 Convolution and pooling (window: the windows' geometry; pool_checks: the pools' warnings):
     convolution           Convolution, GroupConvolution
     convolution_backprop  ConvolutionBackpropData, GroupConvolutionBackpropData
@@ -87,6 +89,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     reduction,
     reverse,
     scatter,
+    signal,
     slicing,
     softmax,
     sorting,

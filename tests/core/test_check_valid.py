@@ -384,6 +384,30 @@ def _roi_align(opset, *aligned):
     return build
 
 
+def _fft(make, shape, sizes=None):
+    def build():
+        x = o1.parameter(shape, np.float32, name="x")
+        extra = [] if sizes is None else [o1.constant(np.int64(sizes))]
+        return [make(x, o1.constant(np.int64([0, -1])), *extra)], [x]
+
+    return build
+
+
+def _stft():
+    signal = o1.parameter([2, 40], np.float32, name="signal")
+    window = o1.parameter([8], np.float32, name="window")
+    out = o15.stft(signal, window, o1.constant(np.int64(10)), o1.constant(np.int64(4)), True)
+    return [out], [signal, window]
+
+
+def _istft():
+    data = o1.parameter([2, 6, 9, 2], np.float32, name="data")
+    window = o1.parameter([8], np.float32, name="window")
+    out = o16.istft(data, window, o1.constant(np.int64(10)), o1.constant(np.int64(4)),
+                    True, False, o1.constant(np.int64(30)))  # fmt: skip
+    return [out], [data, window]
+
+
 # (irrun op type, version) -> a function returning (outputs, parameters) of an OpenVINO model
 # that holds that op.  Every op version in irrun's registry needs one (see the test below).
 def _if():
@@ -609,6 +633,12 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("NonMaxSuppression", 9): _nms(o9),
     ("ROIAlign", 3): _roi_align(o3),
     ("ROIAlign", 9): _roi_align(o9, "half_pixel"),
+    ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),
+    ("IDFT", 7): _fft(o7.idft, [3, 4, 5, 2]),
+    ("RDFT", 9): _fft(o9.rdft, [3, 4, 5], [-1, 6]),
+    ("IRDFT", 9): _fft(o9.irdft, [3, 4, 5, 2], [2, 7]),
+    ("STFT", 15): _stft,
+    ("ISTFT", 16): _istft,
     **{(name, v): _unary(f) for name, v, f in (
         ("Acos", 1, lambda x: o1.acos(o1.clamp(x, -1, 1))),
         ("Asin", 1, lambda x: o1.asin(o1.clamp(x, -1, 1))),

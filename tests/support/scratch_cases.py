@@ -131,3 +131,30 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
             yield (r("ROIAlign", "opset9"),
                    NS(pooled_h=7, pooled_w=7, sampling_ratio=2, spatial_scale=1.0, mode=mode,
                       aligned_mode="half_pixel"), [img, rois, rng.integers(0, 2, 40)])
+    if dtype.kind == "f":
+        yield from _signal_cases(dtype, rng)
+
+
+def _signal_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:
+    """The transforms (DFT and its kin take f32, f16 and bf16; STFT and ISTFT f64 too)."""
+    r = resolve
+    if dtype != np.float64:
+        c = rng.standard_normal((8, 64, 32, 2)).astype(dtype)
+        for op in ("DFT", "IDFT"):
+            yield r(op, "opset7"), NS(), [c, _i(1, 2)]
+            yield r(op, "opset7"), NS(), [c, _i(2, 0), _i(48, -1)]
+        yield r("RDFT", "opset9"), NS(), [c[..., 0].copy(), _i(2, 1)]
+        yield r("RDFT", "opset9"), NS(), [c[..., 0].copy(), _i(0, 2), _i(16, 80)]
+        yield r("IRDFT", "opset9"), NS(), [c, _i(1, 2)]
+        yield r("IRDFT", "opset9"), NS(), [c, _i(2, 1), _i(20, 100)]
+    signal = rng.standard_normal((4, 8192)).astype(dtype)
+    window = np.hanning(200).astype(dtype)
+    for transpose in (False, True):
+        yield (r("STFT", "opset15"), NS(transpose_frames=transpose),
+               [signal, window, np.int64(256), np.int64(64)])
+    spectrum = rng.standard_normal((4, 129, 125, 2)).astype(dtype)
+    for center in (False, True):
+        yield (r("ISTFT", "opset16"), NS(center=center, normalized=True),
+               [spectrum, window, np.int64(256), np.int64(64)])
+    yield (r("ISTFT", "opset16"), NS(center=False, normalized=False),
+           [spectrum, window, np.int64(256), np.int64(64), np.int64(20000)])
