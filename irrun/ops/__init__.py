@@ -10,9 +10,9 @@ Elementwise:
                           SquaredDifference, ConvertPromoteTypes
     activations           Sigmoid, HSigmoid, HSwish, SoftPlus, Mish, SoftSign, Elu, ReLU, Clamp,
                           Selu, HardSigmoid, PRelu, Swish, Gelu
-    unary                 Sqrt, Exp, Log, Erf, Sin, Cos, Tan, Tanh, Floor, Ceiling, Acos, Asin,
-                          Atan, Cosh, Sinh, Acosh, Asinh, Atanh, Round, Abs, Negative, Sign,
-                          IsFinite, IsNaN, IsInf, Identity
+    unary                 Sqrt, Exp, Log, Erf, ErfInv, Sin, Cos, Tan, Tanh, Floor, Ceiling, Acos,
+                          Asin, Atan, Cosh, Sinh, Acosh, Asinh, Atanh, Round, Abs, Negative,
+                          Sign, IsFinite, IsNaN, IsInf, Identity
     bitwise               BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot, BitwiseLeftShift,
                           BitwiseRightShift
     logical               Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd,

@@ -34,6 +34,7 @@ import openvino.opset13 as o13  # noqa: E402
 import openvino.opset14 as o14  # noqa: E402
 import openvino.opset15 as o15  # noqa: E402
 import openvino.opset16 as o16  # noqa: E402
+import openvino.opset17 as o17  # noqa: E402
 from openvino.utils.node_factory import NodeFactory  # noqa: E402
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -665,6 +666,8 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("SpaceToDepth", 0): _unary(lambda x: o1.space_to_depth(x, "blocks_first", 2)),
     ("ShuffleChannels", 0): _unary(lambda x: o3.shuffle_channels(x, -3, 3)),
     ("ConvertLike", 1): _unary(lambda x: o1.convert_like(x, const([1], np.int32))),
+    # opset17 (irrun/ops/unary.py, grouped_matmul.py)
+    ("ErfInv", 17): _unary(o17.erfinv),
 }
 
 
