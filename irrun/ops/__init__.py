@@ -27,6 +27,7 @@ Reductions, sorting and searching:
     non_zero              NonZero
 Products:
     matmul                MatMul
+    grouped_matmul        GroupedMatMul
     einsum                Einsum
     attention             ScaledDotProductAttention
 Normalization:
@@ -74,6 +75,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     gather,
     graph_ends,
     grn,
+    grouped_matmul,
     interpolate,
     layout,
     logical,

@@ -668,6 +668,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("ConvertLike", 1): _unary(lambda x: o1.convert_like(x, const([1], np.int32))),
     # opset17 (irrun/ops/unary.py, grouped_matmul.py)
     ("ErfInv", 17): _unary(o17.erfinv),
+    ("GroupedMatMul", 17): _unary(lambda x: o17.grouped_matmul(
+        o1.reshape(x, const([24, 8]), False), const(np.ones((3, 5, 8)), F32),
+        const(np.array([4, 4, 20], np.int32)))),
 }
 
 
