@@ -16,7 +16,7 @@ Elementwise:
     bitwise               BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot, BitwiseLeftShift,
                           BitwiseRightShift
     logical               Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd,
-                          LogicalOr, LogicalXor, LogicalNot, Select
+                          LogicalOr, LogicalXor, Xor, LogicalNot, Select
     quantize              FakeQuantize
 Reductions, sorting and searching:
     reduction             ReduceMean, ReduceMax, ReduceSum, ReduceProd, ReduceMin, ReduceL1,

@@ -666,6 +666,10 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("SpaceToDepth", 0): _unary(lambda x: o1.space_to_depth(x, "blocks_first", 2)),
     ("ShuffleChannels", 0): _unary(lambda x: o3.shuffle_channels(x, -3, 3)),
     ("ConvertLike", 1): _unary(lambda x: o1.convert_like(x, const([1], np.int32))),
+    # irrun/ops/logical.py (Xor: OpenVINO's Python API has no factory for v0::Xor)
+    ("Xor", 0): _unary(lambda x: NodeFactory("opset1").create("Xor", [
+        o1.greater(x, const(0.0, F32)).output(0), o1.less(x, const(0.5, F32)).output(0)],
+        {"auto_broadcast": "numpy"})),
     # opset17 (irrun/ops/unary.py, grouped_matmul.py)
     ("ErfInv", 17): _unary(o17.erfinv),
     ("GroupedMatMul", 17): _unary(lambda x: o17.grouped_matmul(
