@@ -28,6 +28,7 @@ Reductions, sorting and searching:
 Products:
     matmul                MatMul
     grouped_matmul        GroupedMatMul
+    inverse               Inverse
     einsum                Einsum
     attention             ScaledDotProductAttention
 Normalization:
@@ -77,6 +78,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     grn,
     grouped_matmul,
     interpolate,
+    inverse,
     layout,
     logical,
     matmul,

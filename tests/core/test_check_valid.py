@@ -670,6 +670,7 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("Xor", 0): _unary(lambda x: NodeFactory("opset1").create("Xor", [
         o1.greater(x, const(0.0, F32)).output(0), o1.less(x, const(0.5, F32)).output(0)],
         {"auto_broadcast": "numpy"})),
+    ("Inverse", 14): _unary(lambda x: o14.inverse(x, True)),
     # opset17 (irrun/ops/unary.py, grouped_matmul.py)
     ("ErfInv", 17): _unary(o17.erfinv),
     ("GroupedMatMul", 17): _unary(lambda x: o17.grouped_matmul(

@@ -121,6 +121,8 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     yield r("Einsum", "opset7"), NS(equation="aij,aij->a"), [x, x]
     yield r("Einsum", "opset7"), NS(equation="abc,acd,ade->abe"), [x, x, x]
     yield r("GroupedMatMul", "opset17"), NS(), [x, x]
+    if dtype.kind == "f":
+        yield r("Inverse", "opset14"), NS(adjoint=True), [x + 64 * np.eye(64, dtype=dtype)]
     yield r("GroupedMatMul", "opset17"), NS(), [x.reshape(512, 64), x, _i(0, 100, 100, 260, 300,
                                                                           400, 410, 500)]
     if dtype.kind == "f":
