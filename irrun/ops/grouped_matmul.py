@@ -24,8 +24,11 @@ Floats narrower than f32 (f16, bf16, the f8 types) are multiplied in f32 and rou
 once; f32 and f64 sum in their own type (BLAS order); integers wrap in their type.
 OpenVINO 2026.4 has neither an ``evaluate`` (reference) nor a CPU plugin kernel for
 GroupedMatMul ("Unsupported operation of type: GroupedMatMul"), so its values are
-tested against OpenVINO's MatMul (``transpose_b``) of each group's slice; OpenVINO's
-reference kernel in later sources sums in the element type itself (f16 in f16).
+tested against OpenVINO's MatMul (``transpose_b``) of each group's slice.  OpenVINO's
+reference kernel in its sources sums in the element type itself (f16 in f16), and some
+versions of it read mat_b as ``[G, K, N]`` and take a third, 2-D x 2-D case (the
+weight gradient); 2026.4's shape inference and documentation have ``[G, N, K]`` and
+refuse 2-D x 2-D, and irrun follows them.
 OpenVINO takes boolean inputs too; irrun refuses them (a product of booleans is not
 defined by any kernel of OpenVINO's).
 """
