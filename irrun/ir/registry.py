@@ -26,8 +26,10 @@ from .dims import Shape
 from .element_types import ElementType
 from .opsets import OPSETS
 
-# The newest opset OpenVINO defines (2026.x); a layer naming a later one is an error.
-LATEST_OPSET = 16
+# The newest opset OpenVINO defines (2026.4); a layer naming a later one is an error.
+# OpenVINO 2026.4's opset17 holds only Parameter, Convert, ShapeOf and its new ops
+# (irrun/ir/opsets.py): its reader refuses e.g. Result or Add with version="opset17".
+LATEST_OPSET = 17
 
 # OpenVINO looks opsets up by exact name: no spaces, lower case, no leading zeros.
 _OPSET_RE = re.compile(r"opset([1-9][0-9]*)")
@@ -155,7 +157,8 @@ def supported_ops() -> list[OpDef]:
 def describe_versions(type_name: str) -> str:
     """``MaxPool-v1 (opset1..7), MaxPool-v8 (opset8..13), MaxPool-v14 (opset14..16)``.
 
-    A version's range ends where OpenVINO's next version of the type begins.
+    A version's range ends where OpenVINO's next version of the type begins, or with the
+    last opset that holds the type.
     """
     versions = _REGISTRY.get(type_name.lower(), [])
     name = openvino_type(type_name)
@@ -163,7 +166,7 @@ def describe_versions(type_name: str) -> str:
     parts = []
     for op in versions:
         later = [s for s in starts | {o.since_opset for o in versions} if s > op.since_opset]
-        last = min(later) - 1 if later else LATEST_OPSET
+        last = min(later) - 1 if later else max(openvino_opsets(type_name), default=LATEST_OPSET)
         parts.append(f"{op.label} (opset{op.since_opset}..{last})")
     return ", ".join(parts)
 

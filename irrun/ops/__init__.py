@@ -10,13 +10,13 @@ Elementwise:
                           SquaredDifference, ConvertPromoteTypes
     activations           Sigmoid, HSigmoid, HSwish, SoftPlus, Mish, SoftSign, Elu, ReLU, Clamp,
                           Selu, HardSigmoid, PRelu, Swish, Gelu
-    unary                 Sqrt, Exp, Log, Erf, Sin, Cos, Tan, Tanh, Floor, Ceiling, Acos, Asin,
-                          Atan, Cosh, Sinh, Acosh, Asinh, Atanh, Round, Abs, Negative, Sign,
-                          IsFinite, IsNaN, IsInf, Identity
+    unary                 Sqrt, Exp, Log, Erf, ErfInv, Sin, Cos, Tan, Tanh, Floor, Ceiling, Acos,
+                          Asin, Atan, Cosh, Sinh, Acosh, Asinh, Atanh, Round, Abs, Negative,
+                          Sign, IsFinite, IsNaN, IsInf, Identity
     bitwise               BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot, BitwiseLeftShift,
                           BitwiseRightShift
     logical               Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd,
-                          LogicalOr, LogicalXor, LogicalNot, Select
+                          LogicalOr, LogicalXor, Xor, LogicalNot, Select
     quantize              FakeQuantize
 Reductions, sorting and searching:
     reduction             ReduceMean, ReduceMax, ReduceSum, ReduceProd, ReduceMin, ReduceL1,
@@ -27,6 +27,8 @@ Reductions, sorting and searching:
     non_zero              NonZero
 Products:
     matmul                MatMul
+    grouped_matmul        GroupedMatMul
+    inverse               Inverse
     einsum                Einsum
     attention             ScaledDotProductAttention
 Normalization:
@@ -76,7 +78,9 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     gather,
     graph_ends,
     grn,
+    grouped_matmul,
     interpolate,
+    inverse,
     layout,
     logical,
     matmul,

@@ -1,13 +1,15 @@
 """Comparisons (Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual), logical ops
-(LogicalAnd, LogicalOr, LogicalXor, LogicalNot) and Select: the boolean tensors of shape
-arithmetic and masks (``torch.chunk``, ``torch.where`` and the like convert to them).
+(LogicalAnd, LogicalOr, LogicalXor, Xor, LogicalNot) and Select: the boolean tensors of
+shape arithmetic and masks (``torch.chunk``, ``torch.where`` and the like convert to them).
 
 Equal, NotEqual, Less, LessEqual, Greater and GreaterEqual compare two inputs of
 one element type, broadcast by ``auto_broadcast`` as arithmetic is (NaN compares
 unequal to everything), and give booleans.  LogicalNot, LogicalAnd, LogicalOr
-and LogicalXor take and give booleans.  Select picks ``then`` where ``cond`` is
-true and ``else`` elsewhere, the three broadcast together (``numpy`` or
-``none``; OpenVINO cannot build or compile a ``pdpd`` Select consistently).
+and LogicalXor take and give booleans.  Xor (``v0::Xor``, opset1 only; opset2 on have
+LogicalXor) is LogicalXor under its old name: booleans only, ``auto_broadcast`` alike.
+Select picks ``then`` where ``cond`` is true and ``else`` elsewhere, the three
+broadcast together (``numpy`` or ``none``; OpenVINO cannot build or compile a ``pdpd``
+Select consistently).
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ for _table, _infer in ((COMPARE, _compare_infer), (LOGICAL, _logical_infer)):
                        infer=_infer, kernel=binary_kernel(lambda a, x, y, f=_fn: f(x, y), True),
                        inputs=(2, 2), shape_attrs=("auto_broadcast",), elementwise=True,
                        scratch=nothing))
+register(OpDef(type="Xor", version=0, since_opset=1, attrs=(BROADCAST_ATTR,), infer=_logical_infer,
+               kernel=binary_kernel(lambda a, x, y: np.logical_xor(x, y), True),
+               inputs=(2, 2), shape_attrs=("auto_broadcast",), elementwise=True,
+               scratch=nothing))
 register(OpDef(type="LogicalNot", version=1, since_opset=1, attrs=(), infer=_not_infer,
                kernel=_not, elementwise=True,
                scratch=nothing))

@@ -1,6 +1,6 @@
-"""Unary math: Sqrt, Exp, Log, Erf, Sin, Cos, Tan, Tanh, Acos, Asin, Atan, Cosh, Sinh,
-Acosh, Asinh, Atanh, Floor, Ceiling, Round, Abs, Negative, Sign, IsFinite, IsInf, IsNaN
-and Identity.
+"""Unary math: Sqrt, Exp, Log, Erf, ErfInv, Sin, Cos, Tan, Tanh, Acos, Asin, Atan, Cosh,
+Sinh, Acosh, Asinh, Atanh, Floor, Ceiling, Round, Abs, Negative, Sign, IsFinite, IsInf,
+IsNaN and Identity.
 
 * Floats are computed in f32 (f64 for f64) and f16 rounded once, as the CPU plugin does
   (:func:`float_compute`); the plugin's f32 functions and NumPy's differ by a few ulp
@@ -13,6 +13,18 @@ and Identity.
   first in opset4) take any numeric type.
 * Erf is computed in f64 (:func:`erf`, :func:`erfc`): within 2e-7 of the true value,
   relative to it.
+* ErfInv-17 (opset17) takes floats and is OpenVINO's reference kernel's rational
+  approximation (M. Giles, "Approximating the erfinv function", GPU Computing Gems Jade,
+  2011, the single-precision variant) evaluated in f64 and rounded once to the input's
+  type (:func:`erfinv`): ``erfinv(0) = 0``, ``+-1`` give ``+-inf``, ``|x| > 1`` and NaN
+  give NaN.  OpenVINO's reference and CPU plugin both carry ``-0.00943887047`` where
+  Giles' tail polynomial has ``+0.00943887047``, so for ``|x| > 0.99663`` (``w >= 5``)
+  both are off the true erfinv by up to 0.53% (2.0645 for x = 0.99666554, where the
+  true value is 2.0754); irrun gives OpenVINO's values, not the paper's.  Elsewhere the
+  approximation is within 4e-7 of erfinv, relative.  OpenVINO 2026.4 has no ``evaluate``
+  for ErfInv; its CPU plugin computes in f32 by another route, within 1.1e-4 of irrun
+  relative (the tests' tolerance; 2e-7 for 1e-3 < |x| < 0.5), and runs f64 as f32,
+  giving f32's largest finite value, not infinity, for f64 +-1.
 * Round-5 rounds half to even (``nearbyint``) or half away from zero (``std::round``);
   integers are returned unchanged.  irrun follows the reference kernel where the plugin
   differs: it rounds 0.49999997 up to 1 and gives +0.0 for -0.0 in
@@ -143,6 +155,52 @@ for _type, (_version, _since, _fn) in FUNCTIONS.items():
               kernel=unary_kernel(_fn), input_types=(ARITHMETIC,), elementwise=True,
               scratch=ERF_SCRATCH if _type == "Erf" else FUNCTION_SCRATCH)
     )
+
+
+# --------------------------------------------------------------------------- ErfInv
+
+# Giles' single-precision erfinv: r(s) for w = -log(1 - x^2), highest power first, with
+# s = w - 2.5 below w = 5 and s = sqrt(w) - 3 from there on.  The seventh tail
+# coefficient's sign is OpenVINO's (the paper has +0.00943887047): see the docstring.
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                   0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                0.00573950773, -0.0076224613, -0.00943887047, 1.00167406, 2.83297682)
+
+
+def _horner(coefficients: tuple[float, ...], s: np.ndarray) -> np.ndarray:
+    r = np.full_like(s, coefficients[0])
+    for c in coefficients[1:]:
+        r *= s
+        r += c
+    return r
+
+
+def erfinv(x: np.ndarray) -> np.ndarray:
+    """The inverse error function of a float array as OpenVINO's reference computes it:
+    ``x * r(w)`` in f64 for ``w = -log((1 - x)(1 + x))``, rounded once to ``x``'s type."""
+    z = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        w = np.asarray(-np.log((1.0 - z) * (1.0 + z)))
+        tail = w >= 5.0
+        r = _horner(_ERFINV_CENTRAL, w - 2.5)
+        r[tail] = _horner(_ERFINV_TAIL, np.sqrt(w[tail]) - 3.0)
+        r *= z
+    a = np.abs(z)
+    r[a == 1.0] = np.copysign(np.inf, z[a == 1.0])
+    r[a > 1.0] = np.nan
+    r[z == 0.0] = 0.0  # +0.0 for -0.0, as the reference returns T{0}
+    return r.astype(x.dtype)
+
+
+def _erfinv(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    return (erfinv(x),)
+
+
+register(
+    OpDef(type="ErfInv", version=17, since_opset=17, attrs=(), infer=infer_unary,
+          kernel=_erfinv, input_types=(REAL,), elementwise=True, scratch=per_element(40))
+)
 
 
 # --------------------------------------------------------------------------- Round

@@ -34,6 +34,7 @@ import openvino.opset13 as o13  # noqa: E402
 import openvino.opset14 as o14  # noqa: E402
 import openvino.opset15 as o15  # noqa: E402
 import openvino.opset16 as o16  # noqa: E402
+import openvino.opset17 as o17  # noqa: E402
 from openvino.utils.node_factory import NodeFactory  # noqa: E402
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -695,6 +696,16 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("SpaceToDepth", 0): _unary(lambda x: o1.space_to_depth(x, "blocks_first", 2)),
     ("ShuffleChannels", 0): _unary(lambda x: o3.shuffle_channels(x, -3, 3)),
     ("ConvertLike", 1): _unary(lambda x: o1.convert_like(x, const([1], np.int32))),
+    # irrun/ops/logical.py (Xor: OpenVINO's Python API has no factory for v0::Xor)
+    ("Xor", 0): _unary(lambda x: NodeFactory("opset1").create("Xor", [
+        o1.greater(x, const(0.0, F32)).output(0), o1.less(x, const(0.5, F32)).output(0)],
+        {"auto_broadcast": "numpy"})),
+    ("Inverse", 14): _unary(lambda x: o14.inverse(x, True)),
+    # opset17 (irrun/ops/unary.py, grouped_matmul.py)
+    ("ErfInv", 17): _unary(o17.erfinv),
+    ("GroupedMatMul", 17): _unary(lambda x: o17.grouped_matmul(
+        o1.reshape(x, const([24, 8]), False), const(np.ones((3, 5, 8)), F32),
+        const(np.array([4, 4, 20], np.int32)))),
 }
 
 

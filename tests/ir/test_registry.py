@@ -20,7 +20,7 @@ from irrun.ir.registry import LookupFailure, describe_versions, resolve
 
 CORE = ov.Core()
 POOLS = ("MaxPool", "AvgPool", "AdaptiveAvgPool", "AdaptiveMaxPool")
-LATEST = 16
+LATEST = 16  # the last opset holding the pools (opset17 holds none of them)
 
 
 def expected_version(op_type: str, opset: int) -> int | None:
@@ -152,7 +152,7 @@ def test_describe_versions():
 
 @pytest.mark.parametrize(
     "version",
-    ["opset0", "opset17", "opset99", "foo", "", "OPSET8", "Opset8", " opset8", "opset8 ",
+    ["opset0", "opset18", "opset99", "foo", "", "OPSET8", "Opset8", " opset8", "opset8 ",
      "opset08", "opset-1", "8", "opset"],
 )  # fmt: skip
 @pytest.mark.parametrize("op_type", ["MaxPool", "AvgPool", "AdaptiveMaxPool"])
@@ -161,7 +161,28 @@ def test_unsupported_opsets(write_ir, op_type, version):
         ov_pool(write_ir(pool_ir(op_type, version)))
     with pytest.raises(LookupFailure) as info:
         resolve(op_type, version)
-    assert str(info.value) == f"unsupported opset '{version}' (expected opset1 to opset16)"
+    assert str(info.value) == f"unsupported opset '{version}' (expected opset1 to opset17)"
+
+
+@pytest.mark.parametrize("op_type", POOLS)
+def test_opset17_holds_no_pool(write_ir, op_type):
+    # OpenVINO 2026.4's opset17 holds Parameter, Convert, ShapeOf and its new ops only.
+    with pytest.raises(RuntimeError, match="opset17 doesn't contain"):
+        ov_pool(write_ir(pool_ir(op_type, "opset17", POOL_DATA[op_type])))
+    with pytest.raises(LookupFailure) as info:
+        resolve(op_type, "opset17")
+    assert str(info.value).startswith(f"opset17 has no op {op_type} (irrun supports ")
+    assert str(info.value).endswith("..16))")
+
+
+def test_opset17_as_openvino_2026_4_has_it():
+    held = {t for t in registry.OPSETS if 17 in registry.openvino_opsets(t)}
+    assert held == {"Parameter", "Convert", "ShapeOf", "ErfInv", "GroupedMatMul", "RGBtoNV12",
+                    "BGRtoNV12"}  # fmt: skip
+    assert registry.LATEST_OPSET == 17
+    assert resolve("ShapeOf", "opset17").label == "ShapeOf-v3"
+    assert resolve("Convert", "opset17").since_opset == 1
+    assert describe_versions("ShapeOf").endswith("ShapeOf-v3 (opset3..17)")
 
 
 def test_unknown_op_type_says_no_opset_has_it(write_ir):

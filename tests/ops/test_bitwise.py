@@ -298,3 +298,32 @@ def test_validate_names_the_layer(tmp_path):
                         .replace('element_type="i32"', 'element_type="f32"'))  # fmt: skip
     found = [str(d) for d in irrun.validate(path) if d.level == "error"]
     assert any("'shl' (BitwiseLeftShift-v15)" in m and "input 0 is f32" in m for m in found), found
+
+
+@pytest.mark.parametrize(("et", "amounts", "warned"), [
+    ("i32", [0, 31], None), ("i32", [32, -1, 3], "-1, 32"), ("u8", [7, 8], "8"),
+    ("i64", [63, 64], "64"), ("u16", [2], None),
+])  # fmt: skip
+def test_validate_warns_of_a_constant_shift_past_the_width(et, amounts, warned, tmp_path):
+    for op, factory in SHIFTS.items():
+        p = opset1.parameter([2, 3], getattr(ov.Type, et), name="in0")
+        dtype = ELEMENT_TYPES[et].dtype
+        node = factory(p, opset1.constant(np.resize(np.array(amounts), 3).astype(dtype)))
+        node.set_friendly_name("sh")
+        path = tmp_path / "m.xml"
+        ov.save_model(ov.Model([node], [p]), path)
+        found = [str(d) for d in irrun.validate(path)]
+        assert not [d for d in irrun.validate(path) if d.level == "error"], found
+        if warned is None:
+            assert found == [], found
+        else:
+            assert len(found) == 1 and f"'sh' ({op}-v15)" in found[0], found
+            bits = dtype.itemsize * 8
+            assert f"shift amount {warned} is outside 0..{bits - 1} for {et}" in found[0]
+
+
+def test_the_warned_shift_is_what_the_plugin_computes(tmp_path):
+    # i32 amounts 32 and 33 act as 0 and 1 (x86), in the plugin and in irrun.
+    x, s = np.array([5, -7, 9], np.int32), np.array([32, 33, 65], np.int32)
+    got, want = run_both(opset15.bitwise_left_shift, [x, s], tmp_path)
+    assert got.tolist() == want.tolist() == [5, -14, 18]

@@ -1,5 +1,5 @@
 """Comparisons (Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual), logical ops
-(LogicalAnd, LogicalOr, LogicalXor, LogicalNot) and Select against the CPU plugin, by
+(LogicalAnd, LogicalOr, LogicalXor, Xor, LogicalNot) and Select against the CPU plugin, by
 hand, and the checks of their inputs and attributes.
 
 Differential tests: each case is a one-op model built with OpenVINO's Python opset
@@ -114,3 +114,83 @@ def test_boolean_inputs_are_checked(tmp_path):
     bad = text.replace('destination_type="boolean"', 'destination_type="f32"')
     path.write_text(bad.replace('precision="BOOL"', 'precision="FP32"', 1))
     assert any("the input must be boolean, got f32" in d.message for d in irrun.validate(path))
+
+
+# --------------------------------------------------------------------------- Xor-1
+
+
+def _xor_ir(tmp_path, shapes, mode="numpy", et="boolean"):
+    """An IR of opset1's Xor: OpenVINO's Python API builds LogicalXor only, so its saved
+    layer is renamed (OpenVINO's reader builds v0::Xor from it)."""
+    import re
+
+    a = opset1.parameter(list(shapes[0]), ov.Type.boolean, name="in0")
+    b = opset1.parameter(list(shapes[1]), ov.Type.boolean, name="in1")
+    node = opset1.logical_xor(a, b, mode)
+    node.set_friendly_name("x")
+    path = tmp_path / "xor.xml"
+    ov.save_model(ov.Model([node], [a, b]), path)
+    text = re.sub(r'type="LogicalXor" version="opset\d+"', 'type="Xor" version="opset1"',
+                  path.read_text())
+    if et != "boolean":
+        prec = {"i32": "I32", "u8": "U8", "f32": "FP32"}[et]
+        text = text.replace('element_type="boolean"', f'element_type="{et}"')
+        text = text.replace('precision="BOOL"', f'precision="{prec}"')
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("shapes", "mode"), [(((2, 3, 4), (3, 1)), "numpy"),
+                                              (((2, 3), (2, 3)), "none"), (((), (5,)), "numpy")])
+def test_xor_matches_cpu_and_reference(shapes, mode, tmp_path):
+    rng = np.random.default_rng(sum(map(len, shapes)))
+    x, y = (rng.random(s) < 0.5 for s in shapes)
+    x, y = np.asarray(x), np.asarray(y)
+    path = _xor_ir(tmp_path, shapes, mode)
+    model = ov.Core().read_model(path)
+    assert [o.get_type_info().version_id for o in model.get_ops() if o.get_type_name() == "Xor"] \
+        == ["opset1"]  # fmt: skip
+    got = next(iter(irrun.load(path).run({"in0": x, "in1": y}).values()))
+    want = ov.Core().compile_model(model, "CPU")([x, y])[0]
+    assert_close(got, np.asarray(want), what="Xor")
+    outs = [ov.Tensor(ov.Type.boolean, [0])]
+    model.evaluate(outs, [ov.Tensor(np.array(x)), ov.Tensor(np.array(y))])
+    assert_close(got, np.array(outs[0].data).reshape(tuple(outs[0].shape)), what="Xor reference")
+
+
+def test_xor_by_hand(tmp_path):
+    path = _xor_ir(tmp_path, [(4,), (4,)])
+    x, y = np.array([False, False, True, True]), np.array([False, True, False, True])
+    got = next(iter(irrun.load(path).run({"in0": x, "in1": y}).values()))
+    assert got.tolist() == [False, True, True, False]
+
+
+@pytest.mark.parametrize("et", ["i32", "u8", "f32"])
+def test_xor_takes_booleans_only_as_openvino(et, tmp_path):
+    path = _xor_ir(tmp_path, [(2, 3), (3,)], et=et)
+    with pytest.raises(RuntimeError, match="must have boolean element type"):
+        ov.Core().read_model(path)
+    found = [str(d) for d in irrun.validate(path) if d.level == "error"]
+    assert any("'x' (Xor-v0)" in m and "boolean" in m for m in found), found
+
+
+def test_xor_is_in_opset1_only(tmp_path):
+    from irrun.ir.registry import LookupFailure, resolve
+
+    assert resolve("Xor", "opset1").label == "Xor-v0"
+    path = _xor_ir(tmp_path, [(2,), (2,)])
+    path.write_text(path.read_text().replace('type="Xor" version="opset1"',
+                                             'type="Xor" version="opset2"'))
+    with pytest.raises(RuntimeError, match="opset2 doesn't contain the operation with type: Xor"):
+        ov.Core().read_model(path)
+    with pytest.raises(LookupFailure, match="opset2 has no op Xor"):
+        resolve("Xor", "opset2")
+
+
+def test_xor_shape_rule_refuses_what_openvino_refuses(tmp_path):
+    path = _xor_ir(tmp_path, [(2, 3), (3,)], mode="numpy")
+    path.write_text(path.read_text().replace('auto_broadcast="numpy"', 'auto_broadcast="none"'))
+    with pytest.raises(RuntimeError):
+        ov.Core().read_model(path)
+    found = [str(d) for d in irrun.validate(path) if d.level == "error"]
+    assert any("'x' (Xor-v0)" in m for m in found), found

@@ -1,5 +1,5 @@
 """Acos, Asin, Atan, Cosh, Sinh, Tan, Acosh, Asinh, Atanh, Round, Selu, HardSigmoid,
-IsFinite, IsInf, IsNaN, Identity and SquaredDifference against OpenVINO; and (at the end)
+IsFinite, IsInf, IsNaN, Identity, SquaredDifference and ErfInv against OpenVINO; and (at the end)
 one sweep over the element-wise unary functions, activations included (Abs, Sqrt, Exp,
 Log, Erf, Sin, Cos, Sign, Floor, ..., ReLU, Sigmoid, Tanh, HSwish, Swish, Gelu, Clamp,
 Elu, SoftPlus, Mish, SoftSign), with Sign, Negative, Floor and Erf by hand.
@@ -18,6 +18,9 @@ Differential sweeps run one-op models (saved as IR) in irrun and in the CPU plug
 * integers: the f32 result rounded half to even; exact except where the f32 result
   lies within a few ulp of a .5 tie, which the sweep's small integers never hit.
 * Round, IsFinite, IsInf, IsNaN, Identity, HardSigmoid's clamp: exact.
+* ErfInv (f32): rtol 1.1e-4 against the plugin, which computes OpenVINO's approximation
+  in f32 by its own route (2e-7 for 1e-3 < |x| < 0.5); OpenVINO 2026.4 has no
+  ``evaluate`` for it.  f16: one f16 ulp.
 * the sweep: exact for Abs, ReLU, Clamp, Negative, Sign, Floor, Ceiling; rtol 1e-6 for
   HSigmoid; rtol 1e-5, atol 1e-6 for the others (Gelu on inputs in [-10, 10]: the
   plugin's erf approximation is off by up to ~2e-7 absolute); one f16 ulp for f16.
@@ -34,10 +37,20 @@ import irrun
 from irrun.ir.dims import Interval
 from irrun.ir.element_types import ELEMENT_TYPES
 from irrun.ir.registry import ShapeError, TensorInfo, attrs_namespace, resolve
-from irrun.ops.unary import erf
+from irrun.ops.unary import erf, erfinv
 
 ov = pytest.importorskip("openvino")
-from openvino import opset1, opset2, opset4, opset5, opset7, opset9, opset10, opset16  # noqa: E402
+from openvino import (  # noqa: E402
+    opset1,
+    opset2,
+    opset4,
+    opset5,
+    opset7,
+    opset9,
+    opset10,
+    opset16,
+    opset17,
+)
 from support.ov_oneop import (  # noqa: E402
     assert_close,
     assert_versions_follow_factories,
@@ -582,3 +595,72 @@ def test_erf_accuracy():
     want = np.array([math.erf(v) for v in xs.astype(np.float32).astype(float)])
     got = erf(xs.astype(np.float32)).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-37)
+
+
+# --------------------------------------------------------------------------- ErfInv
+
+
+def _erfinv_input(rng, n, dtype):
+    x = rng.uniform(-1, 1, n)
+    tails = 1 - np.logspace(-7, -1, 64)  # both branches, the tail's w >= 5 included
+    edges = [0.0, -0.0, 1.0, -1.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 1e-30, 0.5, -0.5]
+    return np.concatenate([edges, tails, -tails, x]).astype(dtype)
+
+
+def test_erfinv_f32_matches_cpu(tmp_path):
+    x = _erfinv_input(np.random.default_rng(17), 4000, np.float32)
+    got, want = run_both(opset17.erfinv, [x], tmp_path)
+    assert_close(got, want, rtol=1.1e-4, what="ErfInv")
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    middle = (np.abs(x) > 1e-3) & (np.abs(x) < 0.5)
+    assert_close(got[middle], want[middle], rtol=2e-7, what="ErfInv (1e-3, 0.5)")
+
+
+def test_erfinv_f16_matches_cpu(tmp_path):
+    x = _erfinv_input(np.random.default_rng(16), 500, np.float16)
+    got, want = run_both(opset17.erfinv, [x], tmp_path)
+    assert_close(got, want, rtol=1e-3, what="ErfInv f16")
+
+
+def test_erfinv_by_hand(tmp_path):
+    x = np.array([0.0, -0.0, 0.5, -0.9, 1.0, -1.0, 1.0000001, np.nan], np.float64)
+    got = run_irrun(opset17.erfinv, [x], tmp_path)
+    # erfinv(0.5) = 0.4769362762044699, erfinv(0.9) = 1.1630871536766743: Giles'
+    # approximation is within 4e-7 of them, relative.
+    assert np.allclose(got[2:4], [0.4769362762044699, -1.1630871536766743], rtol=4e-7, atol=0)
+    assert got[:2].tolist() == [0.0, 0.0] and not np.signbit(got[1])
+    assert got[4:6].tolist() == [np.inf, -np.inf] and np.isnan(got[6:]).all()
+    # Near 1 the approximation carries OpenVINO's sign of its seventh tail coefficient:
+    # 2.06452 for x = 0.99666554, where erfinv is 2.07543 (the CPU plugin agrees, above).
+    near_one = erfinv(np.array([0.99666554], np.float32))
+    assert abs(float(near_one[0]) - 2.0645218) < 2e-6
+    # Round trip where the approximation is faithful: erf(erfinv(x)) = x.
+    xs = np.linspace(-0.99, 0.99, 199)
+    back = np.array([math.erf(v) for v in erfinv(xs)])
+    np.testing.assert_allclose(back, xs, rtol=0, atol=1e-6)
+
+
+def test_erfinv_only_in_opset17():
+    assert resolve("ErfInv", "opset17").label == "ErfInv-v17"
+    for n in (1, 16):
+        with pytest.raises(LookupError, match="has no op ErfInv"):
+            resolve("ErfInv", f"opset{n}")
+
+
+@pytest.mark.parametrize("et", ["i32", "boolean"])
+def test_erfinv_refuses_what_openvino_refuses(et):
+    with pytest.raises(RuntimeError):
+        opset17.erfinv(opset1.parameter([2], getattr(ov.Type, et)))
+    with pytest.raises(ShapeError, match="input 0"):
+        resolve("ErfInv", "opset17").infer(attrs_namespace({}), [TensorInfo((2,), ELEMENT_TYPES[et])])
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (), (0, 4), None, (Interval(1, 8), Interval(0, None))])
+@pytest.mark.parametrize("et", ["f32", "f16", "bf16", "f64"])
+def test_erfinv_shape_rule_matches_openvino(shape, et):
+    p = opset1.parameter(to_ov_shape(shape), getattr(ov.Type, et))
+    node = opset17.erfinv(p)
+    (out,) = resolve("ErfInv", "opset17").infer(attrs_namespace({}),
+                                                [TensorInfo(shape, ELEMENT_TYPES[et])])
+    assert out.shape == from_ov_shape(node.get_output_partial_shape(0))
+    assert out.element_type == ELEMENT_TYPES[et]

@@ -120,6 +120,11 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     yield r("Einsum", "opset7"), NS(equation="abc->cb"), [x]
     yield r("Einsum", "opset7"), NS(equation="aij,aij->a"), [x, x]
     yield r("Einsum", "opset7"), NS(equation="abc,acd,ade->abe"), [x, x, x]
+    yield r("GroupedMatMul", "opset17"), NS(), [x, x]
+    if dtype.kind == "f":
+        yield r("Inverse", "opset14"), NS(adjoint=True), [x + 64 * np.eye(64, dtype=dtype)]
+    yield r("GroupedMatMul", "opset17"), NS(), [x.reshape(512, 64), x, _i(0, 100, 100, 260, 300,
+                                                                          400, 410, 500)]
     if dtype.kind == "f":
         boxes = np.sort(rng.uniform(0, 100, (2, 500, 4)).astype(dtype), axis=-1)
         scores = rng.uniform(0, 1, (2, 3, 500)).astype(dtype)
