@@ -56,6 +56,7 @@ from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import per_element
 from ._shapes import INTEGERS, merge_dims, same_element_type
 
 FLOATS = ("f64", "f32", "f16", "bf16")
@@ -157,16 +158,18 @@ def _per_gate(d: Dim, parts: int, what: str) -> Dim:
 
 
 def _hidden(states: Sequence[Dim], blocks: Sequence[tuple[Dim, int, str]]) -> Dim:
-    """The hidden size the states agree on and W, R and B's gate dims (each ``parts``
-    blocks of it) agree with."""
+    """The hidden size the states agree on and W, R, B (and P)'s gate dims (each ``parts``
+    blocks of it) agree with; W's and R's (the first two blocks) give it where the states
+    do not, as in OpenVINO."""
     hidden: Dim = UNKNOWN
     for d in states:
         hidden = merge_dims(hidden, d, "hidden_size of the states and R")
-    for d, parts, what in blocks:
+    for k, (d, parts, what) in enumerate(blocks):
         per = _per_gate(d, parts, what)
         if isinstance(hidden, int) and isinstance(d, int) and per != hidden:
             raise ShapeError(f"{what} is {d}, expected {parts} x hidden_size = {parts * hidden}")
-        hidden = merge_dims(hidden, per, what)
+        if k < 2:
+            hidden = merge_dims(hidden, per, what)
     return hidden
 
 
@@ -184,7 +187,8 @@ def _cell_infer(gates: int, states: int, bias_parts: Callable[[SimpleNamespace],
         hs = [_rank(inputs[1 + k], 2, "the initial state") for k in range(states)]
         w = _rank(inputs[1 + states], 2, "W")
         r = _rank(inputs[2 + states], 2, "R")
-        b = _rank(inputs[3 + states], 1, "B")
+        # LSTMCell-1 may leave out B and P (zeros)
+        b = _rank(inputs[3 + states], 1, "B") if len(inputs) > 3 + states else None
         p = _rank(inputs[4 + states], 1, "P") if len(inputs) > 4 + states else None
         et = _element_type(inputs, range(len(inputs)))
         batch = _dim(x, 0)
@@ -192,9 +196,9 @@ def _cell_infer(gates: int, states: int, bias_parts: Callable[[SimpleNamespace],
             batch = merge_dims(batch, _dim(h, 0), "batch size of X and the states")
         merge_dims(_dim(x, 1), _dim(w, 1), "input_size of X and W")
         parts = bias_parts(a)
-        hidden = _hidden([_dim(h, 1) for h in hs] + [_dim(r, 1)], [
-            (_dim(w, 0), gates, "W's first dim"), (_dim(r, 0), gates, "R's first dim"),
-            (_dim(b, 0), parts, "B's size")] + ([(_dim(p, 0), 3, "P's size")] if p else []))
+        blocks = [(_dim(w, 0), gates, "W's first dim"), (_dim(r, 0), gates, "R's first dim"),
+                  (_dim(b, 0), parts, "B's size"), (_dim(p, 0), 3, "P's size")]
+        hidden = _hidden([_dim(h, 1) for h in hs] + [_dim(r, 1)], blocks)
         return [TensorInfo((batch, hidden), et) for _ in range(states)]
 
     return infer
@@ -364,7 +368,8 @@ def _sequence(a: SimpleNamespace, step, count: int, x: np.ndarray, states: list[
             t = np.full(batch, k) if direction == "forward" else np.maximum(n - 1 - k, 0)
             with np.errstate(over="ignore", invalid="ignore"):
                 new = step(a, acts, _wide(x[rows, t]), *carried, wd, rd, bd)
-            carried = [np.where(active[:, None], v, old) for v, old in zip(new, carried, strict=True)]
+            keep = active[:, None]
+            carried = [np.where(keep, v, old) for v, old in zip(new, carried, strict=True)]
             y[rows[active], d, t[active]] = new[0][active]
         for out, v in zip(last, carried, strict=True):
             out[:, d] = np.where((n > 0)[:, None], v, 0)  # a length of 0 leaves zeros
@@ -402,3 +407,69 @@ register(OpDef(type="LSTMSequence", version=5, since_opset=5,
                infer=_seq_infer(4, 2, lambda a: 4), kernel=_seq_kernel(_lstm_step, 3, 2),
                inputs=(7, 7), check=_checker(3), input_types=_seq_types(2),
                warn=_hidden_warning(1, 2), scratch=_cell_scratch))  # fmt: skip
+
+# --------------------------------------------------------------------------- GatherTree
+
+
+def _gather_tree_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    step_ids, parents, max_len, end = inputs
+    et = same_element_type(inputs)
+    shape = step_ids.shape
+    for s in (step_ids.shape, parents.shape):
+        if s is not None and len(s) != 3:
+            raise ShapeError(f"step_ids and parent_idx must have rank 3, got shape "
+                             f"{format_shape(s)}")  # fmt: skip
+    if shape is None:
+        shape = parents.shape
+    elif parents.shape is not None:
+        shape = tuple(merge_dims(p, q, "shapes of step_ids and parent_idx")
+                      for p, q in zip(shape, parents.shape, strict=True))  # fmt: skip
+    lengths = _rank(max_len, 1, "max_seq_len")
+    if shape is not None:
+        batch = merge_dims(shape[1], _dim(lengths, 0), "batch size of step_ids and max_seq_len")
+        shape = (shape[0], batch, shape[2])
+    _rank(end, 0, "end_token")
+    return [TensorInfo(shape, et)]
+
+
+def _as_index(x: np.ndarray) -> np.ndarray:
+    """Values as OpenVINO's reference reads them as indices: truncated toward zero."""
+    return np.trunc(x).astype(np.int64) if x.dtype.kind == "f" else x.astype(np.int64)
+
+
+def _gather_tree(a: SimpleNamespace, step_ids: np.ndarray, parents: np.ndarray,
+                 max_len: np.ndarray, end_token: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+    steps, batch, beams = step_ids.shape
+    with np.errstate(invalid="ignore"):
+        n = _as_index(max_len.reshape(-1))
+        parent = _as_index(parents)
+    n = np.where(n < 0, steps, np.minimum(n, steps))[:, None]  # [batch, 1]
+    end = np.asarray(end_token, step_ids.dtype).reshape(())
+    out = np.full(step_ids.shape, end, step_ids.dtype)
+    beam = np.broadcast_to(np.arange(beams), (batch, beams))
+    at = beam.copy()  # the beam the parents lead to, at the level below
+    for level in range(steps - 1, -1, -1):
+        inside = level < n
+        # the last step of a beam reads its own beam; the ones before, its parent's
+        at = np.where(level == n - 1, beam, at)
+        used = at[np.broadcast_to(inside, at.shape)]
+        if used.size and (used.min() < 0 or used.max() >= beams):
+            bad = int(used[(used < 0) | (used >= beams)][0])
+            raise KernelError(f"parent_idx leads to beam {bad} at time step {level}, outside "
+                              f"0..{beams - 1}")  # fmt: skip
+        safe = np.clip(at, 0, beams - 1)
+        out[level] = np.where(inside, np.take_along_axis(step_ids[level], safe, axis=1), end)
+        at = np.where(inside, np.take_along_axis(parent[level], safe, axis=1), at)
+    # every step after the first end_token is end_token
+    with np.errstate(invalid="ignore"):
+        is_end = _as_index(out) == _as_index(end)
+    ended = np.cumsum(is_end, axis=0) - is_end > 0
+    time = np.arange(steps)[:, None, None]
+    out[ended & (time < n[None])] = end
+    return (out,)
+
+
+register(OpDef(type="GatherTree", version=1, since_opset=1, attrs=(),
+               infer=_gather_tree_infer, kernel=_gather_tree, inputs=(4, 4),
+               input_types=(("i32", "i64", "f32", "f16", "f64"),) * 4,
+               scratch=per_element(24, 24, 24)))  # fmt: skip
