@@ -219,7 +219,7 @@ def _hidden_warning(state_port: int, axis: int):
 
 def _wide(x: np.ndarray) -> np.ndarray:
     """``x`` in the type the cells compute in: f64 stays, narrower floats are f32."""
-    return x if x.dtype == np.float64 else x.astype(np.float32)
+    return x if x.dtype == np.float64 else x.astype(np.float32, copy=False)
 
 
 def _rnn_step(a, acts, x, h, w, r, b):
@@ -271,13 +271,20 @@ def _cell_kernel(step, count: int, states: int):
     return kernel
 
 
-def _cell_scratch(attrs: SimpleNamespace, inputs: Sequence[TensorInfo],
-                  outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
-    """The weights in the computing type, and a dozen gate-sized temporaries."""
-    size = sum(math.prod(i.shape) for i in inputs if i.shape is not None
-               and all(isinstance(d, int) for d in i.shape))  # fmt: skip
-    return 8 * size + 16 * 8 * 4 * max((math.prod(o.shape) for o in outputs
-                                        if o.shape is not None), default=0)  # fmt: skip
+def _recurrent_scratch(attrs: SimpleNamespace, inputs: Sequence[TensorInfo],
+                       outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """The inputs in the computing type (f32, f64 for f64; a sequence's X is read a step at
+    a time) and eight gate-sized temporaries of a step (the gates of a batch)."""
+    shapes = [i.shape for i in inputs]
+    if not all(s is not None and all(isinstance(d, int) for d in s) for s in shapes):
+        return 0
+    et = inputs[0].element_type
+    wide = 8 if et is not None and et.name == "f64" else 4
+    sequence = len(shapes[0]) == 3
+    states = len(outputs) - sequence
+    read = sum(math.prod(s) for s in (shapes[1:] if sequence else shapes))
+    r_port = (3 if sequence else 2) + states
+    return wide * (read + 8 * shapes[0][0] * shapes[r_port][-2])
 
 
 def _lbr_parts(a: SimpleNamespace) -> int:
@@ -291,20 +298,20 @@ _V0 = (Attr("input_forget", "bool", False),
 register(OpDef(type="RNNCell", version=1, since_opset=1, attrs=_attrs("tanh"),
                infer=_cell_infer(1, 1, lambda a: 1), kernel=_cell_kernel(_rnn_step, 1, 1),
                inputs=(5, 5), check=_checker(1), input_types=(FLOATS,) * 5,
-               warn=_hidden_warning(1, 1), scratch=_cell_scratch))  # fmt: skip
+               warn=_hidden_warning(1, 1), scratch=_recurrent_scratch))  # fmt: skip
 register(OpDef(type="GRUCell", version=3, since_opset=3, attrs=_attrs("sigmoid,tanh", (_LBR,)),
                infer=_cell_infer(3, 1, _lbr_parts), kernel=_cell_kernel(_gru_step, 2, 1),
                inputs=(5, 5), check=_checker(2), input_types=(FLOATS,) * 5,
-               warn=_hidden_warning(1, 1), scratch=_cell_scratch))  # fmt: skip
+               warn=_hidden_warning(1, 1), scratch=_recurrent_scratch))  # fmt: skip
 register(OpDef(type="LSTMCell", version=1, since_opset=1,
                attrs=_attrs("sigmoid,tanh,tanh", _V0),
                infer=_cell_infer(4, 2, lambda a: 4), kernel=_cell_kernel(_lstm_step, 3, 2),
                inputs=(5, 7), check=_checker(3), input_types=(FLOATS,) * 7,
-               warn=_hidden_warning(1, 1), scratch=_cell_scratch))  # fmt: skip
+               warn=_hidden_warning(1, 1), scratch=_recurrent_scratch))  # fmt: skip
 register(OpDef(type="LSTMCell", version=4, since_opset=4, attrs=_attrs("sigmoid,tanh,tanh"),
                infer=_cell_infer(4, 2, lambda a: 4), kernel=_cell_kernel(_lstm_step, 3, 2),
                inputs=(6, 6), check=_checker(3), input_types=(FLOATS,) * 6,
-               warn=_hidden_warning(1, 1), scratch=_cell_scratch))  # fmt: skip
+               warn=_hidden_warning(1, 1), scratch=_recurrent_scratch))  # fmt: skip
 
 # --------------------------------------------------------------------------- sequences
 
@@ -396,17 +403,17 @@ def _seq_types(states: int) -> tuple[tuple[str, ...], ...]:
 register(OpDef(type="RNNSequence", version=5, since_opset=5, attrs=_seq_attrs("tanh"),
                infer=_seq_infer(1, 1, lambda a: 1), kernel=_seq_kernel(_rnn_step, 1, 1),
                inputs=(6, 6), check=_checker(1), input_types=_seq_types(1),
-               warn=_hidden_warning(1, 2), scratch=_cell_scratch))  # fmt: skip
+               warn=_hidden_warning(1, 2), scratch=_recurrent_scratch))  # fmt: skip
 register(OpDef(type="GRUSequence", version=5, since_opset=5,
                attrs=_seq_attrs("sigmoid,tanh", (_LBR,)),
                infer=_seq_infer(3, 1, _lbr_parts), kernel=_seq_kernel(_gru_step, 2, 1),
                inputs=(6, 6), check=_checker(2), input_types=_seq_types(1),
-               warn=_hidden_warning(1, 2), scratch=_cell_scratch))  # fmt: skip
+               warn=_hidden_warning(1, 2), scratch=_recurrent_scratch))  # fmt: skip
 register(OpDef(type="LSTMSequence", version=5, since_opset=5,
                attrs=_seq_attrs("sigmoid,tanh,tanh"),
                infer=_seq_infer(4, 2, lambda a: 4), kernel=_seq_kernel(_lstm_step, 3, 2),
                inputs=(7, 7), check=_checker(3), input_types=_seq_types(2),
-               warn=_hidden_warning(1, 2), scratch=_cell_scratch))  # fmt: skip
+               warn=_hidden_warning(1, 2), scratch=_recurrent_scratch))  # fmt: skip
 
 # --------------------------------------------------------------------------- GatherTree
 
@@ -472,4 +479,4 @@ def _gather_tree(a: SimpleNamespace, step_ids: np.ndarray, parents: np.ndarray,
 register(OpDef(type="GatherTree", version=1, since_opset=1, attrs=(),
                infer=_gather_tree_infer, kernel=_gather_tree, inputs=(4, 4),
                input_types=(("i32", "i64", "f32", "f16", "f64"),) * 4,
-               scratch=per_element(24, 24, 24)))  # fmt: skip
+               scratch=per_element(32)))  # fmt: skip
