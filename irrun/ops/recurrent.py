@@ -20,7 +20,8 @@ are read and, since none of those three takes a parameter, unused.
   kernel computes them.  Its CPU plugin ignores P, ``input_forget`` and
   ``weights_format``; irrun follows the reference (the plugin's results differ wherever P
   is not zero or ``input_forget`` is true).  ``weights_format`` other than ``fico`` is
-  refused, as the reference refuses it.
+  refused, as the reference refuses it.  OpenVINO's IR writer never writes P (it leaves
+  its Const unconnected) but its reader takes a seventh input.
 * Sequences run the cell over axis 1 of X (``[batch, seq_len, input_size]``) in each
   direction (``bidirectional``: forward in direction 0, reverse in 1).  A batch entry's
   steps stop at its ``sequence_lengths`` value: Y is zero past it, the last state is the
@@ -41,7 +42,9 @@ the beam the parent ids lead to; steps at and past ``max_seq_len`` are ``end_tok
 so is every step after the first ``end_token`` found.  Values are compared and used as
 indices after truncation toward zero, as OpenVINO's reference does; a negative
 ``max_seq_len`` counts as the whole sequence (the reference reads it as a huge unsigned
-value); a parent index outside the beams is refused.
+value); a parent index outside the beams is refused.  The CPU plugin agrees for lengths
+of 1 and more, in every type; for a length of 0 or below it leaves the batch entry's
+output unwritten (whatever its memory held), where irrun follows the reference.
 """
 
 from __future__ import annotations

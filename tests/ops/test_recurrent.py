@@ -321,6 +321,40 @@ def test_sequence_f16_matches_cpu(kind, direction, tmp_path):
     run_sequence(tmp_path, rng, kind, direction, [5, 3], dtype=np.float16, lbr=kind == "gru")
 
 
+@pytest.mark.parametrize("clip", [-1.0, np.inf, 1e-3])
+def test_sequence_clip_not_above_zero_or_infinite(clip, tmp_path):
+    """A clip of 0 or below clips nothing, as infinity does; a tiny one flattens the gates."""
+    run_sequence(tmp_path, np.random.default_rng(4), "lstm", "bidirectional", [5, 3], clip=clip)
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+def test_sequence_bf16_matches_cpu(kind, tmp_path):
+    """bf16 inputs, made by Converts from f32 in the graph (NumPy has no bf16 the plugin's
+    Python API takes), and outputs converted back: one bf16 ulp (2**-7 relative)."""
+    rng = np.random.default_rng(5)
+    states = 2 if kind == "lstm" else 1
+    data = [rng.standard_normal(s).astype(np.float32) for s in ((2, 5, 4), (2, 1, 3), (2, 1, 3))]
+    data = data[:1 + states]
+    weights = _weights(rng, kind, 1, 3, 4, np.float32)
+
+    def bf16(node):
+        return opset1.convert(node, "bf16")
+
+    def build(*p):
+        node = _seq_node(kind, [bf16(q) for q in p], opset1.constant(np.array([5, 3], np.int32)),
+                         [bf16(opset1.constant(v)) for v in weights], 3, "forward", None,
+                         0.0, False)  # fmt: skip
+        flat = [opset1.reshape(opset1.convert(o, "f32"), opset1.constant(np.array([-1])), False)
+                for o in node.outputs()]  # fmt: skip
+        return opset1.concat(flat, 0)
+
+    model = one_op_model(build, data)
+    got, want = run_saved(model, data, tmp_path)[0], run_cpu(model, data)[0]
+    assert_close(got, want, rtol=2**-7, atol=2**-7)
+    assert 'element_type="bf16"' in (tmp_path / "m.xml").read_text() or \
+        'precision="BF16"' in (tmp_path / "m.xml").read_text()  # fmt: skip
+
+
 @pytest.mark.parametrize("lengths_type", [np.int64, np.int32, np.uint8])
 def test_sequence_lengths_types(lengths_type, tmp_path):
     rng = np.random.default_rng(2)
