@@ -28,7 +28,9 @@ are read and, since none of those three takes a parameter, unused.
   one after its last step, and ``reverse`` goes from its last step back to step 0.  A
   length of 0 gives zeros for Y and for the last states (OpenVINO's reference and CPU
   plugin agree); a length below 0 or past seq_len is refused (OpenVINO leaves it
-  undefined).
+  undefined).  Where the model's shapes are dynamic, the CPU plugin ignores
+  ``sequence_lengths`` (every entry runs all its steps); irrun does not follow it there,
+  but its reference kernels and its own static-shape kernels.
 * f16 and bf16 are computed in f32 and rounded once per output value, as the CPU plugin
   does; the states carried from step to step stay in f32.  The sums are the plugin's up
   to f32 summation order.

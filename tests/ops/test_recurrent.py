@@ -361,7 +361,7 @@ def test_sequence_lengths_types(lengths_type, tmp_path):
     run_sequence(tmp_path, rng, "lstm", "reverse", [2, 5], lengths_type=lengths_type)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(kind=st.sampled_from(["rnn", "gru", "lstm"]),
        direction=st.sampled_from(["forward", "reverse", "bidirectional"]),
        batch=st.integers(1, 4), steps=st.integers(1, 6), input_size=st.integers(1, 7),
@@ -373,6 +373,38 @@ def test_sequence_sizes_match_cpu(kind, direction, batch, steps, input_size, hid
     run_sequence(tmp_path_factory.mktemp("seq"), rng, kind, direction, lengths, steps=steps,
                  input_size=input_size, hidden=hidden, lbr=lbr and kind == "gru",
                  const=bool(seed % 2))  # fmt: skip
+
+
+def test_sequence_of_dynamic_shape(tmp_path):
+    """Batch, steps and lengths known only at run time; two runs of one loaded model,
+    against the plugin on the model reshaped to the inputs' shapes.  With the shapes left
+    dynamic the plugin ignores sequence_lengths (every entry runs all steps): pinned here,
+    a plugin bug irrun does not follow."""
+    rng = np.random.default_rng(6)
+    w, r, b = _weights(rng, "gru", 2, 3, 4, np.float32, lbr=True)
+    params = [opset1.parameter(ov.PartialShape(s), t, name=f"in{k}") for k, (s, t) in
+              enumerate((([-1, -1, 4], ov.Type.f32), ([-1, 2, 3], ov.Type.f32),
+                         ([-1], ov.Type.i64)))]  # fmt: skip
+    for k, q in enumerate(params):
+        q.output(0).get_tensor().set_names({f"in{k}"})
+    node = opset5.gru_sequence(*params, *map(opset1.constant, (w, r, b)), 3, "bidirectional",
+                               linear_before_reset=True)  # fmt: skip
+    model = ov.Model(list(node.outputs()), params)
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    loaded = irrun.load(path)
+    for batch, steps in ((3, 6), (1, 2)):
+        inputs = [rng.standard_normal((batch, steps, 4)).astype(np.float32),
+                  rng.standard_normal((batch, 2, 3)).astype(np.float32),
+                  np.array([steps, 1, 0][:batch])]  # fmt: skip
+        got = list(loaded.run({f"in{k}": v for k, v in enumerate(inputs)}).values())
+        static = model.clone()
+        static.reshape({f"in{k}": list(v.shape) for k, v in enumerate(inputs)})
+        for g, want in zip(got, run_cpu(static, inputs), strict=True):
+            assert_close(g, want, rtol=1e-5, atol=1e-5)
+        full = run_cpu(static, [*inputs[:2], np.full(batch, steps)])
+        for dynamic, want in zip(run_cpu(model, inputs), full, strict=True):
+            assert_close(dynamic, want)
 
 
 def test_reverse_sequence_by_hand(tmp_path):
