@@ -11,7 +11,8 @@ Tolerance: each gate is a sum of ``input_size + hidden_size`` products, which th
 adds in its own order (and its exp and tanh are its own): f32 values agree to rtol 1e-5
 plus atol 1e-5 (the values are bounded by 1 for tanh and sigmoid; relu's are scaled);
 f16, computed in f32 by both and rounded once per value: one f16 ulp (rtol 1e-3, atol
-1e-3).  GatherTree moves values: exact.
+1e-3); bf16 likewise, one bf16 ulp (2**-7); f64, which irrun computes in f64 and the
+plugin in f32: the f32 tolerance.  GatherTree moves values: exact.
 """
 
 from __future__ import annotations
@@ -314,11 +315,13 @@ def test_sequence_matches_cpu(kind, direction, lengths, acts, clip, lbr, const, 
             assert not any(s[n].any() for s in got[1:])
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
 @pytest.mark.parametrize("kind", ["rnn", "gru", "lstm"])
 @pytest.mark.parametrize("direction", ["forward", "bidirectional"])
-def test_sequence_f16_matches_cpu(kind, direction, tmp_path):
+def test_sequence_f16_f64_match_cpu(kind, direction, dtype, tmp_path):
+    """f64: irrun computes in f64, the plugin in f32 (within the f32 tolerance)."""
     rng = np.random.default_rng(11)
-    run_sequence(tmp_path, rng, kind, direction, [5, 3], dtype=np.float16, lbr=kind == "gru")
+    run_sequence(tmp_path, rng, kind, direction, [5, 3], dtype=dtype, lbr=kind == "gru")
 
 
 @pytest.mark.parametrize("clip", [-1.0, np.inf, 1e-3])
