@@ -53,6 +53,9 @@ Data movement:
     space_batch           BatchToSpace, SpaceToBatch
     patches               ExtractImagePatches
     creation              Range, Eye, OneHot
+Sequences:
+    recurrent             RNNCell, GRUCell, LSTMCell, RNNSequence, GRUSequence, LSTMSequence,
+                          GatherTree
 Images and detection:
     interpolate           Interpolate
     detection             NonMaxSuppression, ROIAlign
@@ -90,6 +93,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     normalization,
     patches,
     quantize,
+    recurrent,
     reduction,
     reverse,
     scatter,

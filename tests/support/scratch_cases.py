@@ -21,6 +21,39 @@ def _i(*values: int) -> np.ndarray:
     return np.array(values, np.int64)
 
 
+def _recurrent(rng, dtype: np.dtype) -> Iterator[Case]:
+    """A bidirectional LSTM and GRU over 32 steps, LSTMCell-1 with peepholes, GatherTree."""
+    batch, steps, size, hidden = 16, 32, 64, 64
+
+    def f(*shape):
+        return rng.standard_normal(shape).astype(dtype)
+
+    lengths = rng.integers(0, steps + 1, batch)
+    lstm = NS(hidden_size=hidden, activations="sigmoid,tanh,tanh", activations_alpha="",
+              activations_beta="", clip=0.5, direction="bidirectional")  # fmt: skip
+    yield (resolve("LSTMSequence", "opset5"), lstm,
+           [f(batch, steps, size), f(batch, 2, hidden), f(batch, 2, hidden), lengths,
+            f(2, 4 * hidden, size), f(2, 4 * hidden, hidden), f(2, 4 * hidden)])  # fmt: skip
+    gru = NS(hidden_size=hidden, activations="sigmoid,tanh", activations_alpha="",
+             activations_beta="", clip=0.0, direction="reverse", linear_before_reset=True)  # fmt: skip
+    yield (resolve("GRUSequence", "opset5"), gru,
+           [f(batch, steps, size), f(batch, 1, hidden), lengths, f(1, 3 * hidden, size),
+            f(1, 3 * hidden, hidden), f(1, 4 * hidden)])  # fmt: skip
+    cell = NS(hidden_size=hidden, activations="sigmoid,tanh,tanh", activations_alpha="",
+              activations_beta="", clip=0.0, input_forget=True, weights_format="fico")  # fmt: skip
+    yield (resolve("LSTMCell", "opset1"), cell,
+           [f(256, size), f(256, hidden), f(256, hidden), f(4 * hidden, size),
+            f(4 * hidden, hidden), f(4 * hidden), f(3 * hidden)])  # fmt: skip
+
+
+def _gather_tree(rng, dtype: np.dtype) -> Iterator[Case]:
+    steps, batch, beams = 64, 16, 32
+    parents = rng.integers(0, beams, (steps, batch, beams)).astype(dtype)
+    yield (resolve("GatherTree", "opset1"), NS(),
+           [rng.integers(0, 100, (steps, batch, beams)).astype(dtype), parents,
+            rng.integers(1, steps + 1, batch).astype(dtype), np.array(7, dtype)])  # fmt: skip
+
+
 def cases(dtype: np.dtype) -> Iterator[Case]:
     """The cases for data of ``dtype`` (a float or an integer type)."""
     rng = np.random.default_rng(0)
@@ -125,12 +158,15 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
         yield r("Inverse", "opset14"), NS(adjoint=True), [x + 64 * np.eye(64, dtype=dtype)]
     yield r("GroupedMatMul", "opset17"), NS(), [x.reshape(512, 64), x, _i(0, 100, 100, 260, 300,
                                                                           400, 410, 500)]
+    if dtype.name in ("int32", "float32", "float16", "float64"):
+        yield from _gather_tree(rng, dtype)
     if dtype.kind == "f":
         boxes = np.sort(rng.uniform(0, 100, (2, 500, 4)).astype(dtype), axis=-1)
         scores = rng.uniform(0, 1, (2, 3, 500)).astype(dtype)
         yield (r("NonMaxSuppression", "opset9"),
                NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
                [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
+        yield from _recurrent(rng, dtype)
         rois = np.sort(rng.uniform(0, 30, (40, 4)).astype(dtype), axis=-1)
         for mode in ("avg", "max"):
             yield (r("ROIAlign", "opset9"),
