@@ -390,6 +390,10 @@ def _fft(make, shape, sizes=None):
         x = o1.parameter(shape, np.float32, name="x")
         extra = [] if sizes is None else [o1.constant(np.int64(sizes))]
         return [make(x, o1.constant(np.int64([0, -1])), *extra)], [x]
+
+    return build
+
+
 def _recurrent(kind: str):
     """A cell or sequence (irrun/ops/recurrent.py) over inputs of batch 2, hidden size 3."""
 
@@ -436,6 +440,8 @@ def _istft():
     out = o16.istft(data, window, o1.constant(np.int64(10)), o1.constant(np.int64(4)),
                     True, False, o1.constant(np.int64(30)))  # fmt: skip
     return [out], [data, window]
+
+
 def _gather_tree():
     ids = param([4, 2, 3], np.int32, "ids")
     parents = o1.convert(o1.floor_mod(ids, const(3, np.int32)), "i32")
