@@ -49,6 +49,9 @@ Data movement:
     space_batch           BatchToSpace, SpaceToBatch
     patches               ExtractImagePatches
     creation              Range, Eye, OneHot
+Embeddings and sparse tensors:
+    embedding             EmbeddingBagOffsetsSum, EmbeddingBagOffsets, EmbeddingBagPackedSum,
+                          EmbeddingBagPacked, EmbeddingSegmentsSum
 Images and detection:
     interpolate           Interpolate
     detection             NonMaxSuppression, ROIAlign
@@ -71,6 +74,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     creation,
     detection,
     einsum,
+    embedding,
     gather,
     graph_ends,
     grn,

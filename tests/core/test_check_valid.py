@@ -665,6 +665,21 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("SpaceToDepth", 0): _unary(lambda x: o1.space_to_depth(x, "blocks_first", 2)),
     ("ShuffleChannels", 0): _unary(lambda x: o3.shuffle_channels(x, -3, 3)),
     ("ConvertLike", 1): _unary(lambda x: o1.convert_like(x, const([1], np.int32))),
+    # irrun/ops/embedding.py: the table is x seen as 24 rows of 8
+    ("EmbeddingBagOffsetsSum", 3): _unary(lambda x: o3.embedding_bag_offsets_sum(
+        o1.reshape(x, const([24, 8]), False), const([0, 5, 23]), const([0, 2]), const(-1),
+        const([0.5, 1, 2], F32))),
+    ("EmbeddingBagOffsets", 15): _unary(lambda x: o15.embedding_bag_offsets(
+        o1.reshape(x, const([24, 8]), False), const([0, 5, 23]), const([0, 2]), const(1),
+        None, "mean")),
+    ("EmbeddingBagPackedSum", 3): _unary(lambda x: o3.embedding_bag_packed_sum(
+        o1.reshape(x, const([24, 8]), False), const([[0, 5], [23, 1]]),
+        const([[0.5, 1], [2, 3]], F32))),
+    ("EmbeddingBagPacked", 15): _unary(lambda x: o15.embedding_bag_packed(
+        o1.reshape(x, const([24, 8]), False), const([[0, 5], [23, 1]]), None, "mean")),
+    ("EmbeddingSegmentsSum", 3): _unary(lambda x: o3.embedding_segments_sum(
+        o1.reshape(x, const([24, 8]), False), const([0, 5, 23]), const([0, 0, 2]), const(3),
+        const(1), const([0.5, 1, 2], F32))),
 }
 
 
