@@ -278,6 +278,7 @@ def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
     depth, n, bags = math.prod(table[1:]), math.prod(indices), out[0] if out else 0
     return 2 * n * depth * each + 2 * bags * depth * each + 80 * n + 16 * bags
 
+
 register(OpDef(type="EmbeddingBagOffsetsSum", version=3, since_opset=3, attrs=(),
                infer=_offsets_infer, kernel=_offsets, inputs=(3, 5),
                input_types=(NUMBERS, INDEX_TYPES, INDEX_TYPES, INDEX_TYPES, NUMBERS),
