@@ -52,6 +52,7 @@ Data movement:
 Embeddings and sparse tensors:
     embedding             EmbeddingBagOffsetsSum, EmbeddingBagOffsets, EmbeddingBagPackedSum,
                           EmbeddingBagPacked, EmbeddingSegmentsSum
+    segments              SegmentMax, SparseFillEmptyRows
 Images and detection:
     interpolate           Interpolate
     detection             NonMaxSuppression, ROIAlign
@@ -91,6 +92,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     reduction,
     reverse,
     scatter,
+    segments,
     slicing,
     softmax,
     sorting,

@@ -680,6 +680,15 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("EmbeddingSegmentsSum", 3): _unary(lambda x: o3.embedding_segments_sum(
         o1.reshape(x, const([24, 8]), False), const([0, 5, 23]), const([0, 0, 2]), const(3),
         const(1), const([0.5, 1, 2], F32))),
+    # irrun/ops/segments.py
+    ("SegmentMax", 16): _unary(lambda x: o16.segment_max(
+        o1.reshape(x, const([24, 8]), False), const(np.repeat([0, 2, 5], 8), np.int32),
+        const(7), "LOWEST")),
+    ("SparseFillEmptyRows", 16): _outputs(lambda x: o16.sparse_fill_empty_rows(
+        o1.reshape(x, const([192]), False), const([300, 2]),
+        o1.concat([o1.reshape(o12.range(const(0), const(192), const(1), "i64"),
+                              const([192, 1]), False), const(np.zeros((192, 1)))], 1),
+        const(0.5, F32))),
 }
 
 

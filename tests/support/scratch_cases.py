@@ -109,6 +109,12 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
            [table, many.reshape(30, 100), weights.reshape(30, 100)])
     yield (r("EmbeddingSegmentsSum", "opset3"), NS(),
            [table, many, rng.integers(0, 20, 3000), np.int64(20), np.int64(3), weights])
+    for fill in ("zero", "lowest"):
+        yield (r("SegmentMax", "opset16"), NS(fill_mode=fill),
+               [x, np.sort(rng.integers(0, 12, 8)), np.int64(10)])
+    pairs = rng.integers(0, 64, (4096, 2))
+    yield (r("SparseFillEmptyRows", "opset16"), NS(),
+           [x.reshape(-1)[:4096], _i(5000, 64), pairs, dtype.type(7)])
     yield (r("StridedSlice", "opset1"),
            NS(begin_mask=(0, 0, 0), end_mask=(0, 0, 0), new_axis_mask=(), shrink_axis_mask=(),
               ellipsis_mask=()), [x, _i(0, 1, 60), _i(8, 60, 0), _i(1, 2, -3)])
