@@ -41,7 +41,7 @@ Convolution and pooling (window: the windows' geometry; pool_checks: the pools' 
 Data movement:
     movement              Reshape, Concat, Squeeze, Unsqueeze, Transpose, ShapeOf, Broadcast, Pad,
                           Split, VariadicSplit, Tile, Roll
-    slicing               Slice, StridedSlice
+    slicing               Slice, SliceScatter, StridedSlice
     gather                Gather, GatherElements, GatherND
     scatter               ScatterUpdate, ScatterElementsUpdate, ScatterNDUpdate
     reverse               Reverse, ReverseSequence

@@ -649,6 +649,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     # and ConvertLike
     ("Slice", 8): _unary(lambda x: o8.slice(x, const([1, -1]), const([2**63 - 1, -(2**63)]),
                                             const([1, -2]), const([1, -1]))),
+    ("SliceScatter", 15): _unary(lambda x: o15.slice_scatter(
+        x, const(np.ones((1, 3, 4, 8)), F32), const([-1]), const([-(2**63)]), const([-2]),
+        const([2]))),
     ("Range", 0): _unary(lambda x: o1.add(x, o1.range(const(0.0, F32), const(8.0, F32),
                                                       const(1.0, F32)))),
     ("Range", 4): _unary(lambda x: o1.add(x, o12.range(const(0), const(8), const(1), "f32"))),

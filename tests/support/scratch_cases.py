@@ -96,6 +96,8 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
         yield (r("ScatterNDUpdate", "opset15"), NS(reduction=red),
                [x, rng.integers(0, 8, (20, 1)), np.ones((20, 64, 64), dtype)])
     yield r("Slice", "opset8"), NS(), [x, _i(1, 60), _i(7, 2), _i(1, -3), _i(0, 2)]
+    yield (r("SliceScatter", "opset15"), NS(),
+           [x, np.ones((8, 30, 20), dtype), _i(1, 60), _i(61, 2), _i(2, -3), _i(1, 2)])
     # Many indices into a small table: the gathered rows outgrow every input and output.
     table, many = x.reshape(512, 64)[:40], rng.integers(0, 40, 3000)
     weights = np.ones(3000, dtype)
