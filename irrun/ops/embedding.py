@@ -37,6 +37,11 @@ Where irrun departs from OpenVINO:
   refuses any negative default index, as its reference does (the plugin, again, reads
   unspecified memory).
 * EmbeddingBagPacked with ``indices_per_bag`` 0: the plugin returns unspecified memory.
+* EmbeddingSegmentsSum with unsorted segment ids (the spec asks for sorted ones): each
+  index adds to its own segment, as in the reference; the plugin takes runs of equal ids
+  for segments, so ids ``[0, 1, 0]`` over rows 1, 10, 100 give ``[11, 10]`` there, not
+  ``[101, 10]``.
+* f64 tables: the plugin computes in f32; irrun in f64, as the reference.
 * A ``num_segments`` known to be negative is a shape error; OpenVINO's shape inference
   makes it 0.
 """
