@@ -403,3 +403,17 @@ def test_dynamic_dims_in_the_file(tmp_path):
     inputs = [rng.normal(size=(6, 3)).astype(np.float32), rng.integers(0, 6, 9),
               np.array([0, 4, 4, 7])]  # fmt: skip
     assert_close(run_saved(model, inputs, tmp_path)[0], run_cpu(model, inputs)[0], rtol=1e-6)
+
+
+def test_validate_finds_a_bad_reduction(tmp_path):
+    table = opset1.parameter([5, 2], ov.Type.f32, name="in0")
+    node = opset15.embedding_bag_packed(table, opset1.constant(np.array([[0, 1]], np.int32)),
+                                        None, "mean")  # fmt: skip
+    node.output(0).get_tensor().set_names({"out"})
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([node.output(0)], [table], "m"), path)
+    text = path.read_text()
+    assert 'reduction="mean"' in text
+    path.write_text(text.replace('reduction="mean"', 'reduction="max"'))
+    found = [str(d) for d in irrun.validate(path) if d.level == "error"]
+    assert any("reduction" in d and "max" in d for d in found), found
