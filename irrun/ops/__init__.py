@@ -45,7 +45,7 @@ Convolution and pooling (window: the windows' geometry; pool_checks: the pools' 
 Data movement:
     movement              Reshape, Concat, Squeeze, Unsqueeze, Transpose, ShapeOf, Broadcast, Pad,
                           Split, VariadicSplit, Tile, Roll
-    slicing               Slice, StridedSlice
+    slicing               Slice, SliceScatter, StridedSlice
     gather                Gather, GatherElements, GatherND
     scatter               ScatterUpdate, ScatterElementsUpdate, ScatterNDUpdate
     reverse               Reverse, ReverseSequence
@@ -56,6 +56,10 @@ Data movement:
 Sequences:
     recurrent             RNNCell, GRUCell, LSTMCell, RNNSequence, GRUSequence, LSTMSequence,
                           GatherTree
+Embeddings and sparse tensors:
+    embedding             EmbeddingBagOffsetsSum, EmbeddingBagOffsets, EmbeddingBagPackedSum,
+                          EmbeddingBagPacked, EmbeddingSegmentsSum
+    segments              SegmentMax, SparseFillEmptyRows
 Images and detection:
     interpolate           Interpolate
     detection             NonMaxSuppression, ROIAlign
@@ -78,6 +82,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     creation,
     detection,
     einsum,
+    embedding,
     gather,
     graph_ends,
     grn,
@@ -97,6 +102,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     reduction,
     reverse,
     scatter,
+    segments,
     signal,
     slicing,
     softmax,

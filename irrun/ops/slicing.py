@@ -1,4 +1,4 @@
-"""Slicing: Slice-v8 and StridedSlice-v1.
+"""Slicing: Slice-v8, SliceScatter-v15 and StridedSlice-v1.
 
 - **Slice-v8** slices ``data`` along ``axes`` (default ``0..len(start)-1``; negative axes
   count from the end, repeats are an error) much as Python slices: a negative start or
@@ -10,6 +10,12 @@
   A step of 0 is an error.  For a dim known only within bounds the output dim is the
   exact range of lengths over those bounds (OpenVINO at times gives up and says ``?``;
   both agree with any declared dim that can occur).
+- **SliceScatter-v15** is Slice's inverse: a copy of ``data`` whose slice (the elements
+  Slice would take, by the same rule) is replaced by ``updates``, which must have that
+  slice's shape and ``data``'s element type.  With a negative step, ``updates[0]`` goes to
+  the slice's first element, the one nearest the end of the dim.  OpenVINO's shape
+  inference lets ``updates`` of another element type through; irrun refuses them, as the
+  spec gives both one type.
 - **StridedSlice-v1** slices by ``begin``, ``end`` and ``strides`` (1 where absent) as
   NumPy's basic indexing does, under its masks: a bit of ``begin_mask`` or ``end_mask``
   leaves that bound out, ``new_axis_mask`` inserts a dim of 1, ``shrink_axis_mask`` takes
@@ -18,7 +24,10 @@
 
 Where irrun follows OpenVINO's reference kernels rather than the CPU plugin: Slice with a
 stop of INT64_MAX given at run time (not a constant): the plugin narrows it to 32 bits
-(-1) and drops the last element.
+(-1) and drops the last element.  SliceScatter with start, stop or step given at run time
+(not constants): the plugin returns the data unchanged (2026.4) or crashes; it crashes on
+an empty slice too.  irrun writes the slice as the spec says (OpenVINO's
+``evaluate`` has no SliceScatter to compare with).
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from ._shapes import (
     flat_ints,
     fmt,
     int_values,
+    merge_dims,
     normalize_axis,
     upper_bound,
     vector_length,
@@ -146,7 +156,8 @@ def _slice_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tenso
     return [TensorInfo(tuple(out), x.element_type)]
 
 
-def _slice(a: SimpleNamespace, x, start, stop, step, axes=None) -> tuple[np.ndarray, ...]:
+def _slice_index(x: np.ndarray, start, stop, step, axes) -> tuple[slice, ...]:
+    """The NumPy index of Slice's elements of ``x``."""
     b, e, s = flat_ints(start), flat_ints(stop), flat_ints(step)
     _check_slice_params(b, e, s, x.ndim)
     ax = list(range(len(b))) if axes is None else _checked_axes(flat_ints(axes), x.ndim)
@@ -155,7 +166,44 @@ def _slice(a: SimpleNamespace, x, start, stop, step, axes=None) -> tuple[np.ndar
     index: list[slice] = [slice(None)] * x.ndim
     for i, bi, ei, si in zip(ax, b, e, s, strict=True):
         index[i] = resolve_slice(slice(bi, ei, si), x.shape[i])
-    return (np.ascontiguousarray(x[tuple(index)]),)
+    return tuple(index)
+
+
+def _slice(a: SimpleNamespace, x, start, stop, step, axes=None) -> tuple[np.ndarray, ...]:
+    return (np.ascontiguousarray(x[_slice_index(x, start, stop, step, axes)]),)
+
+
+# --------------------------------------------------------------------------- SliceScatter
+
+
+def _slice_scatter_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    data, updates = inputs[:2]
+    td, tu = data.element_type, updates.element_type
+    if td is not None and tu is not None and td.name != tu.name:
+        raise ShapeError(f"updates are {tu.name} but data is {td.name}; they must be the same type")
+    (want,) = _slice_infer(a, [data, *inputs[2:]])
+    if want.shape is not None and updates.shape is not None:
+        what = f"updates {fmt(updates.shape)} must have the slice's shape {fmt(want.shape)}"
+        if len(want.shape) != len(updates.shape):
+            raise ShapeError(what)
+        for w, u in zip(want.shape, updates.shape, strict=True):
+            merge_dims(w, u, what)
+    elif (data.shape is not None and updates.shape is not None
+          and len(data.shape) != len(updates.shape)):  # fmt: skip
+        raise ShapeError(f"updates {fmt(updates.shape)} must have the rank of data "
+                         f"{fmt(data.shape)}")  # fmt: skip
+    return [TensorInfo(data.shape, td)]
+
+
+def _slice_scatter(a: SimpleNamespace, data, updates, start, stop, step, axes=None):
+    index = _slice_index(data, start, stop, step, axes)
+    out = data.copy()
+    target = out[index]
+    if target.shape != updates.shape:
+        raise KernelError(f"updates {list(updates.shape)} must have the slice's shape "
+                          f"{list(target.shape)}")  # fmt: skip
+    out[index] = updates
+    return (out,)
 
 
 # --------------------------------------------------------------------------- StridedSlice
@@ -305,6 +353,10 @@ register(OpDef(type="Slice", version=8, since_opset=8, attrs=(), infer=_slice_in
                kernel=_slice, inputs=(4, 5),
                input_types=(None, INTEGERS, INTEGERS, INTEGERS, INTEGERS),
                scratch=nothing))  # fmt: skip
+register(OpDef(type="SliceScatter", version=15, since_opset=15, attrs=(),
+               infer=_slice_scatter_infer, kernel=_slice_scatter, inputs=(5, 6),
+               input_types=(None, None, INTEGERS, INTEGERS, INTEGERS, INTEGERS),
+               fresh_output=True, scratch=nothing))  # fmt: skip
 register(OpDef(type="StridedSlice", version=1, since_opset=1,
                attrs=(Attr("begin_mask", "ints"), Attr("end_mask", "ints"),
                       Attr("new_axis_mask", "ints", ()), Attr("shrink_axis_mask", "ints", ()),

@@ -719,6 +719,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     # and ConvertLike
     ("Slice", 8): _unary(lambda x: o8.slice(x, const([1, -1]), const([2**63 - 1, -(2**63)]),
                                             const([1, -2]), const([1, -1]))),
+    ("SliceScatter", 15): _unary(lambda x: o15.slice_scatter(
+        x, const(np.ones((1, 3, 4, 8)), F32), const([-1]), const([-(2**63)]), const([-2]),
+        const([2]))),
     ("Range", 0): _unary(lambda x: o1.add(x, o1.range(const(0.0, F32), const(8.0, F32),
                                                       const(1.0, F32)))),
     ("Range", 4): _unary(lambda x: o1.add(x, o12.range(const(0), const(8), const(1), "f32"))),
@@ -754,6 +757,30 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("GRUSequence", 5): _recurrent("GRUSequence"),
     ("LSTMSequence", 5): _recurrent("LSTMSequence"),
     ("GatherTree", 1): _gather_tree,
+    # irrun/ops/embedding.py: the table is x seen as 24 rows of 8
+    ("EmbeddingBagOffsetsSum", 3): _unary(lambda x: o3.embedding_bag_offsets_sum(
+        o1.reshape(x, const([24, 8]), False), const([0, 5, 23]), const([0, 2]), const(-1),
+        const([0.5, 1, 2], F32))),
+    ("EmbeddingBagOffsets", 15): _unary(lambda x: o15.embedding_bag_offsets(
+        o1.reshape(x, const([24, 8]), False), const([0, 5, 23]), const([0, 2]), const(1),
+        None, "mean")),
+    ("EmbeddingBagPackedSum", 3): _unary(lambda x: o3.embedding_bag_packed_sum(
+        o1.reshape(x, const([24, 8]), False), const([[0, 5], [23, 1]]),
+        const([[0.5, 1], [2, 3]], F32))),
+    ("EmbeddingBagPacked", 15): _unary(lambda x: o15.embedding_bag_packed(
+        o1.reshape(x, const([24, 8]), False), const([[0, 5], [23, 1]]), None, "mean")),
+    ("EmbeddingSegmentsSum", 3): _unary(lambda x: o3.embedding_segments_sum(
+        o1.reshape(x, const([24, 8]), False), const([0, 5, 23]), const([0, 0, 2]), const(3),
+        const(1), const([0.5, 1, 2], F32))),
+    # irrun/ops/segments.py
+    ("SegmentMax", 16): _unary(lambda x: o16.segment_max(
+        o1.reshape(x, const([24, 8]), False), const(np.repeat([0, 2, 5], 8), np.int32),
+        const(7), "LOWEST")),
+    ("SparseFillEmptyRows", 16): _outputs(lambda x: o16.sparse_fill_empty_rows(
+        o1.reshape(x, const([192]), False), const([300, 2]),
+        o1.concat([o1.reshape(o12.range(const(0), const(192), const(1), "i64"),
+                              const([192, 1]), False), const(np.zeros((192, 1)))], 1),
+        const(0.5, F32))),
 }
 
 

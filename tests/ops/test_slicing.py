@@ -204,3 +204,145 @@ def test_slice_shape_errors():
     assert out.shape == (4, Interval(0, 5))
     (out,) = op.infer(None, [x, unknown, unknown, unknown, unknown])
     assert out.shape == (Interval(0, 4), Interval(0, 5))
+
+
+# --------------------------------------------------------------------------- SliceScatter
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), dtype=st.sampled_from(list(DTYPES)),
+       idx=st.sampled_from([np.int32, np.int64]))  # fmt: skip
+def test_slice_scatter_matches_cpu(seed, dtype, idx, tmp_path_factory):
+    """Constant bounds: the CPU plugin ignores run-time ones (test below)."""
+    from openvino import opset15
+
+    rng = random.Random(seed)
+    shape, start, stop, step, axes = _slice_case(rng)
+    clamp = (lambda v: max(min(v, 2**31 - 1), -(2**31))) if idx is np.int32 else (lambda v: v)
+    start, stop = [clamp(v) for v in start], [clamp(v) for v in stop]
+    gen = np.random.default_rng(seed)
+    data = values(gen, shape, dtype)
+    target = np.empty(shape)[_slice_index_of(shape, start, stop, step, axes)]
+    assume(target.size > 0)  # an empty slice crashes the CPU plugin: tested by hand below
+    updates = values(gen, target.shape, dtype)
+    params = [np.array(v, idx) for v in (start, stop, step, *([] if axes is None else [axes]))]
+    model = one_op_model(lambda d, u: opset15.slice_scatter(
+        d, u, *[opset1.constant(p) for p in params], *[None] * (4 - len(params))),
+        [data, updates])  # fmt: skip
+    inputs = [data, updates]
+    got = run_saved(model, inputs, tmp_path_factory.mktemp("s"))[0]
+    assert_close(got, run_cpu(model, inputs)[0], what=f"{shape} {start}:{stop}:{step} {axes}")
+
+
+def test_slice_scatter_with_run_time_bounds(tmp_path):
+    """Bounds as inputs, by hand: the CPU plugin (2026.4) returns the data unchanged or
+    crashes the process, so it is not run here."""
+    from openvino import opset15
+
+    bounds = [np.array([1]), np.array([I64_MAX]), np.array([2]), np.array([0])]
+    updates = np.ones((2, 3), np.float32)
+    got = run_saved(one_op_model(lambda d, u, *q: opset15.slice_scatter(d, u, *q),
+                                 [np.zeros((4, 3), np.float32), updates, *bounds]),
+                    [np.zeros((4, 3), np.float32), updates, *bounds], tmp_path)[0]  # fmt: skip
+    assert got.tolist() == [[0, 0, 0], [1, 1, 1], [0, 0, 0], [1, 1, 1]]
+    data, updates = np.zeros((4, 3), np.float32), np.ones((2, 3), np.float32)
+    bounds = [np.array([1]), np.array([3]), np.array([1]), np.array([0])]
+    model = one_op_model(lambda d, u, *q: opset15.slice_scatter(d, u, *q),
+                         [data, updates, *bounds])  # fmt: skip
+    got = run_saved(model, [data, updates, *bounds], tmp_path)[0]
+    assert got.tolist() == [[0, 0, 0], [1, 1, 1], [1, 1, 1], [0, 0, 0]]
+
+
+def _slice_index_of(shape, start, stop, step, axes):
+    from irrun.ops.slicing import resolve_slice
+
+    index = [slice(None)] * len(shape)
+    for i, b, e, s in zip(range(len(start)) if axes is None else axes, start, stop, step,
+                          strict=True):  # fmt: skip
+        index[i] = resolve_slice(slice(b, e, s), shape[i])
+    return tuple(index)
+
+
+def test_slice_scatter_by_hand(tmp_path):
+    from openvino import opset15
+
+    data = np.arange(30, dtype=np.float32).reshape(5, 6)
+    updates = -np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+    # Rows 4 and 2 (a negative step: updates[0] goes to row 4), columns 0, 2, 4.
+    got = run_saved(one_op_model(lambda d, u: opset15.slice_scatter(
+        d, u, const([-1, 0]), const([-5, 6]), const([-2, 2]), const([0, 1])), [data, updates]),
+        [data, updates], tmp_path)[0]  # fmt: skip
+    want = data.copy()
+    want[4, [0, 2, 4]] = [-1, -2, -3]
+    want[2, [0, 2, 4]] = [-4, -5, -6]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_slice_scatter_of_an_empty_slice_copies_the_data(tmp_path):
+    from openvino import opset15
+
+    data = np.arange(6, dtype=np.int32).reshape(2, 3)
+    got = run_saved(one_op_model(lambda d, u: opset15.slice_scatter(
+        d, u, const([2]), const([1]), const([1]), const([1])),
+        [data, np.zeros((2, 0), np.int32)]), [data, np.zeros((2, 0), np.int32)], tmp_path)[0]  # fmt: skip
+    np.testing.assert_array_equal(got, data)
+
+
+def test_slice_scatter_shapes_agree_with_openvino():
+    from openvino import opset15
+
+    f32, i64 = ELEMENT_TYPES["f32"], ELEMENT_TYPES["i64"]
+    op = resolve("SliceScatter", "opset15")
+    cases = [((5, 6), (2, 6), [1], [3], [1], [0]), ((Interval(0, None), 6), (2, Interval(1, 7)),
+             [1], [3], [1], [0]), ((5, 6), (Interval(0, None), Interval(0, None)), [1], [3], [1],
+             [0]), ((Interval(2, 9), 4), (Interval(0, None), 4), None, None, None, None)]  # fmt: skip
+    for data, updates, start, stop, step, axes in cases:
+        if start is None:
+            params = [opset1.parameter([1], np.int64) for _ in range(3)]
+            infos = [TensorInfo((1,), i64) for _ in range(3)]
+        else:
+            params = [const(v) for v in (start, stop, step, axes)]
+            infos = [TensorInfo((len(v),), i64, np.array(v, np.int64))
+                     for v in (start, stop, step, axes)]  # fmt: skip
+        node = opset15.slice_scatter(opset1.parameter(to_ov_shape(data), np.float32),
+                                     opset1.parameter(to_ov_shape(updates), np.float32),
+                                     *params)  # fmt: skip
+        (got,) = op.infer(None, [TensorInfo(data, f32), TensorInfo(updates, f32), *infos])
+        assert got.shape == from_ov_shape(node.get_output_partial_shape(0))
+
+
+def test_slice_scatter_shape_errors():
+    from openvino import opset15
+
+    op = resolve("SliceScatter", "opset15")
+    f32, f16, i64 = ELEMENT_TYPES["f32"], ELEMENT_TYPES["f16"], ELEMENT_TYPES["i64"]
+
+    def vec(v):
+        return TensorInfo((len(v),), i64, np.array(v, np.int64))
+
+    x = TensorInfo((5, 6), f32)
+    slc = [vec([1]), vec([3]), vec([1]), vec([0])]
+    for updates, message in (((3, 6), "must have the slice's shape"), ((2,), "slice's shape")):
+        with pytest.raises(ShapeError, match=message):
+            op.infer(None, [x, TensorInfo(updates, f32), *slc])
+        with pytest.raises(Exception):  # noqa: B017 - OpenVINO refuses it too
+            opset15.slice_scatter(opset1.parameter([5, 6], np.float32),
+                                  opset1.parameter(list(updates), np.float32),
+                                  const([1]), const([3]), const([1]), const([0]))  # fmt: skip
+    with pytest.raises(ShapeError, match="must not contain 0"):
+        op.infer(None, [x, TensorInfo((2, 6), f32), vec([1]), vec([3]), vec([0]), vec([0])])
+    with pytest.raises(ShapeError, match="updates are f16 but data is f32"):
+        op.infer(None, [x, TensorInfo((2, 6), f16), *slc])
+
+
+def test_slice_scatter_updates_of_the_wrong_shape_at_run_time(tmp_path):
+    from openvino import opset15
+
+    arrays = [np.zeros((5, 6), np.float32), np.ones((3, 6), np.float32)]
+    data = opset1.parameter([5, 6], np.float32, name="in0")
+    upd = opset1.parameter(ov.PartialShape([-1, 6]), np.float32, name="in1")
+    node = opset15.slice_scatter(data, upd, const([1]), const([3]), const([1]), const([0]))
+    node.output(0).get_tensor().set_names({"out"})
+    model = ov.Model([node.output(0)], [data, upd], "m")
+    with pytest.raises(Exception, match=r"updates \[3, 6\] must have the slice's shape \[2, 6\]"):
+        run_saved(model, arrays, tmp_path)

@@ -129,6 +129,27 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
         yield (r("ScatterNDUpdate", "opset15"), NS(reduction=red),
                [x, rng.integers(0, 8, (20, 1)), np.ones((20, 64, 64), dtype)])
     yield r("Slice", "opset8"), NS(), [x, _i(1, 60), _i(7, 2), _i(1, -3), _i(0, 2)]
+    yield (r("SliceScatter", "opset15"), NS(),
+           [x, np.ones((8, 30, 20), dtype), _i(1, 60), _i(61, 2), _i(2, -3), _i(1, 2)])
+    # Many indices into a small table: the gathered rows outgrow every input and output.
+    table, many = x.reshape(512, 64)[:40], rng.integers(0, 40, 3000)
+    weights = np.ones(3000, dtype)
+    for red in ("sum", "mean"):
+        yield (r("EmbeddingBagOffsets", "opset15"), NS(reduction=red),
+               [table, many, np.sort(rng.integers(0, 3000, 50)), np.int64(2)])
+    yield (r("EmbeddingBagOffsetsSum", "opset3"), NS(),
+           [table, many, np.sort(rng.integers(0, 3000, 50)), np.int64(-1), weights])
+    yield r("EmbeddingBagPacked", "opset15"), NS(reduction="mean"), [table, many.reshape(30, 100)]
+    yield (r("EmbeddingBagPackedSum", "opset3"), NS(),
+           [table, many.reshape(30, 100), weights.reshape(30, 100)])
+    yield (r("EmbeddingSegmentsSum", "opset3"), NS(),
+           [table, many, rng.integers(0, 20, 3000), np.int64(20), np.int64(3), weights])
+    for fill in ("zero", "lowest"):
+        yield (r("SegmentMax", "opset16"), NS(fill_mode=fill),
+               [x, np.sort(rng.integers(0, 12, 8)), np.int64(10)])
+    pairs = rng.integers(0, 64, (4096, 2))
+    yield (r("SparseFillEmptyRows", "opset16"), NS(),
+           [x.reshape(-1)[:4096], _i(5000, 64), pairs, dtype.type(7)])
     yield (r("StridedSlice", "opset1"),
            NS(begin_mask=(0, 0, 0), end_mask=(0, 0, 0), new_axis_mask=(), shrink_axis_mask=(),
               ellipsis_mask=()), [x, _i(0, 1, 60), _i(8, 60, 0), _i(1, 2, -3)])
