@@ -51,6 +51,7 @@ Data movement:
     creation              Range, Eye, OneHot
 Images and detection:
     interpolate           Interpolate
+    grid_sample           GridSample
     detection             NonMaxSuppression, ROIAlign
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
@@ -73,6 +74,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     einsum,
     gather,
     graph_ends,
+    grid_sample,
     grn,
     interpolate,
     layout,

@@ -384,6 +384,18 @@ def _roi_align(opset, *aligned):
     return build
 
 
+def _images_op(make, *shapes):
+    """An op of the image and further f32 parameters of ``shapes`` (in1, in2, ...)."""
+
+    def build():
+        x = _image()
+        more = [o1.parameter(list(shape), np.float32, name=f"in{i + 1}")
+                for i, shape in enumerate(shapes)]  # fmt: skip
+        return [make(x, *more)], [x, *more]
+
+    return build
+
+
 # (irrun op type, version) -> a function returning (outputs, parameters) of an OpenVINO model
 # that holds that op.  Every op version in irrun's registry needs one (see the test below).
 def _if():
@@ -641,6 +653,10 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("GRN", 1): _unary(lambda x: o1.grn(x, 0.1)),
     ("ExtractImagePatches", 3): _unary(lambda x: o3.extract_image_patches(
         x, [3, 2], [2, 3], [1, 2], "same_lower")),
+    # irrun/ops/grid_sample.py, col2im.py, color.py, ctc.py
+    ("GridSample", 9): _images_op(lambda x, g: o9.grid_sample(
+        x, g, {"mode": "bicubic", "padding_mode": "reflection", "align_corners": True}),
+        (1, 4, 5, 2)),
     ("Unique", 10): _outputs(lambda x: o10.unique(x, const(1), False, "i32", "i64")),
     ("FakeQuantize", 1): _unary(
         lambda x: o1.fake_quantize(x, *(o1.constant(np.array(v, F32)) for v in (-1, 1, 0, 2)), 256)

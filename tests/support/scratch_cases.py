@@ -80,6 +80,10 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     yield r("NonZero", "opset3"), NS(output_type=ET["i64"]), [x]
     yield (r("ExtractImagePatches", "opset3"),
            NS(sizes=(3, 3), strides=(2, 2), rates=(1, 1), auto_pad="same_upper"), [img])
+    grid = rng.uniform(-1.2, 1.2, (2, 24, 24, 2)).astype(np.float32)
+    for mode in ("bilinear", "bicubic", "nearest"):
+        yield (r("GridSample", "opset9"),
+               NS(mode=mode, padding_mode="zeros", align_corners=False), [img, grid])
     if dtype.kind == "f":
         lo, hi = dtype.type(-5), dtype.type(5)
         yield r("FakeQuantize", "opset1"), NS(levels=255, auto_broadcast="numpy"), [x, lo, hi, lo, hi]
