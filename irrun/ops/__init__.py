@@ -48,6 +48,7 @@ Data movement:
     layout                DepthToSpace, SpaceToDepth, ShuffleChannels
     space_batch           BatchToSpace, SpaceToBatch
     patches               ExtractImagePatches
+    col2im                Col2Im
     creation              Range, Eye, OneHot
 Images and detection:
     interpolate           Interpolate
@@ -66,6 +67,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     attention,
     avg_pool,
     bitwise,
+    col2im,
     convert,
     convolution,
     convolution_backprop,

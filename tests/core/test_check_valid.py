@@ -657,6 +657,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("GridSample", 9): _images_op(lambda x, g: o9.grid_sample(
         x, g, {"mode": "bicubic", "padding_mode": "reflection", "align_corners": True}),
         (1, 4, 5, 2)),
+    ("Col2Im", 15): _unary(lambda x: o15.col2im(
+        o1.reshape(x, const([1, 12, 16]), False), const([5, 5]), const([2, 2]), [1, 1], [1, 1],
+        [0, 0], [0, 0])),
     ("Unique", 10): _outputs(lambda x: o10.unique(x, const(1), False, "i32", "i64")),
     ("FakeQuantize", 1): _unary(
         lambda x: o1.fake_quantize(x, *(o1.constant(np.array(v, F32)) for v in (-1, 1, 0, 2)), 256)

@@ -80,6 +80,9 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     yield r("NonZero", "opset3"), NS(output_type=ET["i64"]), [x]
     yield (r("ExtractImagePatches", "opset3"),
            NS(sizes=(3, 3), strides=(2, 2), rates=(1, 1), auto_pad="same_upper"), [img])
+    cols = (rng.standard_normal((2, 16 * 9, 100)) * 10).astype(dtype)
+    yield (r("Col2Im", "opset15"), NS(strides=(1, 1), dilations=(1, 1), pads_begin=(1, 1),
+                                      pads_end=(1, 1)), [cols, _i(10, 10), _i(3, 3)])
     grid = rng.uniform(-1.2, 1.2, (2, 24, 24, 2)).astype(np.float32)
     for mode in ("bilinear", "bicubic", "nearest"):
         yield (r("GridSample", "opset9"),
