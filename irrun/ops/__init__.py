@@ -53,6 +53,7 @@ Data movement:
 Images and detection:
     interpolate           Interpolate
     grid_sample           GridSample
+    color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
@@ -68,6 +69,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     avg_pool,
     bitwise,
     col2im,
+    color,
     convert,
     convolution,
     convolution_backprop,

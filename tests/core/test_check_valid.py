@@ -657,6 +657,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("GridSample", 9): _images_op(lambda x, g: o9.grid_sample(
         x, g, {"mode": "bicubic", "padding_mode": "reflection", "align_corners": True}),
         (1, 4, 5, 2)),
+    **{(name, 8): _unary(lambda x, f=f: f(o1.reshape(x, const([1, 12, 16, 1]), False)))
+       for name, f in (("NV12toRGB", o8.nv12_to_rgb), ("NV12toBGR", o8.nv12_to_bgr),
+                       ("I420toRGB", o8.i420_to_rgb), ("I420toBGR", o8.i420_to_bgr))},
     ("Col2Im", 15): _unary(lambda x: o15.col2im(
         o1.reshape(x, const([1, 12, 16]), False), const([5, 5]), const([2, 2]), [1, 1], [1, 1],
         [0, 0], [0, 0])),

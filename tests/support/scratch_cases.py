@@ -83,6 +83,11 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     cols = (rng.standard_normal((2, 16 * 9, 100)) * 10).astype(dtype)
     yield (r("Col2Im", "opset15"), NS(strides=(1, 1), dilations=(1, 1), pads_begin=(1, 1),
                                       pads_end=(1, 1)), [cols, _i(10, 10), _i(3, 3)])
+    if dtype in (np.float32, np.float16, np.uint8):
+        yuv = np.abs(x).astype(dtype).reshape(-1)[:2 * 96 * 128].reshape(2, 96, 128, 1)
+        for name in ("NV12toRGB", "I420toBGR"):
+            yield r(name, "opset8"), NS(), [yuv]
+        yield r("NV12toBGR", "opset8"), NS(), [yuv[:, :64], yuv[:, 64:].reshape(2, 32, 64, 2)]
     grid = rng.uniform(-1.2, 1.2, (2, 24, 24, 2)).astype(np.float32)
     for mode in ("bilinear", "bicubic", "nearest"):
         yield (r("GridSample", "opset9"),
