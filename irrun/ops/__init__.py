@@ -25,6 +25,7 @@ Reductions, sorting and searching:
     topk                  TopK
     sorting               Bucketize, SearchSorted, Unique
     non_zero              NonZero
+    ctc                   CTCGreedyDecoder, CTCGreedyDecoderSeqLen, CTCLoss
 Products:
     matmul                MatMul
     einsum                Einsum
@@ -74,6 +75,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     convolution,
     convolution_backprop,
     creation,
+    ctc,
     detection,
     einsum,
     gather,

@@ -660,6 +660,15 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     **{(name, 8): _unary(lambda x, f=f: f(o1.reshape(x, const([1, 12, 16, 1]), False)))
        for name, f in (("NV12toRGB", o8.nv12_to_rgb), ("NV12toBGR", o8.nv12_to_bgr),
                        ("I420toRGB", o8.i420_to_rgb), ("I420toBGR", o8.i420_to_bgr))},
+    ("CTCGreedyDecoder", 1): _unary(lambda x: o1.ctc_greedy_decoder(
+        o1.reshape(x, const([8, 6, 4]), False), const(np.ones((8, 6)), F32), True)),
+    ("CTCGreedyDecoderSeqLen", 6): _outputs(lambda x: o6.ctc_greedy_decoder_seq_len(
+        o1.reshape(x, const([6, 8, 4]), False), const([8, 3, 0, 1, 2, 8], np.int32),
+        const(2, np.int32), classes_index_type="i64")),
+    ("CTCLoss", 4): _unary(lambda x: o4.ctc_loss(
+        o1.reshape(x, const([6, 8, 4]), False), const([8, 3, 1, 1, 2, 8], np.int32),
+        const(np.ones((6, 8)), np.int32), const([3, 3, 1, 0, 1, 8], np.int32),
+        unique=True)),
     ("Col2Im", 15): _unary(lambda x: o15.col2im(
         o1.reshape(x, const([1, 12, 16]), False), const([5, 5]), const([2, 2]), [1, 1], [1, 1],
         [0, 0], [0, 0])),

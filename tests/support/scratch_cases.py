@@ -88,6 +88,18 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
         for name in ("NV12toRGB", "I420toBGR"):
             yield r(name, "opset8"), NS(), [yuv]
         yield r("NV12toBGR", "opset8"), NS(), [yuv[:, :64], yuv[:, 64:].reshape(2, 32, 64, 2)]
+    if dtype.kind == "f":
+        seq = x.reshape(16, 64, 32)  # [N, T, C]
+        lengths = rng.integers(1, 65, 16)
+        yield (r("CTCGreedyDecoder", "opset1"), NS(ctc_merge_repeated=True),
+               [seq.transpose(1, 0, 2), (np.arange(64)[:, None] < lengths).astype(dtype)])
+        yield (r("CTCGreedyDecoderSeqLen", "opset6"),
+               NS(merge_repeated=True, classes_index_type=ET["i32"],
+                  sequence_length_type=ET["i64"]), [seq, lengths])
+        labels = rng.integers(0, 31, (16, 64))
+        yield (r("CTCLoss", "opset4"),
+               NS(preprocess_collapse_repeated=False, ctc_merge_repeated=True, unique=True),
+               [seq, np.full(16, 64), labels, lengths // 2])
     grid = rng.uniform(-1.2, 1.2, (2, 24, 24, 2)).astype(np.float32)
     for mode in ("bilinear", "bicubic", "nearest"):
         yield (r("GridSample", "opset9"),
