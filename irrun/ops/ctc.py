@@ -30,13 +30,22 @@ infinite loss.  Lengths outside 0..T, a label length above the logit length, or 
 or a blank index outside 0..C-1 are refused at run time, as OpenVINO's reference
 kernel refuses the lengths.
 
-Where irrun differs from OpenVINO's reference kernel, which sums the alignments one by
-one in the logits' type: results agree to about 1e-6 relative (f32).  The reference
-takes the log-softmax without subtracting the maximum (logits above ~88 overflow to
-NaN or infinity there; irrun subtracts it).  A label length of 0 gives the reference a
-loss of 0 (its search ends before it sums the blanks), or with
-``preprocess_collapse_repeated`` reads one label anyway; irrun gives the loss of the
-all-blank alignment.
+The decoders match OpenVINO's CPU plugin exactly, and CTCLoss matches it to about 1e-6
+relative in f32 (``ov.Model.evaluate`` runs none of the three; its reference kernel for
+CTCLoss, read, enumerates the alignments one by one in the logits' type).  Where they
+differ, irrun follows the definition above (tests/ops/test_ctc.py checks it against a
+brute-force sum over every alignment):
+
+* Logits above about 88: the plugin and the reference take the log-softmax without
+  subtracting the maximum, so exp overflows and the loss is infinite or NaN; irrun
+  subtracts it.
+* A label length of 0: the plugin crashes (a segmentation fault); the reference gives a
+  loss of 0 (its search ends before it sums the blanks), or with
+  ``preprocess_collapse_repeated`` reads one label anyway; irrun gives the loss of the
+  all-blank alignment, ``-sum log p(blank)``.
+* A label equal to the blank index (which no framework defines): irrun counts it as a
+  label, as the reference's search does; the plugin gives other values, by no rule
+  found, unless it is the last label.
 """
 
 from __future__ import annotations
