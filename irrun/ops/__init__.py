@@ -25,6 +25,7 @@ Reductions, sorting and searching:
     topk                  TopK
     sorting               Bucketize, SearchSorted, Unique
     non_zero              NonZero
+    ctc                   CTCGreedyDecoder, CTCGreedyDecoderSeqLen, CTCLoss
 Products:
     matmul                MatMul
     grouped_matmul        GroupedMatMul
@@ -52,6 +53,7 @@ Data movement:
     layout                DepthToSpace, SpaceToDepth, ShuffleChannels
     space_batch           BatchToSpace, SpaceToBatch
     patches               ExtractImagePatches
+    col2im                Col2Im
     creation              Range, Eye, OneHot
 Sequences:
     recurrent             RNNCell, GRUCell, LSTMCell, RNNSequence, GRUSequence, LSTMSequence,
@@ -62,6 +64,8 @@ Embeddings and sparse tensors:
     segments              SegmentMax, SparseFillEmptyRows
 Images and detection:
     interpolate           Interpolate
+    grid_sample           GridSample
+    color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
@@ -76,15 +80,19 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     attention,
     avg_pool,
     bitwise,
+    col2im,
+    color,
     convert,
     convolution,
     convolution_backprop,
     creation,
+    ctc,
     detection,
     einsum,
     embedding,
     gather,
     graph_ends,
+    grid_sample,
     grn,
     grouped_matmul,
     interpolate,

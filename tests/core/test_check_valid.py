@@ -394,6 +394,18 @@ def _fft(make, shape, sizes=None):
     return build
 
 
+def _images_op(make, *shapes):
+    """An op of the image and further f32 parameters of ``shapes`` (in1, in2, ...)."""
+
+    def build():
+        x = _image()
+        more = [o1.parameter(list(shape), np.float32, name=f"in{i + 1}")
+                for i, shape in enumerate(shapes)]  # fmt: skip
+        return [make(x, *more)], [x, *more]
+
+    return build
+
+
 def _recurrent(kind: str):
     """A cell or sequence (irrun/ops/recurrent.py) over inputs of batch 2, hidden size 3."""
 
@@ -711,6 +723,25 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("GRN", 1): _unary(lambda x: o1.grn(x, 0.1)),
     ("ExtractImagePatches", 3): _unary(lambda x: o3.extract_image_patches(
         x, [3, 2], [2, 3], [1, 2], "same_lower")),
+    # irrun/ops/grid_sample.py, col2im.py, color.py, ctc.py
+    ("GridSample", 9): _images_op(lambda x, g: o9.grid_sample(
+        x, g, {"mode": "bicubic", "padding_mode": "reflection", "align_corners": True}),
+        (1, 4, 5, 2)),
+    **{(name, 8): _unary(lambda x, f=f: f(o1.reshape(x, const([1, 12, 16, 1]), False)))
+       for name, f in (("NV12toRGB", o8.nv12_to_rgb), ("NV12toBGR", o8.nv12_to_bgr),
+                       ("I420toRGB", o8.i420_to_rgb), ("I420toBGR", o8.i420_to_bgr))},
+    ("CTCGreedyDecoder", 1): _unary(lambda x: o1.ctc_greedy_decoder(
+        o1.reshape(x, const([8, 6, 4]), False), const(np.ones((8, 6)), F32), True)),
+    ("CTCGreedyDecoderSeqLen", 6): _outputs(lambda x: o6.ctc_greedy_decoder_seq_len(
+        o1.reshape(x, const([6, 8, 4]), False), const([8, 3, 0, 1, 2, 8], np.int32),
+        const(2, np.int32), classes_index_type="i64")),
+    ("CTCLoss", 4): _unary(lambda x: o4.ctc_loss(
+        o1.reshape(x, const([6, 8, 4]), False), const([8, 3, 1, 1, 2, 8], np.int32),
+        const(np.ones((6, 8)), np.int32), const([3, 3, 1, 0, 1, 8], np.int32),
+        unique=True)),
+    ("Col2Im", 15): _unary(lambda x: o15.col2im(
+        o1.reshape(x, const([1, 12, 16]), False), const([5, 5]), const([2, 2]), [1, 1], [1, 1],
+        [0, 0], [0, 0])),
     ("Unique", 10): _outputs(lambda x: o10.unique(x, const(1), False, "i32", "i64")),
     ("FakeQuantize", 1): _unary(
         lambda x: o1.fake_quantize(x, *(o1.constant(np.array(v, F32)) for v in (-1, 1, 0, 2)), 256)

@@ -113,6 +113,30 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     yield r("NonZero", "opset3"), NS(output_type=ET["i64"]), [x]
     yield (r("ExtractImagePatches", "opset3"),
            NS(sizes=(3, 3), strides=(2, 2), rates=(1, 1), auto_pad="same_upper"), [img])
+    cols = (rng.standard_normal((2, 16 * 9, 100)) * 10).astype(dtype)
+    yield (r("Col2Im", "opset15"), NS(strides=(1, 1), dilations=(1, 1), pads_begin=(1, 1),
+                                      pads_end=(1, 1)), [cols, _i(10, 10), _i(3, 3)])
+    if dtype in (np.float32, np.float16, np.uint8):
+        yuv = np.abs(x).astype(dtype).reshape(-1)[:2 * 96 * 128].reshape(2, 96, 128, 1)
+        for name in ("NV12toRGB", "I420toBGR"):
+            yield r(name, "opset8"), NS(), [yuv]
+        yield r("NV12toBGR", "opset8"), NS(), [yuv[:, :64], yuv[:, 64:].reshape(2, 32, 64, 2)]
+    if dtype.kind == "f":
+        seq = x.reshape(16, 64, 32)  # [N, T, C]
+        lengths = rng.integers(1, 65, 16)
+        yield (r("CTCGreedyDecoder", "opset1"), NS(ctc_merge_repeated=True),
+               [seq.transpose(1, 0, 2), (np.arange(64)[:, None] < lengths).astype(dtype)])
+        yield (r("CTCGreedyDecoderSeqLen", "opset6"),
+               NS(merge_repeated=True, classes_index_type=ET["i32"],
+                  sequence_length_type=ET["i64"]), [seq, lengths])
+        labels = rng.integers(0, 31, (16, 64))
+        yield (r("CTCLoss", "opset4"),
+               NS(preprocess_collapse_repeated=False, ctc_merge_repeated=True, unique=True),
+               [seq, np.full(16, 64), labels, lengths // 2])
+    grid = rng.uniform(-1.2, 1.2, (2, 24, 24, 2)).astype(np.float32)
+    for mode in ("bilinear", "bicubic", "nearest"):
+        yield (r("GridSample", "opset9"),
+               NS(mode=mode, padding_mode="zeros", align_corners=False), [img, grid])
     if dtype.kind == "f":
         lo, hi = dtype.type(-5), dtype.type(5)
         yield r("FakeQuantize", "opset1"), NS(levels=255, auto_broadcast="numpy"), [x, lo, hi, lo, hi]
