@@ -52,6 +52,8 @@ Data movement:
 Images and detection:
     interpolate           Interpolate
     detection             NonMaxSuppression, ROIAlign
+Random numbers:
+    random                RandomUniform, Multinomial
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
 core's machinery.  Shared shape and type helpers live in ``_shapes``; the kernels' scratch
@@ -84,6 +86,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     normalization,
     patches,
     quantize,
+    random,
     reduction,
     reverse,
     scatter,
