@@ -229,6 +229,8 @@ def _pytorch_values(name: str, lo, hi, seed: int, count: int) -> np.ndarray:
 
 def _seeds(a: SimpleNamespace) -> tuple[int, int]:
     """The seeds as OpenVINO's unsigned 64-bit values; both 0: a key from the system."""
+    # OpenVINO reads the seeds from IR as 64-bit integers: a negative one is the unsigned
+    # value of its bits (-1 is 2**64 - 1), and a number past 2**63 - 1 is refused.
     global_seed, op_seed = a.global_seed & _M64, a.op_seed & _M64
     if global_seed == 0 and op_seed == 0:
         global_seed = secrets.randbits(31)  # OpenVINO: rand() after srand(time)

@@ -193,6 +193,23 @@ def test_random_uniform_by_hand(tmp_path):
     assert _irrun(model, tmp_path)[0] == np.float32((int(words[0]) & 0x7FFFFF) / 2**23)
 
 
+def test_random_uniform_takes_negative_seeds(tmp_path):
+    """OpenVINO reads the seeds from IR as 64-bit signed integers and uses their bits as
+    unsigned ones (C++ may write them; Python's API takes none)."""
+    model = _uniform_model([3, 4], "f32", 0, 1, (5, 6), "tensorflow")
+    for global_seed, op_seed in ((-3, 11), (7, -(2**63)), (-1, -1)):
+        path = _saved(
+            model,
+            tmp_path,
+            lambda t, g=global_seed, o=op_seed: t.replace(
+                'op_seed="6" global_seed="5"', f'op_seed="{o}" global_seed="{g}"'
+            ),
+        )
+        assert f'global_seed="{global_seed}"' in path.read_text()
+        got = irrun.load(path).run({})["out"]
+        _same_bits(got, _evaluate(ov.Core().read_model(path)))
+
+
 def test_random_uniform_without_seeds_differs_between_runs(tmp_path):
     model = _uniform_model([64], "f32", 0, 1, (0, 0), "tensorflow")
     path = tmp_path / "m.xml"
@@ -286,9 +303,10 @@ def test_random_uniform_validate_findings(tmp_path):
                                                       'alignment="numpy"'))  # fmt: skip
     found = _findings(bad, "RandomUniform")
     assert len(found) == 1 and "alignment" in found[0]
-    bad = _saved(model, tmp_path, lambda t: t.replace('op_seed="2"', 'op_seed="two"'))
-    found = _findings(bad, "RandomUniform")
-    assert len(found) == 1 and "op_seed" in found[0]
+    for seed in ("two", "1.5", str(2**63)):  # OpenVINO reads 64-bit signed integers
+        bad = _saved(model, tmp_path, lambda t, s=seed: t.replace('op_seed="2"', f'op_seed="{s}"'))
+        found = _findings(bad, "RandomUniform")
+        assert len(found) == 1 and "op_seed" in found[0] and seed in found[0]
     bad = _saved(model, tmp_path, lambda t: t.replace('output_type="f32"', 'output_type="f16"'))
     found = _findings(bad, "RandomUniform")
     assert len(found) == 1 and found[0].startswith("min_val is f32, not output_type f16")
