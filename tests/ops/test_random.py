@@ -18,6 +18,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import irrun
 from irrun.ir.dims import DYNAMIC
@@ -463,3 +465,58 @@ def test_multinomial_validate_findings(tmp_path):
         path = tmp_path / "n.xml"
         ov.save_model(ov.Model([node], [probs, count], "n"), path)
         irrun.load(path).run({"in0": np.ones((1, 3), np.float32), "in1": np.array(-2)})
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+@st.composite
+def _uniform_case(draw):
+    name = draw(st.sampled_from(sorted(RANGES)))
+    alignment = draw(st.sampled_from(["tensorflow", "pytorch"]))
+    shape = draw(st.lists(st.integers(0, 5), min_size=1, max_size=3))
+    seeds = draw(st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1)))
+    if name in ("i32", "i64"):
+        bits = 31 if name == "i32" else 63
+        lo = draw(st.integers(-(2**bits), 2**bits - 2))
+        hi = draw(
+            st.integers(lo + 1, min(2**bits - 1, lo + draw(st.sampled_from([2, 10**3, 2**40]))))
+        )
+    else:  # ends exact in the type: bf16 has 8 significant bits
+        wide = name in ("f32", "f64")
+        lo = draw(st.integers(-(2**12), 2**12) if wide else st.integers(-(2**7), 2**7)) / 16
+        hi = lo + draw(st.integers(1, 2**10 if wide else 2**7)) / 16
+    return name, lo, hi, alignment, shape, (seeds[0] or 1, seeds[1])
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(case=_uniform_case())
+def test_random_uniform_sweep_matches_reference(case, tmp_path):
+    name, lo, hi, alignment, shape, seeds = case
+    model = _uniform_model(shape, name, lo, hi, seeds, alignment)
+    _same_bits(_irrun(model, tmp_path), _evaluate(model), str(case))
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(data=st.data())
+def test_multinomial_sweep_matches_cpu(data, tmp_path):
+    batch, classes = data.draw(st.integers(1, 3)), data.draw(st.integers(2, 16))
+    replacement, log_probs = data.draw(st.booleans()), data.draw(st.booleans())
+    samples = data.draw(st.integers(1, 12) if replacement else st.integers(1, classes))
+    # Positive probabilities (a row of zeros, or every class drawn, leaves the plugin's
+    # output unwritten), up to 100 times apart.
+    weights = data.draw(st.lists(st.integers(1, 100), min_size=batch * classes,
+                                 max_size=batch * classes))  # fmt: skip
+    probs = np.array(weights, np.float32).reshape(batch, classes) / np.float32(64)
+    if log_probs:
+        probs = np.log(probs).astype(np.float32)
+    probs_type = data.draw(st.sampled_from(["f32", "f16", "bf16", "f64"]))
+    if probs_type == "bf16":
+        probs = probs.astype(BF16).astype(np.float32)
+    seeds = (data.draw(st.integers(1, 2**63 - 1)), data.draw(st.integers(0, 2**63 - 1)))
+    convert_type = data.draw(st.sampled_from(["i32", "i64"]))
+    model = _multinomial_model(probs, samples, convert_type, replacement, log_probs, seeds,
+                               probs_type)  # fmt: skip
+    _same_bits(_irrun(model, tmp_path), _cpu(model))
