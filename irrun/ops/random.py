@@ -216,8 +216,9 @@ def _pytorch_values(name: str, lo, hi, seed: int, count: int) -> np.ndarray:
     if name == "i32":
         span = _U32((int(hi) - int(lo)) & 0xFFFFFFFF)
         return (words % span + _U32(int(lo) & 0xFFFFFFFF)).view(np.int32)
-    if one_word:  # i64 from one word each
-        return words.astype(np.int64) % np.int64(int(hi) - int(lo)) + np.int64(lo)
+    if one_word:  # i64 from one word each, in signed 64-bit arithmetic (C's %, wrapping)
+        span = np.array((int(hi) - int(lo)) & _M64, _U64).view(np.int64)
+        return np.fmod(words.astype(np.int64), span) + np.int64(lo)
     pairs = words[0::2].astype(_U64) << _U64(32) | words[1::2].astype(_U64)
     if name == "f64":
         u = (pairs & _U64((1 << 53) - 1)).astype(np.float64) * 2.0**-53
