@@ -11,8 +11,9 @@ generator and the conversion of its bits to numbers:
   two.  A float is made of the word's low mantissa bits under the exponent of 1.0, minus
   1 (``[0, 1)``: 23 bits for f32, 10 for f16, 7 for bf16, 20 + 32 for f64, the first word
   giving the high bits), then ``u * (max - min) + min`` in the output type (f16 and bf16
-  rounded after each operation).  An integer is ``word % (max - min) + min`` in unsigned
-  arithmetic (i64: the second word is the high half), wrapping into the type.
+  rounded after each operation, bf16 as ``ov::bfloat16`` rounds: see :func:`_ov_bf16`).
+  An integer is ``word % (max - min) + min`` in unsigned arithmetic (i64: the second
+  word is the high half), wrapping into the type.
 - ``pytorch``: PyTorch's CPU generator, the Mersenne Twister MT19937 seeded with the low
   32 bits of ``global_seed`` (``op_seed`` is not used), one word per value in order (two
   for f64, and for i64 when ``min`` or ``max`` exceeds 2**32 - 1, the first word the high
@@ -38,9 +39,10 @@ each row of ``probs`` ``[B, C]`` (``log_probs``: the values are logarithms, and
   cdf[k]``; without, the draws of a row go one after another, and each pick of class
   ``k`` with probability ``p = cdf[k] - cdf[k-1]`` takes ``p`` off the cumulative values
   from ``k`` on and divides them all by ``1 - p``;
-- the arithmetic in f32, each result rounded to the type of ``probs`` for bf16 (as
+- the arithmetic in f32, each result rounded to bf16 for bf16 ``probs`` (as
   ``ov::bfloat16`` rounds, see :func:`_ov_bf16`); f16 and f64 probabilities are
-  computed in f32 (the plugin converts them: the f16 values themselves are kept).
+  computed in f32 (the plugin, with its f32 inference precision, converts them: the f16
+  values themselves are kept).
 
 Where no class fits a number (a row of zeros or NaN, or every class drawn already) the
 plugin leaves that output element unwritten (whatever the memory held); irrun gives 0.
@@ -50,7 +52,9 @@ instead and computes in the type of ``probs``; the CPU plugin marks its generato
 "TODO" to replace.  irrun follows the plugin, the OpenVINO that runs, so that a seed
 gives its numbers; a later plugin that moves to Philox will need the change here too.
 
-Seeds.  Both seeds 0 means "not deterministic" in OpenVINO: its kernels then seed from
+Seeds.  OpenVINO reads them from IR as 64-bit signed integers and uses their bits as
+unsigned ones (-1 is 2**64 - 1); so does irrun.  Both seeds 0 means "not deterministic"
+in OpenVINO: its kernels then seed from
 the clock.  irrun then draws the seed from the operating system's entropy, so such a
 layer gives other numbers in every run (validate warns about it); every other pair of
 seeds gives OpenVINO's numbers.
