@@ -193,6 +193,21 @@ def test_random_uniform_with_bounds_as_inputs(tmp_path):
         irrun.load(path).run({"in0": np.array(2, np.float32), "in1": np.array(2, np.float32)})
 
 
+def test_random_uniform_like_an_input(tmp_path):
+    """torch.rand_like as converted: the shape from ShapeOf, added to the input."""
+    x = opset1.parameter([-1, 5], ov.Type.f32, name="in0")
+    x.output(0).get_tensor().set_names({"in0"})
+    noise = opset8.random_uniform(opset8.shape_of(x), *_bounds("f32", 0, 1), "f32", 21, 22)
+    out = opset1.add(x, noise)
+    out.output(0).get_tensor().set_names({"out"})
+    model = ov.Model([out], [x], "m")
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    data = np.arange(15, dtype=np.float32).reshape(3, 5)
+    got = irrun.load(path).run({"in0": data})["out"]
+    _same_bits(got, np.asarray(CORE.compile_model(model, "CPU", CPU_CONFIG)({"in0": data})[0]))
+
+
 def test_random_uniform_by_hand(tmp_path):
     # A range of one integer has one value; [0, 1) from the pi key answer's first word.
     model = _uniform_model([2, 2], "i32", 5, 6, (1, 2), "tensorflow")
