@@ -67,6 +67,8 @@ Images and detection:
     grid_sample           GridSample
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign
+Random numbers:
+    random                RandomUniform, Multinomial
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
 core's machinery.  Shared shape and type helpers live in ``_shapes``; the kernels' scratch
@@ -106,6 +108,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     normalization,
     patches,
     quantize,
+    random,
     recurrent,
     reduction,
     reverse,

@@ -753,6 +753,10 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("SliceScatter", 15): _unary(lambda x: o15.slice_scatter(
         x, const(np.ones((1, 3, 4, 8)), F32), const([-1]), const([-(2**63)]), const([-2]),
         const([2]))),
+    ("RandomUniform", 8): _unary(lambda x: o1.add(x, o8.random_uniform(
+        const([1, 3, 8, 8]), const(-1.0, F32), const(1.0, F32), "f32", 3, 4))),
+    ("Multinomial", 13): _unary(lambda x: o13.multinomial(
+        o1.reshape(o1.abs(x), const([3, 64]), False), const(5), "i64", True, False, 3, 4)),
     ("Range", 0): _unary(lambda x: o1.add(x, o1.range(const(0.0, F32), const(8.0, F32),
                                                       const(1.0, F32)))),
     ("Range", 4): _unary(lambda x: o1.add(x, o12.range(const(0), const(8), const(1), "f32"))),

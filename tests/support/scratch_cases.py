@@ -92,6 +92,18 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     yield r("GatherND", "opset8"), NS(batch_dims=1), [x, rng.integers(0, 64, (8, 50, 2))]
     if dtype.kind == "f":
         yield r("GRN", "opset1"), NS(bias=1.0), [img]
+    name = {"float32": "f32", "float16": "f16", "float64": "f64", "int32": "i32"}.get(dtype.name)
+    if name is not None:  # RandomUniform's output types among these
+        for alignment in ("tensorflow", "pytorch"):
+            yield (r("RandomUniform", "opset8"),
+                   NS(output_type=ET[name], global_seed=1, op_seed=2, alignment=alignment),
+                   [_i(64, 512), np.array(0, dtype), np.array(100, dtype)])
+    if dtype.kind == "f":
+        probs = np.abs(x.reshape(64, 512))
+        for replacement in (True, False):
+            yield (r("Multinomial", "opset13"),
+                   NS(convert_type=ET["i64"], with_replacement=replacement, log_probs=False,
+                      global_seed=1, op_seed=2), [probs, _i(8)])
     for mode in ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow"):
         if dtype.kind != "f" and mode == "cubic":
             continue
