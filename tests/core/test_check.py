@@ -302,8 +302,8 @@ CNN_CASES = [
                                      '<output>\n\t\t\t\t<port id="1" precision="FP16">'),),
          (F("type-mismatch", ('name="relu"', '<port id="1"'), "5", 1,
             says="precision f16, but the tensor is f32"),), base="cnn"),
-    Case("cnn-unsupported-op", (('type="ReLU"', 'type="CTCGreedyDecoder"'),),
-         (F("unsupported-op", ('name="relu"',), "5", says="op CTCGreedyDecoder (opset1) is not supported"),),
+    Case("cnn-unsupported-op", (('type="ReLU"', 'type="BinaryConvolution"'),),
+         (F("unsupported-op", ('name="relu"',), "5", says="op BinaryConvolution (opset1) is not supported"),),
          base="cnn"),
     Case("cnn-declared-dim", (("<dim>256</dim>", "<dim>255</dim>"),),
          (F("shape-mismatch", ('name="flatten"', '<port id="2"'), "7", 2,
@@ -430,11 +430,11 @@ def test_stricter_than_openvino_structure_does_not_stop_a_run(tmp_path):
 
 
 def _three_unsupported(tmp_path) -> Path:
-    text = (DEMO_XML.replace('type="MaxPool"', 'type="CTCGreedyDecoder"')
+    text = (DEMO_XML.replace('type="MaxPool"', 'type="BinaryConvolution"')
             .replace('name="avg_pool" type="AvgPool" version="opset14"',
-                     'name="avg_pool" type="CTCGreedyDecoder" version="opset4"')
+                     'name="avg_pool" type="BinaryConvolution" version="opset4"')
             .replace('type="Result" version="opset1" output_names="indices"',
-                     'type="CTCLoss" version="opset4"'))  # fmt: skip
+                     'type="DeformablePSROIPooling" version="opset4"'))  # fmt: skip
     path = tmp_path / "m.xml"
     path.write_text(text)
     path.with_suffix(".bin").write_bytes(DEMO_BIN)
@@ -447,9 +447,9 @@ def test_load_names_every_unsupported_layer_and_where_to_look(tmp_path, capsys):
         irrun.load(path)
     message = str(info.value)
     assert message == (
-        f"{path}:15: 3 layers have ops irrun does not support: CTCGreedyDecoder (opset8): layer 1 "
-        "'stem_pool' (line 15); CTCGreedyDecoder (opset4): layer 2 'avg_pool' (line 40); "
-        "CTCLoss (opset4): "
+        f"{path}:15: 3 layers have ops irrun does not support: BinaryConvolution (opset8): layer 1 "
+        "'stem_pool' (line 15); BinaryConvolution (opset4): layer 2 'avg_pool' (line 40); "
+        "DeformablePSROIPooling (opset4): "
         "layer 6 'indices_result' (line 105) ('irrun ops' lists the ops irrun runs)"
     )
     # The run command refuses before computing anything, in one line.
@@ -462,24 +462,24 @@ def test_load_names_every_unsupported_layer_and_where_to_look(tmp_path, capsys):
 def test_validate_names_each_unsupported_op_by_type_and_opset(tmp_path):
     found = [d for d in irrun.validate(_three_unsupported(tmp_path)) if d.level == "error"]
     assert [(d.code, str(d.layer)) for d in found] == [
-        ("unsupported-op", "layer 1 'stem_pool' (CTCGreedyDecoder, opset8)"),
-        ("unsupported-op", "layer 2 'avg_pool' (CTCGreedyDecoder, opset4)"),
-        ("unsupported-op", "layer 6 'indices_result' (CTCLoss, opset4)"),
+        ("unsupported-op", "layer 1 'stem_pool' (BinaryConvolution, opset8)"),
+        ("unsupported-op", "layer 2 'avg_pool' (BinaryConvolution, opset4)"),
+        ("unsupported-op", "layer 6 'indices_result' (DeformablePSROIPooling, opset4)"),
     ]
     assert found[1].message == (
-        "op CTCGreedyDecoder (opset4) is not supported by irrun (OpenVINO has it in opset1..16; "
+        "op BinaryConvolution (opset4) is not supported by irrun (OpenVINO has it in opset1..16; "
         "'irrun ops' lists the ops irrun runs)"
     )
 
 
 def test_one_unsupported_layer_is_its_own_finding(tmp_path):
     path = tmp_path / "m.xml"
-    path.write_text(DEMO_XML.replace('type="MaxPool"', 'type="CTCGreedyDecoder"'))
+    path.write_text(DEMO_XML.replace('type="MaxPool"', 'type="BinaryConvolution"'))
     path.with_suffix(".bin").write_bytes(DEMO_BIN)
     with pytest.raises(irrun.IrrunError) as info:
         irrun.load(path)
     assert str(info.value).startswith(
-        f"{path}:15: layer 1 'stem_pool' (CTCGreedyDecoder, opset8): op CTCGreedyDecoder (opset8) is not supported"
+        f"{path}:15: layer 1 'stem_pool' (BinaryConvolution, opset8): op BinaryConvolution (opset8) is not supported"
     )
 
 
