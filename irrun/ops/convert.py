@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import SimpleNamespace
 
+import ml_dtypes
 import numpy as np
 
+from ..errors import KernelError
+from ..ir import element_types
 from ..ir.attributes import Attr
+from ..ir.element_types import ElementType
 from ..ir.registry import OpDef, TensorInfo, register
 from ._scratch import largest
 
@@ -21,16 +25,170 @@ def _convert_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Ten
     return [TensorInfo(inputs[0].shape, a.destination_type)]
 
 
-def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+# ml_dtypes' floats, read as f32 (exactly) before any conversion.
+_ML_FLOATS = tuple(np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
+                                         ml_dtypes.float8_e5m2, ml_dtypes.float8_e8m0fnu,
+                                         ml_dtypes.float4_e2m1fn))  # fmt: skip
+_INT_BITS = {"u1": 1, "u2": 2, "u3": 3, "u4": 4, "u6": 6, "i4": 4}
+# NF4's decision boundaries (f32, as OpenVINO compares them): a value's code is the number
+# of boundaries below it.
+_NF4_BOUNDS = np.array([
+    -0.8480964004993439, -0.6106329262256622, -0.4599952697753906, -0.33967943489551544,
+    -0.23460740596055984, -0.13791173323988914, -0.045525018125772476, 0.03979014977812767,
+    0.1202552504837513, 0.2035212516784668, 0.2920137718319893, 0.3893125355243683,
+    0.5016634166240692, 0.6427869200706482, 0.8614784181118011,
+], np.float32)  # fmt: skip
+
+
+def _target(target: np.dtype | ElementType) -> ElementType:
+    if isinstance(target, ElementType):
+        return target
+    et = element_types.of_array(np.empty(0, target))
+    if et is None:
+        raise KernelError(f"Convert: no element type is numpy {target}")
+    return et
+
+
+def _as_f32(x: np.ndarray) -> np.ndarray:
+    """Any number as f32, as OpenVINO converts to its small floats: f64 rounds once."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x.astype(np.float32)
+
+
+def ov_f16_bits(x: np.ndarray) -> np.ndarray:
+    """f32 to f16 bits as OpenVINO's ``float16(float)`` rounds them (its f8e5m2 path).
+
+    Round to nearest even, overflow to infinity, f32 subnormals to signed zero, NaN keeps
+    the top 10 bits of its payload (0x0001 when they are zero, no quiet bit set).  Its one
+    departure from IEEE: a value below f16's normal range whose rounding at f16's normal
+    precision carries into the exponent is then denormalised with that carried exponent,
+    which doubles it (0x377fffff, just below 2^-16, becomes 2^-15, not 2^-16).
+    """
+    iv = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.int64)
+    sign = (iv >> 16) & 0x8000
+    e32 = (iv >> 23) & 0xFF
+    mant = iv & 0x7FFFFF
+    frac = mant << 3
+
+    def rounded(f: np.ndarray) -> np.ndarray:
+        up = ((f & 0x1FFFF) == 0x18000) | ((f & 0x7FFF) != 0)
+        return f + np.where(up, 0x8000, 0)
+
+    exp = e32 - 127 + 15
+    f = rounded(frac)
+    carry = (f & 0x7C000000) != 0
+    exp = exp + carry
+    f = np.where(carry, 0, f & 0x03FF0000)
+    normal = sign | np.minimum(np.maximum(exp, 0), 31) << 10 | f >> 16
+    out = np.where(exp > 30, sign | 0x7C00, normal)
+    # Below the normal range: the hidden one restored, shifted by 1 - exp, a sticky bit.
+    shift = np.clip(1 - exp, 0, 40)
+    full = 0x04000000 | frac
+    sticky = (full & ((np.int64(1) << np.minimum(shift, 32)) - 1)) != 0
+    small = np.where(shift > 31, 0, full >> np.minimum(shift, 31)) | sticky
+    out = np.where(exp <= 0, sign | rounded(small) >> 16, out)
+    nan_frac = np.where((frac & 0x03FF0000) == 0, 0x00010000, frac & 0x03FF0000)
+    special = sign | 0x7C00 | np.where(mant != 0, nan_frac >> 16, 0)
+    out = np.where(e32 == 0xFF, special, np.where(e32 == 0, sign, out))
+    return out.astype(np.uint16)
+
+
+def _to_f8e4m3(x: np.ndarray) -> np.ndarray:
+    """Through f16, as OpenVINO does (so rounding twice); beyond 464 (inf too) and NaN
+    become NaN (0x7f, 0xff negative): f8e4m3 has no infinity and does not saturate."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = x if x.dtype == np.float16 else _as_f32(x).astype(np.float16)
+        out = h.astype(ml_dtypes.float8_e4m3fn)
+    nan = np.isnan(h)
+    if nan.any():
+        bits = out.view(np.uint8)
+        bits[nan] = np.where(np.signbit(h[nan]), 0xFF, 0x7F)
+    return out
+
+
+def _to_f8e5m2(x: np.ndarray) -> np.ndarray:
+    """f16's top byte rounded to nearest even (f8e5m2 is f16 with 8 fewer mantissa bits).
+    Other types go to f16 by :func:`ov_f16_bits`, as OpenVINO's conversion does; past
+    57344 rounds to infinity.  NaN keeps its f16 payload's top bits with the quiet bit
+    set, as the CPU plugin does from f16 (OpenVINO from f32 and the reference kernel
+    always drop the quiet bit, which turns a NaN whose payload is in its low bits into
+    infinity)."""
+    if x.dtype == np.float16:
+        h = np.ascontiguousarray(x).view(np.uint16)
+    else:
+        h = ov_f16_bits(_as_f32(x))
+    out = h.view(np.float16).astype(ml_dtypes.float8_e5m2)
+    nan = (h & 0x7FFF) > 0x7C00
+    if nan.any():
+        out.view(np.uint8)[nan] = ((h[nan] >> 8) | 2).astype(np.uint8)
+    return out
+
+
+def _to_f8e8m0(x: np.ndarray) -> np.ndarray:
+    """The f32 exponent, rounded to nearest even on the mantissa: any negative number
+    (-0.0 too) becomes code 0 (2^-127), as does zero; an f32 subnormal rounds to the
+    nearer of 2^-127 and 2^-126 (ties to 2^-127); infinity is 2^127 (code 254), NaN
+    code 255; values from 2^127 up stay 2^127, they do not round to NaN."""
+    iv = np.ascontiguousarray(_as_f32(x)).view(np.uint32)
+    exp = (iv >> 23) & 0xFF
+    mant = iv & 0x7FFFFF
+    up = (mant > 0x400000) | ((mant == 0x400000) & (exp & 1 == 1))
+    inf = (iv & 0x7FFFFFFF) == 0x7F800000
+    code = np.where(exp >= 254, exp - inf, exp + up)
+    code = np.where(exp == 0, mant > 0x600000, code)
+    code = np.where(iv >> 31 == 1, 0, code)
+    return code.astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+
+
+def _to_f4e2m1(x: np.ndarray) -> np.ndarray:
+    """Round to nearest even, saturating at +-6 (infinities too); NaN becomes 6 with its
+    sign, as OpenVINO's conversion gives."""
+    f = _as_f32(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = f.astype(ml_dtypes.float4_e2m1fn)
+    nan = np.isnan(f)
+    if nan.any():
+        out.view(np.uint8)[nan] = np.where(np.signbit(f[nan]), 0x0F, 0x07)
+    return out
+
+
+def _to_nf4(x: np.ndarray) -> np.ndarray:
+    """The nearest code of the NF4 table by its midpoints (ties down); NaN is code 0."""
+    f = _as_f32(x)
+    codes = np.searchsorted(_NF4_BOUNDS, f, side="left").astype(np.uint8)
+    codes[np.isnan(f)] = 0
+    return codes.view(element_types.NF4)
+
+
+_SMALL_FLOATS = {
+    "f8e4m3": _to_f8e4m3, "f8e5m2": _to_f8e5m2, "f8e8m0": _to_f8e8m0,
+    "f4e2m1": _to_f4e2m1, "nf4": _to_nf4,
+}  # fmt: skip
+
+
+def convert(x: np.ndarray, target: np.dtype | ElementType) -> np.ndarray:
     """Convert as OpenVINO's CPU plugin does.
 
     Floats become integers by truncation toward zero; NaN, infinities and values
     outside int32 become int32's minimum (x86's "integer indefinite") before being
-    wrapped into narrower types.  Integers wrap.  Booleans are ``x != 0`` (NaN is false).
+    wrapped into narrower types.  Integers wrap, the packed ones too: to u1, u2, u3, u4,
+    u6 and i4 a value keeps its low 1, 2, 3, 4, 6 or 4 bits (-9 becomes 7 in i4, as in
+    OpenVINO and ONNX).  Booleans are ``x != 0`` (NaN is false).  nf4 codes read as their
+    NF4 table values; the small floats are made as the ``_to_*`` functions say.
 
     >>> convert(np.array([2.7, -2.7, 300.0, np.nan], np.float32), np.dtype(np.uint8)).tolist()
     [2, 254, 44, 0]
+    >>> convert(np.array([-9, 7, 8, 300], np.int32), element_types.ELEMENT_TYPES["i4"]).tolist()
+    [7, 7, -8, -4]
     """
+    et = _target(target)
+    dtype = et.dtype
+    if x.dtype == element_types.NF4:
+        x = element_types.NF4_TABLE[x.view(np.uint8)]
+    elif x.dtype in _ML_FLOATS:
+        x = x.astype(np.float32)  # exact
+    if et.name in _SMALL_FLOATS:
+        return _SMALL_FLOATS[et.name](x)
     if dtype == np.bool_:
         with np.errstate(invalid="ignore"):
             return (x != 0) & ~np.isnan(x) if x.dtype.kind == "f" else x != 0
@@ -40,8 +198,13 @@ def convert(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
             wide = 64 if dtype.itemsize == 8 else 32
             info = np.iinfo(np.int64 if wide == 64 else np.int32)
             bad = ~np.isfinite(t) | (t < info.min) | (t > info.max)
-            ints = np.where(bad, info.min, np.where(bad, 0, t)).astype(np.int64)
-        return ints.astype(dtype)
+            x = np.where(bad, info.min, np.where(bad, 0, t)).astype(np.int64)
+    if et.name in _INT_BITS:
+        bits = _INT_BITS[et.name]
+        low = x.astype(np.int64) & ((1 << bits) - 1)
+        if et.name == "i4":
+            low = (low ^ 8) - 8
+        return low.astype(dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         return x.astype(dtype)
 
@@ -59,7 +222,7 @@ def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
 
 
 def _convert(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (convert(x, a.destination_type.dtype),)
+    return (convert(x, a.destination_type),)
 
 
 def _convert_like_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
