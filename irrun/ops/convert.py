@@ -117,7 +117,8 @@ def _to_f8e5m2(x: np.ndarray) -> np.ndarray:
         h = np.ascontiguousarray(x).view(np.uint16)
     else:
         h = ov_f16_bits(_as_f32(x))
-    out = h.view(np.float16).astype(ml_dtypes.float8_e5m2)
+    with np.errstate(invalid="ignore"):
+        out = h.view(np.float16).astype(ml_dtypes.float8_e5m2)
     nan = (h & 0x7FFF) > 0x7C00
     if nan.any():
         out.view(np.uint8)[nan] = ((h[nan] >> 8) | 2).astype(np.uint8)
@@ -173,8 +174,13 @@ def convert(x: np.ndarray, target: np.dtype | ElementType) -> np.ndarray:
     outside int32 become int32's minimum (x86's "integer indefinite") before being
     wrapped into narrower types.  Integers wrap, the packed ones too: to u1, u2, u3, u4,
     u6 and i4 a value keeps its low 1, 2, 3, 4, 6 or 4 bits (-9 becomes 7 in i4, as in
-    OpenVINO and ONNX).  Booleans are ``x != 0`` (NaN is false).  nf4 codes read as their
-    NF4 table values; the small floats are made as the ``_to_*`` functions say.
+    OpenVINO and ONNX).  Booleans are ``x != 0``; NaN is false, as in the CPU plugin (its
+    reference kernel makes NaN true, and it is the only one that converts the f8 types to
+    boolean).  nf4 codes read as their NF4 table values, in f32 (to bf16 they round to
+    nearest even; OpenVINO rounds codes 8 and 9 down, 0x3da2 and 0x3e24, one bf16 ulp from
+    that); the small floats are made as the ``_to_*`` functions say.  Infinities stay
+    infinite in f64 (the CPU plugin makes them f32's largest finite value; its reference
+    does not).  A conversion to the source's own type copies it.
 
     >>> convert(np.array([2.7, -2.7, 300.0, np.nan], np.float32), np.dtype(np.uint8)).tolist()
     [2, 254, 44, 0]
@@ -183,6 +189,8 @@ def convert(x: np.ndarray, target: np.dtype | ElementType) -> np.ndarray:
     """
     et = _target(target)
     dtype = et.dtype
+    if x.dtype == dtype and et.name not in _INT_BITS:
+        return x.copy()  # NaN payloads kept
     if x.dtype == element_types.NF4:
         x = element_types.NF4_TABLE[x.view(np.uint8)]
     elif x.dtype in _ML_FLOATS:
