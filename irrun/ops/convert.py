@@ -219,14 +219,22 @@ def convert(x: np.ndarray, target: np.dtype | ElementType) -> np.ndarray:
 
 def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
              outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
-    """Floats made integers go through f64 and i64 (a few of each per element); NaN tests
-    for booleans take a byte or two; any other conversion is NumPy's, into the output."""
-    source, target = inputs[0].element_type, outputs[0].element_type
+    """Floats made integers go through f64 and i64 (a few of each per element), as do
+    packed integers (i64); the small floats through f32, f16 and masks, f8e5m2 through
+    i64 bit fields (OpenVINO's f16 rounding); ml_dtypes' floats and nf4 are read as f32
+    first; NaN tests for booleans take a byte or two; any other conversion is NumPy's,
+    into the output."""
+    source = inputs[0].element_type
+    target = getattr(a, "destination_type", None) or outputs[0].element_type
     elements = largest([*inputs[:1], *outputs])
-    if source is None or target is None or (source.dtype.kind in "fV" and
-                                            target.dtype.kind in "iu"):  # fmt: skip
-        return 32 * elements
-    return 2 * elements if target.dtype == np.bool_ else 0
+    if source is None or target is None:
+        return 160 * elements
+    first = 4 * elements if source.dtype in (*_ML_FLOATS, element_types.NF4) else 0
+    if target.name in _SMALL_FLOATS:
+        return first + (160 if target.name == "f8e5m2" else 48) * elements
+    if target.name in _INT_BITS or (source.dtype.kind in "fV" and target.dtype.kind in "iu"):
+        return first + 32 * elements
+    return first + (2 * elements if target.dtype == np.bool_ else 0)
 
 
 def _convert(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
