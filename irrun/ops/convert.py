@@ -2,7 +2,29 @@
 
 Convert-v1 converts to ``destination_type`` as the CPU plugin does (see :func:`convert`).
 ConvertLike-v1 converts its first input to the element type of its second (whose values
-are not read) exactly as Convert does; ONNX's LpPool, for one, converts to it.
+are not read) exactly as Convert does; ONNX's LpPool, for one, converts to it.  (Its
+kernel sees only the second input's array: a u1/u2/u3/u4/u6/i4 one reads as u8/i8, so
+ConvertLike to a packed type does not wrap to its bits.)
+
+The small floats (f8e4m3, f8e5m2, f8e8m0, f4e2m1, nf4) are made as OpenVINO 2026.4
+makes them, bit for bit against its plugin and reference kernels over every f16 and bf16
+value and random f32 ones: f8e4m3 and f8e5m2 through f16 (rounded twice), f8e5m2 through
+OpenVINO's own f16 rounding, which doubles a few values below f16's normal range.  Where
+OpenVINO's plugin and reference part, or both are plainly wrong, irrun:
+
+* keeps NaN a NaN in f8e5m2 (the plugin from f16; OpenVINO from f32, and its reference
+  always, drop the quiet bit: a NaN with payload in its low bits becomes infinity);
+* makes NaN false in boolean (the plugin; the reference, the only kernel converting the
+  f8 types to boolean, makes it true);
+* keeps infinities in f64 (the reference; the plugin makes them f32's largest value);
+* wraps f64 to i4/u4 as from any float (the reference; the plugin's f64 to i4/u4 gives
+  other values);
+* wraps to i4 and u4 also in ``Convert(i4) -> Convert(f32)`` (the reference; the plugin
+  drops such a round trip from its graph, so -9 stays -9 there);
+* rounds nf4's table to bf16 to nearest even (OpenVINO rounds codes 8 and 9 down).
+
+The plugin's Convert to u1 gives the right values but corrupts its heap (the next
+compile_model in the process crashes), so u1 is tested against the reference alone.
 """
 
 from __future__ import annotations
