@@ -214,7 +214,7 @@ def convert(x: np.ndarray, target: np.dtype | ElementType) -> np.ndarray:
     if x.dtype == dtype and et.name not in _INT_BITS:
         return x.copy()  # NaN payloads kept
     if x.dtype == element_types.NF4:
-        x = element_types.NF4_TABLE[x.view(np.uint8)]
+        x = element_types.NF4_TABLE[x.view(np.uint8) & 0x0F]  # a code is 4 bits
     elif x.dtype in _ML_FLOATS:
         x = x.astype(np.float32)  # exact
     if et.name in _SMALL_FLOATS:

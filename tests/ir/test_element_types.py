@@ -10,6 +10,8 @@ such Convert), and the XML's ``size`` irrun's byte count.
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import openvino as ov
@@ -175,3 +177,40 @@ def test_of_array_names_the_new_types():
     assert element_types.of_array(np.zeros(2, ml_dtypes.float4_e2m1fn)).name == "f4e2m1"
     assert element_types.of_array(np.zeros(2, element_types.NF4)).name == "nf4"
     assert element_types.of_array(np.zeros(2, ml_dtypes.float8_e8m0fnu)).name == "f8e8m0"
+
+
+def _one_input(t: str, tmp_path):
+    p = opset1.parameter([3], getattr(ov.Type, t), name="x")
+    p.output(0).get_tensor().set_names({"x"})
+    y = opset1.convert(p, "f32")
+    y.output(0).get_tensor().set_names({"y"})
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([y], [p]), path)
+    return irrun.load(path)
+
+
+@pytest.mark.parametrize(
+    ("t", "values", "says"),
+    [("f8e4m3", [1, 2, 1000], "value 1000.0 is out of f8e4m3's range (it would become nan)"),
+     ("f8e5m2", [1, 2, 1e6], "value 1000000.0 is out of f8e5m2's range (it would become inf)"),
+     ("f4e2m1", [1, 2, 100], "value 100.0 is out of f4e2m1's range (it would become 6.0)"),
+     ("f8e8m0", [1, -2, 4], "value -2.0 is out of f8e8m0's range"),
+     ("nf4", [1, 0, 0.5], "nf4 elements are 4-bit codes, not numbers")],
+)  # fmt: skip
+def test_cast_to_a_small_float_input_refuses_what_it_cannot_hold(t, values, says, tmp_path):
+    model = _one_input(t, tmp_path)
+    with pytest.raises(irrun.IrrunError, match=re.escape(says)):
+        model.run({"x": np.array(values, np.float32)}, cast=True)
+
+
+@pytest.mark.parametrize("t", ["f8e4m3", "f8e5m2", "f4e2m1", "f8e8m0"])
+def test_cast_to_a_small_float_input_keeps_what_it_holds(t, tmp_path):
+    got = _one_input(t, tmp_path).run({"x": np.array([1, 0.5, 4], np.float32)}, cast=True)
+    np.testing.assert_array_equal(got["y"], [1, 0.5, 4])
+
+
+def test_nf4_input_codes(tmp_path):
+    """nf4 inputs are codes; only the low 4 bits of each count, as in a packed tensor."""
+    codes = np.array([0, 7, 15 + 16], np.uint8).view(element_types.NF4)
+    got = _one_input("nf4", tmp_path).run({"x": codes})
+    np.testing.assert_array_equal(got["y"], [-1, 0, 1])
