@@ -86,7 +86,7 @@ def ov_f16_bits(x: np.ndarray) -> np.ndarray:
     precision carries into the exponent is then denormalised with that carried exponent,
     which doubles it (0x377fffff, just below 2^-16, becomes 2^-15, not 2^-16).
     """
-    iv = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.int64)
+    iv = np.array(x, np.float32, order="C").view(np.uint32).astype(np.int64)
     sign = (iv >> 16) & 0x8000
     e32 = (iv >> 23) & 0xFF
     mant = iv & 0x7FFFFF
@@ -130,15 +130,13 @@ def _to_f8e4m3(x: np.ndarray) -> np.ndarray:
 
 def _to_f8e5m2(x: np.ndarray) -> np.ndarray:
     """f16's top byte rounded to nearest even (f8e5m2 is f16 with 8 fewer mantissa bits).
-    Other types go to f16 by :func:`ov_f16_bits`, as OpenVINO's conversion does; past
-    57344 rounds to infinity.  NaN keeps its f16 payload's top bits with the quiet bit
+    Other types go to f16 by :func:`ov_f16_bits`, as OpenVINO's conversion does; from
+    61440 on rounds to infinity.  NaN keeps its f16 payload's top bits with the quiet bit
     set, as the CPU plugin does from f16 (OpenVINO from f32 and the reference kernel
     always drop the quiet bit, which turns a NaN whose payload is in its low bits into
     infinity)."""
-    if x.dtype == np.float16:
-        h = np.ascontiguousarray(x).view(np.uint16)
-    else:
-        h = ov_f16_bits(_as_f32(x))
+    f16 = x.dtype == np.float16
+    h = np.array(x, order="C").view(np.uint16) if f16 else ov_f16_bits(_as_f32(x))
     with np.errstate(invalid="ignore"):
         out = h.view(np.float16).astype(ml_dtypes.float8_e5m2)
     nan = (h & 0x7FFF) > 0x7C00
@@ -152,7 +150,7 @@ def _to_f8e8m0(x: np.ndarray) -> np.ndarray:
     (-0.0 too) becomes code 0 (2^-127), as does zero; an f32 subnormal rounds to the
     nearer of 2^-127 and 2^-126 (ties to 2^-127); infinity is 2^127 (code 254), NaN
     code 255; values from 2^127 up stay 2^127, they do not round to NaN."""
-    iv = np.ascontiguousarray(_as_f32(x)).view(np.uint32)
+    iv = np.array(_as_f32(x), order="C").view(np.uint32)
     exp = (iv >> 23) & 0xFF
     mant = iv & 0x7FFFFF
     up = (mant > 0x400000) | ((mant == 0x400000) & (exp & 1 == 1))
@@ -177,10 +175,10 @@ def _to_f4e2m1(x: np.ndarray) -> np.ndarray:
 
 def _to_nf4(x: np.ndarray) -> np.ndarray:
     """The nearest code of the NF4 table by its midpoints (ties down); NaN is code 0."""
-    f = _as_f32(x)
-    codes = np.searchsorted(_NF4_BOUNDS, f, side="left").astype(np.uint8)
-    codes[np.isnan(f)] = 0
-    return codes.view(element_types.NF4)
+    f = np.asarray(_as_f32(x))
+    codes = np.searchsorted(_NF4_BOUNDS, f.reshape(-1), side="left").astype(np.uint8)
+    codes[np.isnan(f.reshape(-1))] = 0
+    return codes.reshape(f.shape).view(element_types.NF4)
 
 
 _SMALL_FLOATS = {
@@ -190,7 +188,7 @@ _SMALL_FLOATS = {
 
 
 def convert(x: np.ndarray, target: np.dtype | ElementType) -> np.ndarray:
-    """Convert as OpenVINO's CPU plugin does.
+    """Convert as OpenVINO's CPU plugin does (an array, 0-D ones too).
 
     Floats become integers by truncation toward zero; NaN, infinities and values
     outside int32 become int32's minimum (x86's "integer indefinite") before being
@@ -209,7 +207,10 @@ def convert(x: np.ndarray, target: np.dtype | ElementType) -> np.ndarray:
     >>> convert(np.array([-9, 7, 8, 300], np.int32), element_types.ELEMENT_TYPES["i4"]).tolist()
     [7, 7, -8, -4]
     """
-    et = _target(target)
+    return np.asarray(_converted(np.asarray(x), _target(target)))
+
+
+def _converted(x: np.ndarray, et: ElementType) -> np.ndarray:
     dtype = et.dtype
     if x.dtype == dtype and et.name not in _INT_BITS:
         return x.copy()  # NaN payloads kept

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from openvino import opset1
 from support.ov_oneop import CORE, CPU_CONFIG
-from support.ov_packed import convert_model, run_cpu, run_reference
+from support.ov_packed import PACKED, convert_model, run_cpu, run_reference
 
 import irrun
 from irrun.ir.element_types import ELEMENT_TYPES, NF4, NF4_TABLE
@@ -312,3 +312,15 @@ def test_convert_layers_of_an_ir_file(dst, tmp_path):
     np.testing.assert_array_equal(got, np.array(out[0].data))
     if dst in ("f8e4m3", "f8e5m2"):
         np.testing.assert_array_equal(got, CORE.compile_model(model, "CPU", CPU_CONFIG)(x)[0])
+
+
+@pytest.mark.parametrize("dst", [*SMALL, *PACKED, "boolean", "f32"])
+def test_rank_0_empty_and_strided_arrays(dst):
+    et = ELEMENT_TYPES[dst]
+    for x in (np.array(np.nan, np.float32), np.array(7, np.int32), np.zeros((0, 3), np.float16),
+              np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]):  # fmt: skip
+        got = convert(x, et)
+        assert isinstance(got, np.ndarray) and got.shape == x.shape and got.dtype == et.dtype
+    strided = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)[:, ::2]
+    np.testing.assert_array_equal(codes(convert(strided, et)),
+                                  codes(convert(strided.copy(), et)))  # fmt: skip
