@@ -865,16 +865,28 @@ def _cast(arr: np.ndarray, et: element_types.ElementType, name: str, where: Loca
             raise refuse("its values are not numbers") from None
     if arr.dtype.kind not in "biuf":
         raise refuse("its values are not numbers")
+    if et.name == "nf4":
+        raise refuse("nf4 elements are 4-bit codes, not numbers: pass an array of "
+                     "irrun.ir.element_types.NF4")  # fmt: skip
     if arr.size == 0:
         return arr.astype(et.dtype)
     target = et.dtype
     if target.kind == "f" or target.kind == "V":
-        with np.errstate(over="ignore"):  # found below, and named
+        with np.errstate(over="ignore", invalid="ignore"):  # found below, and named
             out = arr.astype(target)
-        overflow = np.isinf(out.astype(np.float64)) & np.isfinite(arr)
+            wide = out.astype(np.float64)
+        # Non-finite where the value was not (f8e4m3 has no infinity: NaN), beyond
+        # f4e2m1's last rounding step (it saturates at 6), negative for f8e8m0.
+        overflow = ~np.isfinite(wide) & np.isfinite(arr)
+        if et.name == "f4e2m1":
+            overflow |= np.abs(arr) > 7
+        if et.name == "f8e8m0":
+            overflow |= arr < 0
         if overflow.any():
             value = arr[overflow].flat[0].item()
-            raise refuse(f"value {value!r} is out of {et.name}'s range (it would become inf)")
+            becomes = "inf" if np.isinf(wide[overflow].flat[0]) else wide[overflow].flat[0].item()
+            raise refuse(f"value {value!r} is out of {et.name}'s range "
+                         f"(it would become {becomes})")  # fmt: skip
         return out
     if arr.dtype.kind == "f":
         bad = ~np.isfinite(arr)

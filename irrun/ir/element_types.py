@@ -3,7 +3,16 @@
 Two spellings exist in IR files.  ``<data element_type="f32">`` and
 ``index_element_type`` use the canonical lower-case names, matched without
 regard to case.  A port's ``precision`` uses the legacy names as well
-(``FP32``, ``I64``, ``BOOL``, ``BIN``...), matched exactly.
+(``FP32``, ``I64``, ``BOOL``, ``BIN``, ``F8E4M3``...), matched exactly.
+
+The low-precision floats are ml_dtypes' types: f8e4m3 is ``float8_e4m3fn`` (no
+infinities, 0x7f/0xff NaN), f8e5m2 ``float8_e5m2``, f8e8m0 ``float8_e8m0fnu`` (powers
+of two 2^-127..2^127, 0xff NaN) and f4e2m1 ``float4_e2m1fn`` (one per byte once
+unpacked).  nf4 has no NumPy type: its elements are the 4-bit codes of the NF4 table
+(:data:`NF4_TABLE`) in a one-field structured dtype (:data:`NF4`), so that no op takes
+them for u8 numbers; Convert turns them into the table's values.  The packed integer
+types u1, u2, u3, u4, u6 (uint8) and i4 (int8) hold one element per byte once
+unpacked.  ``string`` is not supported.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ class ElementType:
 
     @property
     def packed(self) -> bool:
-        """Several elements share one byte (u1, u4, i4)."""
+        """Several elements share one byte (u1, u2, u3, u4, u6, i4, nf4, f4e2m1)."""
         return self.bits < 8
 
     def __str__(self) -> str:
@@ -33,6 +42,15 @@ def _et(name: str, dtype: object, bits: int) -> ElementType:
     return ElementType(name, np.dtype(dtype), bits)
 
 
+# nf4's 4-bit codes, kept apart from u8 numbers; NF4_TABLE[code] is the value of a code.
+NF4 = np.dtype([("nf4", np.uint8)])
+NF4_TABLE = np.array([
+    -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+    -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+    0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
+    0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0,
+], np.float32)  # fmt: skip
+
 ELEMENT_TYPES: dict[str, ElementType] = {
     et.name: et
     for et in (
@@ -42,6 +60,9 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _et("bf16", ml_dtypes.bfloat16, 16),
         _et("f8e4m3", ml_dtypes.float8_e4m3fn, 8),
         _et("f8e5m2", ml_dtypes.float8_e5m2, 8),
+        _et("f8e8m0", ml_dtypes.float8_e8m0fnu, 8),
+        _et("f4e2m1", ml_dtypes.float4_e2m1fn, 4),
+        _et("nf4", NF4, 4),
         _et("i64", np.int64, 64),
         _et("i32", np.int32, 32),
         _et("i16", np.int16, 16),
@@ -52,7 +73,10 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _et("u8", np.uint8, 8),
         _et("boolean", np.bool_, 8),
         _et("u1", np.uint8, 1),
+        _et("u2", np.uint8, 2),
+        _et("u3", np.uint8, 3),
         _et("u4", np.uint8, 4),
+        _et("u6", np.uint8, 6),
         _et("i4", np.int8, 4),
     )
 }
@@ -61,14 +85,18 @@ ELEMENT_TYPES: dict[str, ElementType] = {
 _PRECISION_ALIASES = {
     "FP64": "f64", "FP32": "f32", "FP16": "f16", "BF16": "bf16",
     "I64": "i64", "I32": "i32", "I16": "i16", "I8": "i8", "I4": "i4",
-    "U64": "u64", "U32": "u32", "U16": "u16", "U8": "u8", "U4": "u4", "U1": "u1",
-    "BIN": "u1", "bin": "u1", "BOOL": "boolean",
+    "U64": "u64", "U32": "u32", "U16": "u16", "U8": "u8", "U6": "u6", "U4": "u4",
+    "U3": "u3", "U2": "u2", "U1": "u1", "BIN": "u1", "bin": "u1", "BOOL": "boolean",
+    "NF4": "nf4", "F8E4M3": "f8e4m3", "F8E5M2": "f8e5m2", "F8E8M0": "f8e8m0",
+    "F4E2M1": "f4e2m1",
 }  # fmt: skip
 
 # The dtype a NumPy array of each kind maps back to, for naming user arrays.
 _BY_DTYPE = {
     et.dtype: et for et in ELEMENT_TYPES.values() if et.bits >= 8 or et.name == "u1"
 }
+_BY_DTYPE[NF4] = ELEMENT_TYPES["nf4"]
+_BY_DTYPE[np.dtype(ml_dtypes.float4_e2m1fn)] = ELEMENT_TYPES["f4e2m1"]
 _BY_DTYPE[np.dtype(np.uint8)] = ELEMENT_TYPES["u8"]
 _BY_DTYPE[np.dtype(np.int8)] = ELEMENT_TYPES["i8"]
 
@@ -111,15 +139,37 @@ def decode(raw: np.ndarray, et: ElementType, count: int) -> np.ndarray:
     """Turn ``raw`` little-endian bytes into ``count`` elements of type ``et``.
 
     Whole-byte types are views on ``raw`` (so a memory-mapped .bin stays mapped);
-    packed types are unpacked: u1 most significant bit first, u4/i4 low nibble first.
+    packed types are unpacked as OpenVINO packs them: u1 most significant bit first;
+    u2 least significant pair first; u4, i4, nf4 and f4e2m1 low nibble first.  u3 comes
+    in groups of 8 elements in 3 bytes (their low 2 bits, first element in the top bits
+    of byte 0, then their high bits in byte 2, first element in bit 7); u6 in groups of 4
+    in 3 bytes (low nibbles, first element in the high nibble of byte 0, then the high 2
+    bits in byte 2, first element in the top pair).
 
     >>> decode(np.array([0xB1, 0xC0], np.uint8), ELEMENT_TYPES["u1"], 10).tolist()
     [1, 0, 1, 1, 0, 0, 0, 1, 1, 1]
     >>> decode(np.array([0xF8, 0x07], np.uint8), ELEMENT_TYPES["i4"], 3).tolist()
     [-8, -1, 7]
+    >>> decode(np.array([0xE4, 0x01], np.uint8), ELEMENT_TYPES["u2"], 5).tolist()
+    [0, 1, 2, 3, 1]
+    >>> decode(np.array([0x1B, 0x1B, 0x0F], np.uint8), ELEMENT_TYPES["u3"], 8).tolist()
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    >>> decode(np.array([0x01, 0x2F, 0x03], np.uint8), ELEMENT_TYPES["u6"], 4).tolist()
+    [0, 1, 2, 63]
     """
     if et.name == "u1":
         return np.unpackbits(raw, bitorder="big")[:count]
+    if et.name == "u2":
+        return (raw[:, None] >> np.array([0, 2, 4, 6], np.uint8) & 3).reshape(-1)[:count]
+    if et.name in ("u3", "u6"):
+        groups = raw[: raw.size - raw.size % 3].reshape(-1, 3)
+        if et.name == "u3":
+            low = groups[:, :2, None] >> np.array([6, 4, 2, 0], np.uint8) & 3
+            high = groups[:, 2:3] >> np.arange(7, -1, -1, dtype=np.uint8) & 1
+            return ((high << 2) | low.reshape(-1, 8)).reshape(-1)[:count]
+        low = groups[:, :2, None] >> np.array([4, 0], np.uint8) & 0x0F
+        high = groups[:, 2:3] >> np.array([6, 4, 2, 0], np.uint8) & 3
+        return ((high << 4) | low.reshape(-1, 4)).reshape(-1)[:count]
     if et.bits == 4:
         nibbles = np.empty(raw.size * 2, np.uint8)
         nibbles[0::2] = raw & 0x0F
@@ -127,12 +177,20 @@ def decode(raw: np.ndarray, et: ElementType, count: int) -> np.ndarray:
         nibbles = nibbles[:count]
         if et.name == "i4":
             return (nibbles.astype(np.int8) ^ 8) - 8  # sign-extend two's complement nibbles
-        return nibbles
+        return nibbles.view(et.dtype)  # u4's numbers, nf4's codes, f4e2m1's floats
     if et.name == "boolean":
         return raw[:count] != 0  # any non-zero byte is true
     return raw[: count * (et.bits // 8)].view(et.dtype.newbyteorder("<"))
 
 
 def byte_size(et: ElementType, count: int) -> int:
-    """Bytes needed to store ``count`` elements."""
+    """Bytes needed to store ``count`` elements (u3 and u6 in whole groups of 3 bytes).
+
+    >>> byte_size(ELEMENT_TYPES["u3"], 10), byte_size(ELEMENT_TYPES["u6"], 7)
+    (6, 6)
+    """
+    if et.name == "u3":
+        return (count + 7) // 8 * 3
+    if et.name == "u6":
+        return (count + 3) // 4 * 3
     return (count * et.bits + 7) // 8

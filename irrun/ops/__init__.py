@@ -17,7 +17,7 @@ Elementwise:
                           BitwiseRightShift
     logical               Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual, LogicalAnd,
                           LogicalOr, LogicalXor, Xor, LogicalNot, Select
-    quantize              FakeQuantize
+    quantize              FakeQuantize, FakeConvert
 Reductions, sorting and searching:
     reduction             ReduceMean, ReduceMax, ReduceSum, ReduceProd, ReduceMin, ReduceL1,
                           ReduceL2, ReduceLogicalAnd, ReduceLogicalOr, CumSum

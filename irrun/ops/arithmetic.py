@@ -42,8 +42,9 @@ from ._scratch import per_element
 from ._shapes import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
 from .convert import convert
 
-# OpenVINO's arithmetic takes every element type but boolean.
-ARITHMETIC = tuple(name for name in ELEMENT_TYPES if name != "boolean")
+# OpenVINO's arithmetic takes every element type but boolean; irrun's not nf4 either, whose
+# elements are codes (OpenVINO's shape rule takes nf4, no kernel of it adds them).
+ARITHMETIC = tuple(name for name in ELEMENT_TYPES if name not in ("boolean", "nf4"))
 
 
 def infer_binary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:

@@ -1,4 +1,4 @@
-"""FakeQuantize-1: the quantize-dequantize step of INT8 models (NNCF, POT).
+"""FakeQuantize-1, FakeConvert-13: the quantize-dequantize steps of INT8 and FP8 models.
 
 ``FakeQuantize(X, input_low, input_high, output_low, output_high, levels)`` maps
 each element ``x`` with its own range values ``il, ih, ol, oh``:
@@ -50,6 +50,9 @@ their element types but reads them as ``X``'s, so irrun requires one type.
 ``levels`` below 2 is rejected: OpenVINO divides by ``levels - 1`` (NaN for 1;
 0 wraps to 2^64 - 1, close to identity), which no quantizer means.
 
+FakeConvert-13 (FP8 emulation, see :func:`_fake_convert` for its semantics and where
+OpenVINO's plugin and reference differ).
+
 Tolerance against OpenVINO.  The reference kernel: none (bit-identical).  The
 CPU plugin on a lone FakeQuantize whose ranges are inputs: none either.  With
 constant ranges (every quantized model) the plugin folds them into scales and
@@ -79,6 +82,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import SimpleNamespace
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import KernelError
@@ -204,5 +208,95 @@ register(
         infer=_infer, kernel=_fake_quantize, inputs=(5, 5), check=_check,
         input_types=(TYPES,) * 5,
         scratch=per_element(20, 28),
+    )
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- FakeConvert-13
+
+FP8 = {"f8e4m3": (ml_dtypes.float8_e4m3fn, 448.0), "f8e5m2": (ml_dtypes.float8_e5m2, 57344.0)}
+# bf16, which the specification allows too, is not taken: OpenVINO's reference and plugin
+# give bf16 results irrun could not reproduce (nor do they agree with each other).
+FAKE_CONVERT_TYPES = ("f32", "f16")
+
+
+def _fake_convert_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    """The data's shape, refined by the scale's (and shift's) dims, which broadcast onto
+    it one way: no higher rank, no dim that the data's would have to stretch to.  The
+    shift has the scale's shape."""
+    et = same_element_type(inputs)
+    x, scale = inputs[0], inputs[1]
+    if len(inputs) == 3 and scale.shape is not None and inputs[2].shape is not None:
+        shift = inputs[2].shape
+        if len(shift) != len(scale.shape) or any(
+                isinstance(p, int) and isinstance(q, int) and p != q
+                for p, q in zip(scale.shape, shift, strict=True)):  # fmt: skip
+            raise ShapeError(f"shift {list(shift)} is not the scale's shape "
+                             f"{list(scale.shape)}")  # fmt: skip
+    if x.shape is None or scale.shape is None:
+        return [TensorInfo(None, et)]
+    if len(scale.shape) > len(x.shape):
+        raise ShapeError(f"scale {list(scale.shape)} has a higher rank than data "
+                         f"{list(x.shape)}")  # fmt: skip
+    out = broadcast_shapes(x.shape, scale.shape, "numpy")
+    assert out is not None
+    for d, o in zip(x.shape, out, strict=True):
+        if isinstance(d, int) and d != o:
+            raise ShapeError(f"scale {list(scale.shape)} does not broadcast onto data "
+                             f"{list(x.shape)} (it would make {list(out)})")  # fmt: skip
+    return [TensorInfo(tuple(out), et)]
+
+
+def _fp8(h: np.ndarray, destination: str) -> np.ndarray:
+    """f16 values rounded to the nearest FP8 value (ties to even, subnormals kept),
+    saturating: beyond the largest value, infinities too, is the largest value; NaN stays
+    NaN."""
+    dtype, top = FP8[destination]
+    with np.errstate(invalid="ignore"):
+        return np.clip(h, -top, top).astype(dtype).astype(np.float16)
+
+
+def _fake_convert(a: SimpleNamespace, x: np.ndarray, scale: np.ndarray,
+                  shift: np.ndarray | None = None) -> tuple[np.ndarray]:  # fmt: skip
+    """``y = x * scale - shift``, rounded to ``destination_type`` through f16 and back,
+    then ``(y + shift) / scale``, each operation rounded to the data's type (f16 computed
+    in f32 and rounded after each, as OpenVINO's reference kernel does; the CPU plugin
+    keeps f32 throughout, so that near a rounding boundary an f16 result may be an FP8
+    step away from the reference's; with f32 data the plugin is within an ulp of it).
+    scale and shift broadcast onto the data (numpy, one way).
+
+    The FP8 rounding is to nearest even and saturates, unlike Convert's: f8e4m3 gives
+    at most 448 and f8e5m2 57344 in magnitude, infinities included.  Where OpenVINO's
+    kernels differ from that (irrun follows the one that rounds, or none):
+
+    * NaN stays NaN (the f8e5m2 reference); OpenVINO's f8e4m3 makes it a number, 448 in
+      the reference and -448 in the CPU plugin, whose f8e5m2 makes it -57344;
+    * f8e4m3 rounds values between 2^-10 and 2^-9 up to 2^-9 (the CPU plugin, and
+      Convert); the reference flushes everything below 2^-9 to zero.
+    """
+    dtypes = {x.dtype, scale.dtype} | ({shift.dtype} if shift is not None else set())
+    if len(dtypes) > 1:
+        raise KernelError("FakeConvert's inputs must have one element type")
+    t = x.dtype
+
+    def rounded(v: np.ndarray) -> np.ndarray:
+        return v if t == np.float32 else v.astype(t).astype(np.float32)
+
+    xf, sf = x.astype(np.float32), scale.astype(np.float32)
+    of = shift.astype(np.float32) if shift is not None else np.float32(0)
+    with np.errstate(all="ignore"):
+        y = rounded(rounded(xf * sf) - of)
+        q = _fp8(y.astype(np.float16), a.destination_type).astype(np.float32)
+        out = rounded(rounded(q + of) / sf)
+    return (np.asarray(out).astype(t),)
+
+
+register(
+    OpDef(
+        type="FakeConvert", version=13, since_opset=13,
+        attrs=(Attr("destination_type", "enum", choices=tuple(FP8)),),
+        infer=_fake_convert_infer, kernel=_fake_convert, inputs=(2, 3),
+        input_types=(FAKE_CONVERT_TYPES,) * 3, elementwise=True,
+        scratch=per_element(16, 24),
     )
 )  # fmt: skip

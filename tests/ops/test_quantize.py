@@ -405,3 +405,190 @@ def test_constant_ranges_follow_the_reference_kernel(x, il, ih, levels, tmp_path
     rs = [np.array(v, np.float32) for v in (il, ih, -1.0, 1.0)]
     model = one_op_model(lambda p: fq(levels)(p, *map(opset1.constant, rs)), [x])
     same_bits(run_saved(model, [x], tmp_path)[0], reference(model, [x]), str((il, ih)))
+
+
+# --------------------------------------------------------------------------- FakeConvert-13
+# Against the reference kernel bit for bit (but for f8e4m3's subnormals, which it flushes
+# or rounds twice, and NaN, which it makes a number), against the CPU plugin within an ulp
+# for f32 data (there too in f8e4m3's subnormals), and by hand.
+
+from openvino import opset13  # noqa: E402
+
+from irrun.ops.quantize import FAKE_CONVERT_TYPES  # noqa: E402
+
+FP8_TYPES = ("f8e4m3", "f8e5m2")
+# (data shape, scale shape): per tensor, per channel, per element, trailing, scalar.
+FC_SHAPES = [((2, 3, 4, 5), (1,)), ((2, 3, 4, 5), (1, 3, 1, 1)), ((2, 3, 4, 5), (2, 3, 4, 5)),
+             ((16, 8), (8,)), ((16, 8), (16, 1)), ((7,), ()), ((3, 64), (3, 1))]  # fmt: skip
+
+
+def _fake_convert_model(x, scale, shift, dst):
+    inputs = [x, scale] + ([shift] if shift is not None else [])
+    return one_op_model(lambda *p: opset13.fake_convert(p[0], p[1], p[2] if len(p) > 2 else None,
+                                                        destination_type=dst), inputs), inputs
+
+
+def _fc_reference(model, inputs):
+    outs = [ov.Tensor(model.outputs[0].get_element_type(), [0])]
+    model.evaluate(outs, [ov.Tensor(np.array(v, copy=True)) for v in inputs])
+    return np.array(outs[0].data, copy=True).reshape(tuple(outs[0].shape))
+
+
+def _fc_data(rng, shape, scale_shape, dtype):
+    x = rng.standard_normal(shape) * rng.choice([0.001, 0.1, 1, 30, 300, 3000], shape)
+    scale = rng.random(scale_shape) * 4 + 0.05
+    shift = rng.standard_normal(scale_shape)
+    return x.astype(dtype), np.asarray(scale, dtype), np.asarray(shift, dtype)
+
+
+def _y(x, scale, shift):
+    """The value rounded to FP8, each operation rounded to the data's type."""
+    with np.errstate(all="ignore"):
+        return (x * scale).astype(x.dtype) - (shift if shift is not None else 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dst", FP8_TYPES)
+@pytest.mark.parametrize(("x_shape", "s_shape"), FC_SHAPES)
+@pytest.mark.parametrize("with_shift", [True, False])
+def test_fake_convert_like_the_reference(dtype, dst, x_shape, s_shape, with_shift, tmp_path):
+    rng = np.random.default_rng(hash((x_shape, s_shape, dst)) % 2**32)
+    x, scale, shift = _fc_data(rng, x_shape, s_shape, dtype)
+    shift = shift if with_shift else None
+    model, inputs = _fake_convert_model(x, scale, shift, dst)
+    got = run_saved(model, inputs, tmp_path)[0]
+    want = _fc_reference(model, inputs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    keep = np.ones(got.shape, bool)
+    if dst == "f8e4m3":  # the reference's subnormals: flushed below 2^-9, rounded twice
+        keep = np.abs(np.broadcast_to(_y(x, scale, shift), x.shape)) >= 2.0**-6
+    np.testing.assert_array_equal(got[keep], want[keep])
+    if dtype == np.float32:  # the plugin: an ulp of f32 apart at most
+        np.testing.assert_allclose(got, run_cpu(model, inputs)[0], rtol=2.4e-7, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("dst", "x", "want"),
+    [
+        # saturating, unlike Convert: infinities too; ties to even
+        # (-0.0 - 0 is -0.0, but -0.0 + 0 on the way back is +0.0)
+        # subnormals round to nearest even, as in the plugin (2^-9 steps)
+        ("f8e4m3", [500, -1e6, np.inf, -np.inf, 464, 1.0625, 1.1875, 0.0015, -0.0,
+                    1.5 * 2.0**-9, 1.25 * 2.0**-9, 2.5 * 2.0**-9],
+         [448, -448, 448, -448, 448, 1.0, 1.25, 2.0**-9, 0.0, 2.0**-8, 2.0**-9, 2.0**-8]),
+        ("f8e5m2", [60000, 61440, -1e6, np.inf, -np.inf, 1.125, 1.375, 2.0**-17, 3e-5],
+         [57344, 57344, -57344, 57344, -57344, 1.0, 1.5, 0.0, 2.0**-15]),
+    ],
+)  # fmt: skip
+def test_fake_convert_by_hand(dst, x, want, tmp_path):
+    x = np.array(x, np.float32)
+    model, inputs = _fake_convert_model(x, np.ones(1, np.float32), np.zeros(1, np.float32), dst)
+    got = run_saved(model, inputs, tmp_path)[0]
+    np.testing.assert_array_equal(got, np.array(want, np.float32))
+    assert (np.signbit(got) == np.signbit(np.array(want, np.float32))).all()
+    cpu = run_cpu(model, inputs)[0]
+    np.testing.assert_array_equal(got, cpu)  # the plugin agrees on these (not on NaN)
+
+
+def test_fake_convert_scale_and_shift_by_hand(tmp_path):
+    # 10 * 2 - 1 = 19 -> f8e4m3 20 (16..32 in steps of 2: 19 ties? no, 18 and 20: 19 is a
+    # tie, to even mantissa 20 = 1.25 * 16) -> (20 + 1) / 2 = 10.5
+    x, s, o = (np.array(v, np.float32) for v in ([10.0, 0.25], [2.0], [1.0]))
+    model, inputs = _fake_convert_model(x, s, o, "f8e4m3")
+    assert run_saved(model, inputs, tmp_path)[0].tolist() == [10.5, 0.25]
+
+
+def test_fake_convert_nan(tmp_path):
+    """NaN stays NaN; OpenVINO's kernels make it a number but for the f8e5m2 reference."""
+    x = np.array([np.nan, 1.0], np.float32)
+    for dst, cpu_nan, ref_nan in (("f8e4m3", -448.0, 448.0), ("f8e5m2", -57344.0, None)):
+        model, inputs = _fake_convert_model(x, np.ones(1, np.float32), np.zeros(1, np.float32),
+                                            dst)  # fmt: skip
+        got = run_saved(model, inputs, tmp_path)[0]
+        assert np.isnan(got[0]) and got[1] == 1
+        assert run_cpu(model, inputs)[0][0] == cpu_nan
+        ref = _fc_reference(model, inputs)[0]
+        assert np.isnan(ref) if ref_nan is None else ref == ref_nan
+
+
+def test_fake_convert_f16_follows_the_reference_not_the_plugin(tmp_path):
+    """f16 data: each operation rounded to f16 (the reference); the plugin computes in f32,
+    so some results sit an FP8 step away."""
+    rng = np.random.default_rng(5)
+    x, scale, shift = _fc_data(rng, (64, 32), (32,), np.float16)
+    model, inputs = _fake_convert_model(x, scale, shift, "f8e5m2")
+    got = run_saved(model, inputs, tmp_path)[0]
+    np.testing.assert_array_equal(got, _fc_reference(model, inputs))
+    assert (got != run_cpu(model, inputs)[0]).any()
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "s_shape", "o_shape"),
+    [
+        ((2, 3), (3,), (3,)), ((2, 3), (1,), (1,)), ((2, 3), (3,), None), ((2, DYN), (5,), (5,)),
+        ((DYN, 4), (2, 1), (2, 1)), (None, (3,), (3,)), ((2, 3), None, (3,)),
+        ((Interval(1, 8), 3), (3,), (3,)), ((2, 3, 4), (), ()), ((2, 3), (1, 3), (1, 3)),
+    ],
+)  # fmt: skip
+def test_fake_convert_shape_rule_matches_openvino(x_shape, s_shape, o_shape):
+    params = [opset1.parameter(to_ov_shape(s), ov.Type.f32) for s in (x_shape, s_shape)]
+    shift = opset1.parameter(to_ov_shape(o_shape), ov.Type.f32) if o_shape is not None else None
+    node = opset13.fake_convert(params[0], params[1], shift, "f8e4m3")
+    want = from_ov_shape(node.get_output_partial_shape(0))
+    op = resolve("FakeConvert", "opset13")
+    infos = [TensorInfo(x_shape, F32), TensorInfo(s_shape, F32)]
+    if o_shape is not None:
+        infos.append(TensorInfo(o_shape, F32))
+    assert op.infer(SimpleNamespace(destination_type="f8e4m3"), infos) == [TensorInfo(want, F32)]
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "s_shape", "o_shape", "says"),
+    [
+        ((2, 3), (4,), (4,), "do not broadcast"),
+        ((2, 3), (2, 1, 3), (2, 1, 3), "higher rank"),
+        ((1, 3), (2, 3), (2, 3), "does not broadcast onto data"),
+        ((2, 3), (3,), (1,), "not the scale's shape"),
+        ((2, 3), (1, 3), (3,), "not the scale's shape"),
+    ],
+)  # fmt: skip
+def test_fake_convert_shape_rule_rejects_what_openvino_rejects(x_shape, s_shape, o_shape, says):
+    p, s, o = (opset1.parameter(list(v), ov.Type.f32) for v in (x_shape, s_shape, o_shape))
+    with pytest.raises(RuntimeError):
+        opset13.fake_convert(p, s, o, "f8e4m3")
+    op = resolve("FakeConvert", "opset13")
+    infos = [TensorInfo(v, F32) for v in (x_shape, s_shape, o_shape)]
+    with pytest.raises(ShapeError, match=says):
+        op.infer(SimpleNamespace(destination_type="f8e4m3"), infos)
+
+
+def test_fake_convert_types():
+    assert FAKE_CONVERT_TYPES == ("f32", "f16")
+    p = opset1.parameter([2], ov.Type.f32)
+    with pytest.raises(RuntimeError, match="Mixed input types"):
+        opset13.fake_convert(p, opset1.parameter([1], ov.Type.f16), None, "f8e4m3")
+    with pytest.raises(ShapeError, match="different element types"):
+        resolve("FakeConvert", "opset13").infer(
+            SimpleNamespace(destination_type="f8e4m3"),
+            [TensorInfo((2,), F32), TensorInfo((1,), ELEMENT_TYPES["f16"])])
+
+
+def test_fake_convert_validate_rejects_another_destination(tmp_path):
+    p = opset1.parameter([4], ov.Type.f32, name="x")
+    node = opset13.fake_convert(p, opset1.constant(np.float32([2])), None, "f8e4m3")
+    node.set_friendly_name("fc")
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([node], [p]), path)
+    text = path.read_text()
+    assert [d for d in irrun.validate(path) if d.level == "error"] == []
+    path.write_text(text.replace('destination_type="f8e4m3"', 'destination_type="f8e8m0"'))
+    found = [d for d in irrun.validate(path) if d.level == "error"]
+    assert [(d.code, d.layer.name) for d in found] == [("bad-attribute", "fc")], found
+    with pytest.raises(RuntimeError):
+        ov.Core().read_model(path)
+
+
+def test_fake_convert_resolves_in_the_opsets_that_have_it():
+    from support.ov_oneop import assert_versions_follow_factories
+
+    assert_versions_follow_factories("FakeConvert", "fake_convert")

@@ -32,7 +32,7 @@ def input_types(op: OpDef, first: np.dtype) -> list[np.dtype]:
 def default_attrs(op: OpDef) -> SimpleNamespace:
     """The op's default attributes, and a value for each it requires."""
     values = {a.name: a.default for a in op.attrs if not a.required}
-    values.update({"min": -1.0, "max": 1.0, "alpha": 1.0})
+    values.update({"min": -1.0, "max": 1.0, "alpha": 1.0, "destination_type": "f8e4m3"})
     return SimpleNamespace(**values)
 
 

@@ -60,7 +60,8 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     x = (rng.standard_normal((8, 64, 64)) * 10).astype(dtype)  # 32K elements
     img = (rng.standard_normal((2, 16, 32, 32)) * 10).astype(dtype)
     r = resolve
-    for name in ("f32", "f16", "i64", "u8", "boolean", "i4"):
+    for name in ("f32", "f16", "i64", "u8", "boolean", "i4", "u1", "f8e4m3", "f8e5m2",
+                 "f8e8m0", "f4e2m1", "nf4"):
         yield r("Convert", "opset1"), NS(destination_type=ET[name]), [x]
     yield r("ConvertLike", "opset1"), NS(), [x, np.zeros(1, np.float16)]
     yield r("Reshape", "opset1"), NS(special_zero=False), [x, _i(64, 512)]
