@@ -373,6 +373,18 @@ def _nms(opset):
     return build
 
 
+def _old_nms(opset):
+    def build():
+        boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
+        scores = o1.parameter([2, 3, 6], np.float32, name="scores")
+        nms = opset.non_max_suppression(boxes, scores, o1.constant(np.int64(4)),
+                                        o1.constant(np.float32(0.5)),
+                                        o1.constant(np.float32(0.1)))  # fmt: skip
+        return [nms.output(0)], [boxes, scores]
+
+    return build
+
+
 def _roi_align(opset, *aligned):
     def build():
         x = _image()
@@ -605,6 +617,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
             ("BitwiseRightShift", o15.bitwise_right_shift),
         )
     },
+    ("NonMaxSuppression", 1): _old_nms(o1),
+    ("NonMaxSuppression", 3): _old_nms(o3),
+    ("NonMaxSuppression", 4): _old_nms(o4),
     ("NonMaxSuppression", 5): _nms(o5),
     ("NonMaxSuppression", 9): _nms(o9),
     ("ROIAlign", 3): _roi_align(o3),
