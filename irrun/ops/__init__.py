@@ -52,6 +52,7 @@ Data movement:
 Images and detection:
     interpolate           Interpolate
     detection             NonMaxSuppression, ROIAlign
+    priors                PriorBox, PriorBoxClustered
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
 core's machinery.  Shared shape and type helpers live in ``_shapes``; the kernels' scratch
@@ -83,6 +84,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     non_zero,
     normalization,
     patches,
+    priors,
     quantize,
     reduction,
     reverse,

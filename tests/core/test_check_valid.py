@@ -385,6 +385,26 @@ def _old_nms(opset):
     return build
 
 
+def _prior_box(version):
+    def build():
+        x, image = _image(), param([1, 3, 64, 64], name="image")
+
+        def hw(t):
+            return o1.strided_slice(o3.shape_of(t), o1.constant(np.array([2])),
+                                    o1.constant(np.array([4])), o1.constant(np.array([1])),
+                                    [0], [0])  # fmt: skip
+
+        if version == 0:
+            attrs = {"width": [2.0, 4.0], "height": [3.0, 1.0], "offset": 0.5}
+            return [o1.prior_box_clustered(hw(x), hw(image), attrs)], [x, image]
+        attrs = {"min_size": [4.0], "max_size": [9.0], "aspect_ratio": [2.0], "flip": True,
+                 "offset": 0.5}  # fmt: skip
+        opset = o1 if version == 1 else o8
+        return [opset.prior_box(hw(x), hw(image), attrs)], [x, image]
+
+    return build
+
+
 def _roi_align(opset, *aligned):
     def build():
         x = _image()
@@ -622,6 +642,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("NonMaxSuppression", 4): _old_nms(o4),
     ("NonMaxSuppression", 5): _nms(o5),
     ("NonMaxSuppression", 9): _nms(o9),
+    ("PriorBox", 1): _prior_box(1),
+    ("PriorBox", 8): _prior_box(8),
+    ("PriorBoxClustered", 1): _prior_box(0),
     ("ROIAlign", 3): _roi_align(o3),
     ("ROIAlign", 9): _roi_align(o9, "half_pixel"),
     **{(name, v): _unary(f) for name, v, f in (

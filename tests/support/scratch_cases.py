@@ -120,10 +120,21 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     yield r("Einsum", "opset7"), NS(equation="abc->cb"), [x]
     yield r("Einsum", "opset7"), NS(equation="aij,aij->a"), [x, x]
     yield r("Einsum", "opset7"), NS(equation="abc,acd,ade->abe"), [x, x, x]
+    yield (r("PriorBox", "opset8"),
+           NS(min_size=(4.0, 8.0), max_size=(9.0, 12.0), aspect_ratio=(2.0, 3.0), density=(),
+              fixed_ratio=(), fixed_size=(), clip=True, flip=True, step=0.0, offset=0.5,
+              variance=(0.1, 0.1, 0.2, 0.2), scale_all_sizes=True,
+              min_max_aspect_ratios_order=True), [_i(32, 32), _i(300, 300)])
+    yield (r("PriorBoxClustered", "opset1"),
+           NS(width=(2.0, 4.0, 8.0), height=(3.0, 5.0, 1.0), clip=True, step=0.0, step_w=0.0,
+              step_h=0.0, offset=0.5, variance=()), [_i(64, 64), _i(300, 300)])
     if dtype.kind == "f":
         boxes = np.sort(rng.uniform(0, 100, (2, 500, 4)).astype(dtype), axis=-1)
         scores = rng.uniform(0, 1, (2, 3, 500)).astype(dtype)
         yield (r("NonMaxSuppression", "opset9"),
+               NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
+               [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
+        yield (r("NonMaxSuppression", "opset4"),
                NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
                [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
         rois = np.sort(rng.uniform(0, 30, (40, 4)).astype(dtype), axis=-1)
