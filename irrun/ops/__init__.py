@@ -53,6 +53,7 @@ Images and detection:
     interpolate           Interpolate
     detection             NonMaxSuppression, ROIAlign
     priors                PriorBox, PriorBoxClustered
+    yolo                  RegionYolo, ReorgYolo
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
 core's machinery.  Shared shape and type helpers live in ``_shapes``; the kernels' scratch
@@ -96,4 +97,5 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     topk,
     unary,
     variables,
+    yolo,
 )

@@ -405,6 +405,16 @@ def _prior_box(version):
     return build
 
 
+def _region_yolo():
+    x = param([1, 2 * (4 + 3 + 1), 5, 5])
+    return [o1.region_yolo(x, 4, 3, 2, True, [], 1, 3)], [x]
+
+
+def _reorg_yolo():
+    x = param([1, 8, 4, 6])
+    return [o2.reorg_yolo(x, [2])], [x]
+
+
 def _roi_align(opset, *aligned):
     def build():
         x = _image()
@@ -645,6 +655,8 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("PriorBox", 1): _prior_box(1),
     ("PriorBox", 8): _prior_box(8),
     ("PriorBoxClustered", 1): _prior_box(0),
+    ("RegionYolo", 1): _region_yolo,
+    ("ReorgYolo", 2): _reorg_yolo,
     ("ROIAlign", 3): _roi_align(o3),
     ("ROIAlign", 9): _roi_align(o9, "half_pixel"),
     **{(name, v): _unary(f) for name, v, f in (

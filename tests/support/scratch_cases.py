@@ -128,7 +128,14 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     yield (r("PriorBoxClustered", "opset1"),
            NS(width=(2.0, 4.0, 8.0), height=(3.0, 5.0, 1.0), clip=True, step=0.0, step_w=0.0,
               step_h=0.0, offset=0.5, variance=()), [_i(64, 64), _i(300, 300)])
+    yield r("ReorgYolo", "opset2"), NS(stride=(2,)), [x.reshape(1, 8, 64, 64)]
     if dtype.kind == "f":
+        yield (r("RegionYolo", "opset1"),
+               NS(coords=4, classes=3, num=4, do_softmax=True, mask=(), axis=1, end_axis=3,
+                  anchors=()), [x.reshape(1, 32, 32, 32)])
+        yield (r("RegionYolo", "opset1"),
+               NS(coords=4, classes=3, num=9, do_softmax=False, mask=(0, 1, 2, 3), axis=1,
+                  end_axis=3, anchors=()), [x.reshape(1, 32, 32, 32)])
         boxes = np.sort(rng.uniform(0, 100, (2, 500, 4)).astype(dtype), axis=-1)
         scores = rng.uniform(0, 1, (2, 3, 500)).astype(dtype)
         yield (r("NonMaxSuppression", "opset9"),
