@@ -53,6 +53,7 @@ Images and detection:
     interpolate           Interpolate
     detection             NonMaxSuppression, ROIAlign
     priors                PriorBox, PriorBoxClustered
+    roi_pooling           ROIPooling, PSROIPooling
     yolo                  RegionYolo, ReorgYolo
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
@@ -89,6 +90,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     quantize,
     reduction,
     reverse,
+    roi_pooling,
     scatter,
     slicing,
     softmax,

@@ -415,6 +415,17 @@ def _reorg_yolo():
     return [o2.reorg_yolo(x, [2])], [x]
 
 
+def _roi_pooling():
+    x, rois = _image(), param([5, 5], name="rois")
+    return [o2.roi_pooling(x, rois, output_roi=[2, 3], spatial_scale=0.5, method="max")], [
+        x, rois]
+
+
+def _psroi_pooling():
+    x, rois = param([1, 18, 8, 8]), param([5, 5], name="rois")
+    return [o1.psroi_pooling(x, rois, 2, 3, 0.5, 1, 1, "average")], [x, rois]
+
+
 def _roi_align(opset, *aligned):
     def build():
         x = _image()
@@ -657,6 +668,8 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("PriorBoxClustered", 1): _prior_box(0),
     ("RegionYolo", 1): _region_yolo,
     ("ReorgYolo", 2): _reorg_yolo,
+    ("ROIPooling", 2): _roi_pooling,
+    ("PSROIPooling", 1): _psroi_pooling,
     ("ROIAlign", 3): _roi_align(o3),
     ("ROIAlign", 9): _roi_align(o9, "half_pixel"),
     **{(name, v): _unary(f) for name, v, f in (

@@ -145,6 +145,17 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
                NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
                [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
         rois = np.sort(rng.uniform(0, 30, (40, 4)).astype(dtype), axis=-1)
+        rois5 = np.concatenate([rng.integers(0, 2, (40, 1)).astype(dtype), rois], 1)
+        for method in ("max", "bilinear"):
+            yield (r("ROIPooling", "opset2"),
+                   NS(output_size=(), output_roi=(), pooled_h=7, pooled_w=7, spatial_scale=1.0,
+                      method=method), [img, rois5 if method == "max" else rois5 / 30])
+        yield (r("PSROIPooling", "opset1"),
+               NS(output_dim=4, group_size=2, spatial_scale=1.0, mode="average",
+                  spatial_bins_x=1, spatial_bins_y=1), [img, rois5])
+        yield (r("PSROIPooling", "opset1"),
+               NS(output_dim=4, group_size=3, spatial_scale=1.0, mode="bilinear",
+                  spatial_bins_x=2, spatial_bins_y=2), [img, rois5 / 30])
         for mode in ("avg", "max"):
             yield (r("ROIAlign", "opset9"),
                    NS(pooled_h=7, pooled_w=7, sampling_ratio=2, spatial_scale=1.0, mode=mode,
