@@ -377,7 +377,7 @@ for _version in (1, 3, 4):
                    attrs=NMS_ATTRS[:2] + (NMS_ATTRS[2:] if _version > 1 else ()),
                    infer=_old_nms_infer(_version), kernel=_old_nms_kernel(_version),
                    inputs=(2, 5), check=_check_nms if _version > 1 else None,
-                   input_types=(FLOATS, FLOATS, INTEGERS, FLOATS, FLOATS),
+                   input_types=(FLOATS, FLOATS, None, FLOATS, FLOATS),
                    scratch=_old_nms_scratch))  # fmt: skip
 
 for _version in (5, 9):
