@@ -16,8 +16,8 @@ import openvino as ov
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openvino import opset1, opset2
-from support.ov_oneop import assert_close, one_op_model, run_both, run_saved
+from openvino import opset1, opset2, opset4, opset9
+from support.ov_oneop import assert_close, one_op_model, run_both, run_cpu, run_saved
 from support.ov_shapes import from_ov_shape, to_ov_shape
 
 import irrun
@@ -237,3 +237,65 @@ def test_validate_reports_bad_yolo_attributes(tmp_path):
     path.write_text(path.read_text().replace('stride="2"', 'stride="0"'))
     found = [d for d in irrun.validate(path) if d.layer is not None]
     assert [d.code for d in found] == ["bad-attribute"] and "stride" in found[0].message
+
+
+# --------------------------------------------------------------------------- graphs
+
+
+def yolo_graph(version):
+    """A YOLO-style head: a convolution, ReorgYolo of a second branch concatenated in
+    (YOLO v2's passthrough), a 1x1 convolution to the regions, RegionYolo (v3's mode),
+    its boxes and scores rearranged and fed to NonMaxSuppression (centre boxes)."""
+    rng = np.random.default_rng(11)
+    classes, regions = 3, 2
+    image = opset1.parameter([1, 4, 8, 8], np.float32, name="in0")
+
+    def conv(x, out_channels, size, stride):
+        channels = x.get_output_partial_shape(0)[1].get_length()
+        weights = rng.standard_normal((out_channels, channels, size, size)).astype(np.float32)
+        pad = [size // 2] * 2
+        return opset1.convolution(x, opset1.constant(weights * 0.3), [stride] * 2, pad, pad,
+                                  [1, 1])  # fmt: skip
+
+    fine = conv(image, 4, 3, 1)  # [1, 4, 8, 8]
+    coarse = conv(image, 6, 3, 2)  # [1, 6, 4, 4]
+    merged = opset1.concat([opset2.reorg_yolo(fine, [2]), coarse], 1)  # [1, 22, 4, 4]
+    head = conv(merged, regions * (4 + 1 + classes), 1, 1)
+    region_out = opset1.region_yolo(head, 4, classes, 6, False, [0, 1], 1, 3)
+
+    def i64(*v):
+        return opset1.constant(np.array(v, np.int64))
+
+    rows = opset1.reshape(region_out, i64(1, regions, 4 + 1 + classes, 16), False)
+    rows = opset1.reshape(opset1.transpose(rows, i64(0, 1, 3, 2)), i64(1, -1, 8), False)
+    boxes = opset1.strided_slice(rows, i64(0, 0, 0), i64(0, 0, 4), i64(1, 1, 1), [1, 1, 0],
+                                 [1, 1, 0])  # fmt: skip
+    scores = opset1.strided_slice(rows, i64(0, 0, 5), i64(0, 0, 8), i64(1, 1, 1), [1, 1, 0],
+                                  [1, 1, 0])  # fmt: skip
+    scores = opset1.transpose(scores, i64(0, 2, 1))  # [1, classes, boxes]
+    limit, iou, score = (
+        opset1.constant(np.int64(5)),
+        opset1.constant(np.float32(0.3)),
+        opset1.constant(np.float32(0.5)),
+    )
+    if version == 4:
+        nms = opset4.non_max_suppression(boxes, scores, limit, iou, score, "center")
+    else:
+        nms = opset9.non_max_suppression(boxes, scores, limit, iou, score,
+                                         opset1.constant(np.float32(0.0)), "center")  # fmt: skip
+    region_out.output(0).get_tensor().set_names({"regions"})
+    nms.output(0).get_tensor().set_names({"selected"})
+    return ov.Model([region_out.output(0), nms.output(0)], [image], "yolo")
+
+
+@pytest.mark.parametrize("version", [4, 9])
+def test_a_yolo_graph_matches_the_plugin(version, tmp_path):
+    model = yolo_graph(version)
+    x = np.random.default_rng(12).standard_normal((1, 4, 8, 8)).astype(np.float32)
+    path = tmp_path / "yolo.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    got = irrun.load(path).run({"in0": x})
+    want = run_cpu(model, [x])
+    assert_close(got["regions"], want[0], rtol=1e-4, atol=1e-5)
+    assert len(got["selected"]) > 2
+    assert_close(got["selected"], want[1])
