@@ -27,7 +27,7 @@ class _Required:
 
 REQUIRED: Any = _Required()
 
-KINDS = ("ints", "int", "float", "bool", "enum", "element_type", "partial_shape", "str")
+KINDS = ("ints", "int", "float", "floats", "bool", "enum", "element_type", "partial_shape", "str")
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class Attr:
             "ints": "a comma-separated list of integers",
             "int": "an integer",
             "float": "a number such as 0.5, 1e-05 or inf",
+            "floats": "a comma-separated list of numbers",
             "bool": "true, false, 1 or 0",
             "element_type": "an element type such as f32 or i64",
             "partial_shape": "a shape such as 1,3,?,224",
@@ -84,6 +85,8 @@ class Attr:
             if "_" in text or not text.isascii():
                 raise ValueError(f"'{text}' is not a number")
             return float(text)
+        if self.kind == "floats":
+            return parse_float_list(text)
         if self.kind == "bool":
             return parse_bool(text)
         if self.kind == "enum":
@@ -120,6 +123,27 @@ def parse_int_list(text: str) -> tuple[int, ...]:
         if not _INT.fullmatch(field):
             raise ValueError(f"'{field}' is not an integer" if field else "an empty field")
         out.append(_in_range(int(f), field))
+    return tuple(out)
+
+
+def parse_float_list(text: str) -> tuple[float, ...]:
+    """Parse ``"0.1,0.2"`` as :func:`parse_int_list` parses integers (a float each, as
+    the kind "float" reads one).
+
+    >>> parse_float_list("0.1, 2,"), parse_float_list("")
+    ((0.1, 2.0), ())
+    """
+    if text == "":
+        return ()
+    fields = text.split(",")
+    if len(fields) > 1 and fields[-1] == "":
+        fields.pop()
+    out = []
+    for f in fields:
+        field = f.strip()
+        if not field or "_" in field or not field.isascii():
+            raise ValueError(f"'{field}' is not a number" if field else "an empty field")
+        out.append(float(field))
     return tuple(out)
 
 
@@ -215,7 +239,7 @@ def read_attributes(
                     expected=attr.describe(), actual=text,
                 ))  # fmt: skip
                 continue
-            detail = f" ({exc})" if attr.kind == "ints" else ""
+            detail = f" ({exc})" if attr.kind in ("ints", "floats") else ""
             found.append(AttrFinding(
                 "error", "bad-attribute", attr.ir_name,
                 f"attribute '{attr.ir_name}'=\"{text}\": expected {attr.describe()}{detail}",

@@ -69,6 +69,9 @@ Images and detection:
     detection             NonMaxSuppression, ROIAlign
 Random numbers:
     random                RandomUniform, Multinomial
+    priors                PriorBox, PriorBoxClustered
+    roi_pooling           ROIPooling, PSROIPooling
+    yolo                  RegionYolo, ReorgYolo
 
 If, Loop and TensorIterator register from :mod:`irrun.core.subgraphs`: their bodies need
 core's machinery.  Shared shape and type helpers live in ``_shapes``; the kernels' scratch
@@ -107,11 +110,13 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     non_zero,
     normalization,
     patches,
+    priors,
     quantize,
     random,
     recurrent,
     reduction,
     reverse,
+    roi_pooling,
     scatter,
     segments,
     signal,
@@ -122,4 +127,5 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     topk,
     unary,
     variables,
+    yolo,
 )

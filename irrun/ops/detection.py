@@ -1,4 +1,4 @@
-"""Detection ops: NonMaxSuppression-5 and -9, ROIAlign-3 and -9.
+"""Detection ops: NonMaxSuppression-1, -3, -4, -5 and -9, ROIAlign-3 and -9.
 
 NonMaxSuppression works per (batch, class): boxes scoring above
 ``score_threshold`` are candidates; the best candidate (highest score, then
@@ -50,6 +50,23 @@ scales them lazily when they reach the top of its queue: the same boxes are
 selected, but the product of the weights may be rounded differently, so soft-NMS
 scores agree with the plugin to about 1e-6 relative (the plugin's vectorized exp
 differs from NumPy's by a few ulp as well).  Hard-NMS scores are the input scores.
+
+NonMaxSuppression-1, -3 and -4 take no ``soft_nms_sigma`` (hard NMS only) and have
+one output, ``selected_indices`` (i64 for version 1, ``output_type`` for 3 and 4).
+Both OpenVINO engines run them as version 5 (the template plugin with version 5's
+reference kernel, the CPU plugin by converting the layer): a candidate at an IoU
+equal to ``iou_threshold`` is dropped, so is irrun's, though their specification
+drops only a candidate above it.  Their inputs after the scores must be scalars
+(version 5 also takes one-element vectors).  The specification sizes the output
+``min(num_boxes, max_output_boxes_per_class * num_classes)`` rows for versions 1 and
+3 and ``min(num_boxes, max_output_boxes_per_class) * num_batches * num_classes`` for
+4, padded with -1; OpenVINO's shape inference declares those static sizes, but both
+engines return only the rows selected, without padding, and so does irrun (its shape
+rule gives the size as an upper bound).  Versions 1 and 3's size is no bound (it
+ignores the batches, and the classes once ``num_boxes`` is smaller): OpenVINO's
+reference kernel, like the specification, keeps only that many rows, the first
+ones of the (sorted) selection; the CPU plugin returns them all.  irrun follows the
+reference and the specification, and truncates.
 
 ROIAlign pools each region of interest ``[x1, y1, x2, y2]`` (scaled by
 ``spatial_scale``) of the image ``batch_indices[r]`` into ``pooled_h x pooled_w``
@@ -292,6 +309,76 @@ def _nms_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
     scores = static_shape(inputs[1])
     return 128 * math.prod(scores) if scores is not None else 0
 
+
+def _old_nms_infer(version: int):
+    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+        for port in range(2, len(inputs)):
+            shape = inputs[port].shape
+            if shape is not None and len(shape) != 0:
+                raise ShapeError(f"{NMS_INPUTS[port]} must be a scalar, got shape {list(shape)}")
+        output_type = getattr(a, "output_type", element_types.ELEMENT_TYPES["i64"])
+        five = SimpleNamespace(output_type=output_type)
+        selected = _nms_infer(five, inputs)[0].shape[0]
+        bound = _old_nms_bound(version, inputs)
+        if bound is not None:
+            selected = 0 if bound <= 0 else Interval(0, bound)
+        return [TensorInfo((selected, 3), output_type)]
+
+    return infer
+
+
+def _old_nms_bound(version: int, inputs: Sequence[TensorInfo]) -> int | None:
+    """The most rows versions 1, 3 and 4 return, where the shapes and the constant
+    ``max_output_boxes_per_class`` tell it (None where they do not)."""
+    boxes, scores = inputs[0].shape, inputs[1].shape
+    limit = int_values(inputs[2]) if len(inputs) > 2 else [0]
+    if boxes is None or scores is None or not limit or not isinstance(boxes[1], int):
+        return None
+    per_class = max(limit[0], 0)
+    if version == 4:
+        factors = [_max_length(scores[0]), _max_length(scores[1])]
+        if None in factors:
+            return None
+        return min(boxes[1], per_class) * factors[0] * factors[1]
+    classes = _max_length(scores[1])
+    return None if classes is None else min(boxes[1], per_class * classes)
+
+
+def _old_nms_kernel(version: int):
+    five = _nms_kernel(5)
+
+    def kernel(a: SimpleNamespace, boxes: np.ndarray, scores: np.ndarray,
+               *rest: np.ndarray) -> tuple[np.ndarray]:  # fmt: skip
+        for name, x in zip(NMS_INPUTS[2:], rest, strict=False):
+            if np.ndim(x) != 0:
+                raise ShapeError(f"{name} must be a scalar, got shape {list(np.shape(x))}")
+        output_type = getattr(a, "output_type", element_types.ELEMENT_TYPES["i64"])
+        attrs = SimpleNamespace(box_encoding=a.box_encoding, output_type=output_type,
+                                sort_result_descending=a.sort_result_descending)  # fmt: skip
+        selected = five(attrs, boxes, scores, *rest)[0]
+        if version in (1, 3):
+            per_class = _scalar(rest[0], 0, int) if rest else 0
+            selected = selected[: max(0, min(boxes.shape[1], per_class * scores.shape[1]))]
+        return (selected,)
+
+    return kernel
+
+
+def _old_nms_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                     outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """As version 5's, whose kernel runs, plus its two other outputs (a row per score
+    at most)."""
+    scores = static_shape(inputs[1])
+    return 176 * math.prod(scores) if scores is not None else 0
+
+
+for _version in (1, 3, 4):
+    register(OpDef(type="NonMaxSuppression", version=_version, since_opset=_version,
+                   attrs=NMS_ATTRS[:2] + (NMS_ATTRS[2:] if _version > 1 else ()),
+                   infer=_old_nms_infer(_version), kernel=_old_nms_kernel(_version),
+                   inputs=(2, 5), check=_check_nms if _version > 1 else None,
+                   input_types=(FLOATS, FLOATS, None, FLOATS, FLOATS),
+                   scratch=_old_nms_scratch))  # fmt: skip
 
 for _version in (5, 9):
     register(OpDef(type="NonMaxSuppression", version=_version, since_opset=_version,

@@ -374,6 +374,59 @@ def _nms(opset):
     return build
 
 
+def _old_nms(opset):
+    def build():
+        boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
+        scores = o1.parameter([2, 3, 6], np.float32, name="scores")
+        nms = opset.non_max_suppression(boxes, scores, o1.constant(np.int64(4)),
+                                        o1.constant(np.float32(0.5)),
+                                        o1.constant(np.float32(0.1)))  # fmt: skip
+        return [nms.output(0)], [boxes, scores]
+
+    return build
+
+
+def _prior_box(version):
+    def build():
+        x, image = _image(), param([1, 3, 64, 64], name="image")
+
+        def hw(t):
+            return o1.strided_slice(o3.shape_of(t), o1.constant(np.array([2])),
+                                    o1.constant(np.array([4])), o1.constant(np.array([1])),
+                                    [0], [0])  # fmt: skip
+
+        if version == 0:
+            attrs = {"width": [2.0, 4.0], "height": [3.0, 1.0], "offset": 0.5}
+            return [o1.prior_box_clustered(hw(x), hw(image), attrs)], [x, image]
+        attrs = {"min_size": [4.0], "max_size": [9.0], "aspect_ratio": [2.0], "flip": True,
+                 "offset": 0.5}  # fmt: skip
+        opset = o1 if version == 1 else o8
+        return [opset.prior_box(hw(x), hw(image), attrs)], [x, image]
+
+    return build
+
+
+def _region_yolo():
+    x = param([1, 2 * (4 + 3 + 1), 5, 5])
+    return [o1.region_yolo(x, 4, 3, 2, True, [], 1, 3)], [x]
+
+
+def _reorg_yolo():
+    x = param([1, 8, 4, 6])
+    return [o2.reorg_yolo(x, [2])], [x]
+
+
+def _roi_pooling():
+    x, rois = _image(), param([5, 5], name="rois")
+    return [o2.roi_pooling(x, rois, output_roi=[2, 3], spatial_scale=0.5, method="max")], [
+        x, rois]
+
+
+def _psroi_pooling():
+    x, rois = param([1, 18, 8, 8]), param([5, 5], name="rois")
+    return [o1.psroi_pooling(x, rois, 2, 3, 0.5, 1, 1, "average")], [x, rois]
+
+
 def _roi_align(opset, *aligned):
     def build():
         x = _image()
@@ -681,8 +734,18 @@ BUILDERS: dict[tuple[str, int], Callable] = {
             ("BitwiseRightShift", o15.bitwise_right_shift),
         )
     },
+    ("NonMaxSuppression", 1): _old_nms(o1),
+    ("NonMaxSuppression", 3): _old_nms(o3),
+    ("NonMaxSuppression", 4): _old_nms(o4),
     ("NonMaxSuppression", 5): _nms(o5),
     ("NonMaxSuppression", 9): _nms(o9),
+    ("PriorBox", 1): _prior_box(1),
+    ("PriorBox", 8): _prior_box(8),
+    ("PriorBoxClustered", 1): _prior_box(0),
+    ("RegionYolo", 1): _region_yolo,
+    ("ReorgYolo", 2): _reorg_yolo,
+    ("ROIPooling", 2): _roi_pooling,
+    ("PSROIPooling", 1): _psroi_pooling,
     ("ROIAlign", 3): _roi_align(o3),
     ("ROIAlign", 9): _roi_align(o9, "half_pixel"),
     ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),

@@ -1,4 +1,4 @@
-"""NonMaxSuppression-5/9 and ROIAlign-3/9 against OpenVINO, by hand, and as torchvision
+"""NonMaxSuppression-1/3/4/5/9 and ROIAlign-3/9 against OpenVINO, by hand, and as torchvision
 converts them.
 
 ``ov.Model.evaluate`` cannot run either op (OpenVINO's core has no evaluate for
@@ -29,7 +29,7 @@ from types import SimpleNamespace
 import numpy as np
 import openvino as ov
 import pytest
-from openvino import opset1, opset3, opset5, opset9
+from openvino import opset1, opset3, opset4, opset5, opset9, opset11
 from support.ov_oneop import (
     CORE,
     CPU_CONFIG,
@@ -37,6 +37,7 @@ from support.ov_oneop import (
     one_op_model,
     run_both,
     run_cpu,
+    run_reference,
     run_saved,
 )
 from support.ov_shapes import from_ov_shape
@@ -399,6 +400,223 @@ def test_nms_shape_rule_errors(boxes, scores, limit, says):
         op.infer(attrs, infos)
     with pytest.raises(ShapeError, match="which NonMaxSuppression-v9 does not take"):
         op.infer(attrs, [TensorInfo((1, 2, 4), ET["i32"]), TensorInfo((1, 1, 2), ET["f32"])])
+
+
+# --------------------------------------------------------------------------- NMS-1, -3, -4
+
+OLD_NMS = {1: opset1.non_max_suppression, 3: opset3.non_max_suppression,
+           4: opset4.non_max_suppression}  # fmt: skip
+
+
+def old_nms_builder(version, per_class=4, iou=0.5, score=0.0, encoding="corner",
+                    descending=True, output_type="i64", scalar_dtype=np.float32):  # fmt: skip
+    extra = {} if version == 1 else {"output_type": output_type}
+
+    def build(boxes, scores):
+        return OLD_NMS[version](boxes, scores, const(per_class, np.int64),
+                                const(iou, scalar_dtype), const(score, scalar_dtype),
+                                encoding, descending, **extra)  # fmt: skip
+
+    return build
+
+
+OLD_NMS_VARIANTS = {
+    "plain": {},
+    "unsorted": dict(descending=False),
+    "center": dict(encoding="center"),
+    "tied-scores": dict(ties=True),
+    "tied-unsorted": dict(ties=True, descending=False),
+    "identical-boxes": dict(identical=True, iou=0.4),
+    "score-threshold": dict(score=0.6, per_class=10),
+    "i32": dict(output_type="i32", per_class=2),
+    "one-per-class": dict(per_class=1),
+    "more-than-boxes": dict(per_class=100, iou=0.7),
+    "f16": dict(f16=True),
+}
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+@pytest.mark.parametrize("variant", OLD_NMS_VARIANTS)
+@pytest.mark.parametrize("seed", range(3))
+def test_old_nms_matches_the_plugin(version, variant, seed, tmp_path):
+    kw = dict(OLD_NMS_VARIANTS[variant])
+    ties, identical, f16 = kw.pop("ties", False), kw.pop("identical", False), kw.pop("f16", False)
+    rng = np.random.default_rng(seed)
+    batches, classes, n = [(1, 1, 7), (2, 3, 8), (3, 2, 9)][seed]
+    boxes = random_boxes(rng, batches, n, kw.get("encoding", "corner"), identical)
+    scores = rng.random((batches, classes, n)).astype(np.float32)
+    if ties:
+        scores = np.round(scores * 4) / 4
+    if f16:
+        boxes, scores = boxes.astype(np.float16), scores.astype(np.float16)
+        kw["scalar_dtype"] = np.float16
+    got, want = run_both(old_nms_builder(version, **kw), [boxes, scores], tmp_path)
+    if version == 4:
+        assert_close(got, want)
+        return
+    # Versions 1 and 3 keep the first min(num_boxes, per_class * classes) rows, as the
+    # reference kernel and the specification do; the plugin returns every row.
+    rows = min(n, kw.get("per_class", 4) * classes)
+    assert len(got) == min(rows, len(want))
+    assert_close(got, want[: len(got)])
+
+
+def test_old_nms_is_version_5_without_its_other_outputs(tmp_path):
+    """Random sweeps: versions 1, 3, 4 select as version 5 does (in irrun and the plugin)."""
+    rng = np.random.default_rng(7)
+    boxes = random_boxes(rng, 2, 12)
+    scores = np.round(rng.random((2, 3, 12)) * 8).astype(np.float32) / 8
+    for descending in (True, False):
+        five = nms_builder(5, per_class=3, iou=0.3, score=0.1, descending=descending)
+        model = one_op_model(five, [boxes, scores], 3)
+        want = run_cpu(model, [boxes, scores])[0]
+        for version in (1, 3, 4):
+            build = old_nms_builder(version, per_class=3, iou=0.3, score=0.1,
+                                    descending=descending)  # fmt: skip
+            got = run_saved(one_op_model(build, [boxes, scores]), [boxes, scores], tmp_path)[0]
+            rows = len(want) if version == 4 else min(12, 3 * 3)
+            assert_close(got, want[:rows])
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+def test_old_nms_drops_a_box_at_the_threshold(version, tmp_path):
+    """HAND_BOXES 0 and 1 overlap by IoU 0.5: dropped at 0.5 (both OpenVINO engines run
+    version 5's rule), though the specification drops only above it."""
+    got, want = run_both(old_nms_builder(version, iou=0.5), [HAND_BOXES, HAND_SCORES], tmp_path)
+    assert got.tolist() == want.tolist() == [[0, 0, 0], [0, 0, 2]]
+    got, want = run_both(old_nms_builder(version, iou=0.51), [HAND_BOXES, HAND_SCORES], tmp_path)
+    assert got.tolist() == want.tolist() == [[0, 0, 0], [0, 0, 1], [0, 0, 2]]
+
+
+def test_old_nms_truncates_as_the_reference_does():
+    """Version 1's output holds min(num_boxes, per_class * classes) rows: 3 of the 4
+    boxes selected in two batches, highest scores first (sorted across batches)."""
+    boxes = np.concatenate([HAND_BOXES, HAND_BOXES + 10])
+    scores = np.array([[[0.5, 0.25, 0.125]], [[0.75, 0.0625, 0.375]]], np.float32)
+    op = resolve("NonMaxSuppression", "opset1")
+    attrs = SimpleNamespace(box_encoding="corner", sort_result_descending=True)
+    got = op.kernel(attrs, boxes, scores, np.int64(3), np.float32(0.4), np.float32(0.0))[0]
+    assert got.tolist() == [[1, 0, 0], [0, 0, 0], [1, 0, 2]] and got.dtype == np.int64
+    attrs.sort_result_descending = False
+    got = op.kernel(attrs, boxes, scores, np.int64(3), np.float32(0.4), np.float32(0.0))[0]
+    assert got.tolist() == [[0, 0, 0], [0, 0, 2], [1, 0, 0]]
+    # Without max_output_boxes_per_class nothing is selected.
+    assert op.kernel(attrs, boxes, scores)[0].shape == (0, 3)
+
+
+def old_nms_shapes(version, boxes, scores, per_class):
+    b = opset1.parameter(ov.PartialShape(boxes), ov.Type.f32)
+    s = opset1.parameter(ov.PartialShape(scores), ov.Type.f32)
+    limit = opset1.parameter([], ov.Type.i64) if per_class is None else const(per_class, np.int64)
+    extra = {} if version == 1 else {"output_type": "i32"}
+    node = OLD_NMS[version](b, s, limit, const(0.5), const(0.0), **extra)
+    want = from_ov_shape(node.get_output_partial_shape(0))
+    infos = [TensorInfo(from_ov_shape(ov.PartialShape(boxes)), ET["f32"]),
+             TensorInfo(from_ov_shape(ov.PartialShape(scores)), ET["f32"]),
+             TensorInfo((), ET["i64"], None if per_class is None else np.int64(per_class)),
+             TensorInfo((), ET["f32"]), TensorInfo((), ET["f32"])]  # fmt: skip
+    attrs = SimpleNamespace(box_encoding="corner", sort_result_descending=True)
+    if version > 1:
+        attrs.output_type = ET["i32"]
+    (out,) = resolve("NonMaxSuppression", f"opset{version}").infer(attrs, infos)
+    assert out.element_type.name == ("i64" if version == 1 else "i32")
+    return out.shape, want
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+@pytest.mark.parametrize(("boxes", "scores", "per_class", "bounds"), [
+    ([2, 6, 4], [2, 3, 6], 4, (6, 6, 24)),
+    ([2, 6, 4], [2, 3, 6], 1, (3, 3, 6)),
+    ([2, 6, 4], [2, 3, 6], 10, (6, 6, 36)),
+    ([3, 20, 4], [3, 2, 20], 4, (8, 8, 24)),
+    ([2, 6, 4], [2, 3, 6], 0, (0, 0, 0)),
+    # OpenVINO's version 1 and 3 give "?" here: irrun's bound is the same rule's.
+    ([2, 6, 4], [(1, 3), (2, 5), 6], 4, (6, 6, 60)),
+    ([2, -1, 4], [2, 3, -1], 4, (None, None, None)),
+    ([2, 6, 4], [2, 3, 6], None, (None, None, None)),
+    ([-1, 6, 4], [-1, -1, 6], 4, (None, None, None)),
+])  # fmt: skip
+def test_old_nms_shape_rule(version, boxes, scores, per_class, bounds):
+    """OpenVINO declares a static size (where it can); irrun's is that size as an upper
+    bound, for the rows are only those selected."""
+    got, want = old_nms_shapes(version, boxes, scores, per_class)
+    bound = bounds[[1, 3, 4].index(version)]
+    assert got == (0 if bound == 0 else Interval(0, bound), 3)
+    if isinstance(want[0], int):
+        assert want[0] == bound
+    else:
+        assert want[0] == Interval(0, None)
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+def test_old_nms_shape_rule_errors(version):
+    op = resolve("NonMaxSuppression", f"opset{version}")
+    attrs = SimpleNamespace(box_encoding="corner", sort_result_descending=True,
+                            output_type=ET["i64"])  # fmt: skip
+    f32, i64 = ET["f32"], ET["i64"]
+    with pytest.raises(ShapeError, match="max_output_boxes_per_class must be a scalar"):
+        op.infer(attrs, [TensorInfo((1, 3, 4), f32), TensorInfo((1, 1, 3), f32),
+                         TensorInfo((1,), i64)])  # fmt: skip
+    with pytest.raises(RuntimeError, match="Expected a scalar"):
+        b, s = opset1.parameter([1, 3, 4], np.float32), opset1.parameter([1, 1, 3], np.float32)
+        OLD_NMS[version](b, s, const([1], np.int64))
+    with pytest.raises(ShapeError, match="last dim must be 4"):
+        op.infer(attrs, [TensorInfo((1, 3, 5), f32), TensorInfo((1, 1, 3), f32)])
+    with pytest.raises(ShapeError, match="number of boxes"):
+        op.infer(attrs, [TensorInfo((1, 3, 4), f32), TensorInfo((1, 1, 4), f32)])
+
+
+def test_validate_checks_old_nms(tmp_path):
+    model = one_op_model(old_nms_builder(4, per_class=2), [HAND_BOXES, HAND_SCORES])
+    bad = saved(model, tmp_path, lambda t: t.replace('output_type="i64"', 'output_type="f32"'))
+    found = layer_named(irrun.validate(bad), "NonMaxSuppression")
+    assert [d.message for d in found] == ["output_type must be i32 or i64, got f32"]
+    model = one_op_model(old_nms_builder(1, per_class=2), [HAND_BOXES, HAND_SCORES])
+    bad = saved(model, tmp_path, lambda t: t.replace('box_encoding="corner"',
+                                                     'box_encoding="diagonal"'))  # fmt: skip
+    found = layer_named(irrun.validate(bad), "NonMaxSuppression")
+    assert [d.code for d in found] == ["bad-attribute"]
+
+
+# --------------------------------------------------------------------------- tie order
+
+
+def test_nms_tie_order_matches_the_plugin(tmp_path):
+    """Scores drawn from a few values (and values one ulp apart): selection among equal
+    scores goes by lowest box index, the sorted output by batch, class, box index."""
+    rng = np.random.default_rng(3)
+    values = np.array([0.5, 0.25, 0.75, np.nextafter(np.float32(0.5), np.float32(1))],
+                      np.float32)  # fmt: skip
+    for _ in range(4):
+        boxes = random_boxes(rng, 2, 20)
+        scores = rng.choice(values, (2, 3, 20))
+        for version in (5, 9):
+            for descending in (True, False):
+                got, want = run_nms(tmp_path, boxes, scores, version, per_class=6, iou=0.3,
+                                    descending=descending)  # fmt: skip
+                assert_close(got[0], want[0])
+                assert_close(got[1], want[1])
+
+
+def test_topk_tie_order_matches_the_reference(tmp_path):
+    """TopK takes equal values lowest index first, as OpenVINO's reference kernel does
+    (stable or not); the CPU plugin does so only for a stable TopK-11 sorted by value
+    (with ``sort="index"`` and ``mode="min"`` even its stable TopK picks other ones
+    among equal values)."""
+    rng = np.random.default_rng(4)
+    x = rng.choice(np.array([1, 2, 3], np.float32), (4, 40))
+    for mode in ("max", "min"):
+        for sort in ("value", "index"):
+            for stable in (False, True):
+                def build(a, mode=mode, sort=sort, stable=stable):
+                    return opset11.topk(a, const(9, np.int64), 1, mode, sort, "i32", stable)
+
+                model = one_op_model(build, [x], 2)
+                got = run_saved(model, [x], tmp_path)
+                plugin = stable and sort == "value"
+                for want in [run_reference(model, [x])] + ([run_cpu(model, [x])] if plugin else []):
+                    assert_close(got[0], want[0])
+                    assert_close(got[1], want[1])
 
 
 # --------------------------------------------------------------------------- ROIAlign sweep

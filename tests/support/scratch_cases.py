@@ -218,14 +218,43 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
                                                                           400, 410, 500)]
     if dtype.name in ("int32", "float32", "float16", "float64"):
         yield from _gather_tree(rng, dtype)
+    yield (r("PriorBox", "opset8"),
+           NS(min_size=(4.0, 8.0), max_size=(9.0, 12.0), aspect_ratio=(2.0, 3.0), density=(),
+              fixed_ratio=(), fixed_size=(), clip=True, flip=True, step=0.0, offset=0.5,
+              variance=(0.1, 0.1, 0.2, 0.2), scale_all_sizes=True,
+              min_max_aspect_ratios_order=True), [_i(32, 32), _i(300, 300)])
+    yield (r("PriorBoxClustered", "opset1"),
+           NS(width=(2.0, 4.0, 8.0), height=(3.0, 5.0, 1.0), clip=True, step=0.0, step_w=0.0,
+              step_h=0.0, offset=0.5, variance=()), [_i(64, 64), _i(300, 300)])
+    yield r("ReorgYolo", "opset2"), NS(stride=(2,)), [x.reshape(1, 8, 64, 64)]
     if dtype.kind == "f":
+        yield (r("RegionYolo", "opset1"),
+               NS(coords=4, classes=3, num=4, do_softmax=True, mask=(), axis=1, end_axis=3,
+                  anchors=()), [x.reshape(1, 32, 32, 32)])
+        yield (r("RegionYolo", "opset1"),
+               NS(coords=4, classes=3, num=9, do_softmax=False, mask=(0, 1, 2, 3), axis=1,
+                  end_axis=3, anchors=()), [x.reshape(1, 32, 32, 32)])
         boxes = np.sort(rng.uniform(0, 100, (2, 500, 4)).astype(dtype), axis=-1)
         scores = rng.uniform(0, 1, (2, 3, 500)).astype(dtype)
         yield (r("NonMaxSuppression", "opset9"),
                NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
                [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
         yield from _recurrent(rng, dtype)
+        yield (r("NonMaxSuppression", "opset4"),
+               NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
+               [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
         rois = np.sort(rng.uniform(0, 30, (40, 4)).astype(dtype), axis=-1)
+        rois5 = np.concatenate([rng.integers(0, 2, (40, 1)).astype(dtype), rois], 1)
+        for method in ("max", "bilinear"):
+            yield (r("ROIPooling", "opset2"),
+                   NS(output_size=(), output_roi=(), pooled_h=7, pooled_w=7, spatial_scale=1.0,
+                      method=method), [img, rois5 if method == "max" else rois5 / 30])
+        yield (r("PSROIPooling", "opset1"),
+               NS(output_dim=4, group_size=2, spatial_scale=1.0, mode="average",
+                  spatial_bins_x=1, spatial_bins_y=1), [img, rois5])
+        yield (r("PSROIPooling", "opset1"),
+               NS(output_dim=4, group_size=3, spatial_scale=1.0, mode="bilinear",
+                  spatial_bins_x=2, spatial_bins_y=2), [img, rois5 / 30])
         for mode in ("avg", "max"):
             yield (r("ROIAlign", "opset9"),
                    NS(pooled_h=7, pooled_w=7, sampling_ratio=2, spatial_scale=1.0, mode=mode,
