@@ -809,6 +809,8 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("FakeQuantize", 1): _unary(
         lambda x: o1.fake_quantize(x, *(o1.constant(np.array(v, F32)) for v in (-1, 1, 0, 2)), 256)
     ),
+    ("FakeConvert", 13): _unary(lambda x: o13.fake_convert(
+        x, o1.constant(np.array(2.0, F32)), o1.constant(np.array(0.5, F32)), "f8e5m2")),
     # irrun/ops/slicing.py, creation.py, movement.py (Tile, Roll), non_zero.py, layout.py
     # and ConvertLike
     ("Slice", 8): _unary(lambda x: o8.slice(x, const([1, -1]), const([2**63 - 1, -(2**63)]),
