@@ -40,6 +40,7 @@ Signal processing:
 Convolution and pooling (window: the windows' geometry; pool_checks: the pools' warnings):
     convolution           Convolution, GroupConvolution
     convolution_backprop  ConvolutionBackpropData, GroupConvolutionBackpropData
+    deformable            DeformableConvolution
     max_pool              MaxPool
     avg_pool              AvgPool
     adaptive_pool         AdaptiveAvgPool, AdaptiveMaxPool
@@ -92,6 +93,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     convolution_backprop,
     creation,
     ctc,
+    deformable,
     detection,
     einsum,
     embedding,

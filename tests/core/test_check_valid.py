@@ -786,6 +786,14 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("GRN", 1): _unary(lambda x: o1.grn(x, 0.1)),
     ("ExtractImagePatches", 3): _unary(lambda x: o3.extract_image_patches(
         x, [3, 2], [2, 3], [1, 2], "same_lower")),
+    # irrun/ops/deformable.py: a 3x3 filter, pads 1, on the 1x3x8x8 image
+    ("DeformableConvolution", 1): _images_op(lambda x, o: o1.deformable_convolution(
+        x, o, const(np.ones((4, 3, 3, 3)), F32), [1, 1], [1, 1], [1, 1], [1, 1]),
+        (1, 18, 8, 8)),
+    ("DeformableConvolution", 8): _images_op(lambda x, o, m: o8.deformable_convolution(
+        x, o, const(np.ones((6, 1, 3, 3)), F32), [2, 2], [1, 1], [1, 1], [1, 1], mask=m,
+        group=3, deformable_group=3, bilinear_interpolation_pad=True),
+        (1, 54, 4, 4), (1, 27, 4, 4)),
     # irrun/ops/grid_sample.py, col2im.py, color.py, ctc.py
     ("GridSample", 9): _images_op(lambda x, g: o9.grid_sample(
         x, g, {"mode": "bicubic", "padding_mode": "reflection", "align_corners": True}),

@@ -150,6 +150,14 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
     for mode in ("bilinear", "bicubic", "nearest"):
         yield (r("GridSample", "opset9"),
                NS(mode=mode, padding_mode="zeros", align_corners=False), [img, grid])
+    if dtype.kind == "f":  # DeformableConvolution: 16 channels sampled at 32x32 positions
+        dc = NS(strides=(1, 1), dilations=(1, 1), pads_begin=(1, 1), pads_end=(1, 1),
+                auto_pad="explicit", group=2, deformable_group=4, bilinear_interpolation_pad=True)
+        offsets = rng.uniform(-2, 2, (2, 4 * 18, 32, 32)).astype(dtype)
+        filters = rng.standard_normal((8, 8, 3, 3)).astype(dtype)
+        mask = rng.uniform(0, 1, (2, 4 * 9, 32, 32)).astype(dtype)
+        yield r("DeformableConvolution", "opset8"), dc, [img, offsets, filters, mask]
+        yield r("DeformableConvolution", "opset1"), dc, [img, offsets, filters]
     if dtype.kind == "f":
         lo, hi = dtype.type(-5), dtype.type(5)
         yield r("FakeQuantize", "opset1"), NS(levels=255, auto_broadcast="numpy"), [x, lo, hi, lo, hi]
