@@ -211,3 +211,16 @@ def test_validate(tmp_path):
     # Offsets of 3 channels where the 3x3 filter needs 18.
     path.write_text(re.sub(r"<dim>18</dim>", "<dim>3</dim>", text))
     assert any(f.level == "error" for f in irrun.validate(path))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_other_float_types_match_the_cpu_plugin(dtype, tmp_path):
+    # f16 is computed in f32 and rounded once; f64 in f64 here, in f32 by the plugin.
+    inputs, build = _case(np.random.default_rng(5), n=1, cpg=2, g=2, dg=2, co_per_g=2,
+                          size=(5, 6), k=(3, 3), s=(1, 1), d=(1, 1), pb=(1, 0), pe=(0, 1),
+                          auto_pad="explicit", mask=True, pad=False, v1=False, spread=2.0,
+                          dtype=dtype)  # fmt: skip
+    model = one_op_model(build, inputs)
+    got = run_saved(model, inputs, tmp_path)[0]
+    rtol = 2e-3 if dtype == np.float16 else 1e-5
+    assert_close(got, run_cpu(model, inputs)[0], rtol=rtol, atol=rtol, scaled_atol=True)
