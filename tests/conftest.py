@@ -41,3 +41,18 @@ def _idle_machine(monkeypatch):
     threads.default.cache_clear()
     yield
     threads.default.cache_clear()
+
+
+@pytest.fixture
+def without_ops(monkeypatch):
+    """``without_ops("BinaryConvolution", ...)``: the test runs as if irrun lacked those op
+    types (their registrations are taken out of the registry until it ends), so that the
+    paths for an op irrun does not run stay tested whatever ops it runs."""
+    import irrun.ops  # noqa: F401  (every op registered before some are taken out)
+    from irrun.ir import registry
+
+    def remove(*types: str) -> None:
+        for name in types:
+            monkeypatch.delitem(registry._REGISTRY, name.lower(), raising=False)
+
+    return remove

@@ -39,6 +39,7 @@ Signal processing:
     signal                DFT, IDFT, RDFT, IRDFT, STFT, ISTFT
 Convolution and pooling (window: the windows' geometry; pool_checks: the pools' warnings):
     convolution           Convolution, GroupConvolution
+    binary_convolution    BinaryConvolution
     convolution_backprop  ConvolutionBackpropData, GroupConvolutionBackpropData
     deformable            DeformableConvolution
     max_pool              MaxPool
@@ -85,6 +86,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     arithmetic,
     attention,
     avg_pool,
+    binary_convolution,
     bitwise,
     col2im,
     color,

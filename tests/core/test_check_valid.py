@@ -786,6 +786,11 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("GRN", 1): _unary(lambda x: o1.grn(x, 0.1)),
     ("ExtractImagePatches", 3): _unary(lambda x: o3.extract_image_patches(
         x, [3, 2], [2, 3], [1, 2], "same_lower")),
+    # irrun/ops/binary_convolution.py: a u1 filter of 4x3x3x3 bits
+    ("BinaryConvolution", 1): _unary(lambda x: o1.binary_convolution(
+        x, o1.constant((np.arange(108).reshape(4, 3, 3, 3) % 3 == 0).astype(np.uint8),
+                       dtype=ov.Type.u1),
+        [1, 1], [1, 1], [1, 1], [1, 1], "xnor-popcount", 1.0)),
     # irrun/ops/deformable.py: a 3x3 filter, pads 1, on the 1x3x8x8 image
     ("DeformableConvolution", 1): _images_op(lambda x, o: o1.deformable_convolution(
         x, o, const(np.ones((4, 3, 3, 3)), F32), [1, 1], [1, 1], [1, 1], [1, 1]),

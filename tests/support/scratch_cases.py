@@ -158,6 +158,10 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
         mask = rng.uniform(0, 1, (2, 4 * 9, 32, 32)).astype(dtype)
         yield r("DeformableConvolution", "opset8"), dc, [img, offsets, filters, mask]
         yield r("DeformableConvolution", "opset1"), dc, [img, offsets, filters]
+        bc = NS(strides=(1, 1), dilations=(1, 1), pads_begin=(1, 1), pads_end=(1, 1),
+                auto_pad="explicit", mode="xnor-popcount", pad_value=1.0)
+        bits = rng.integers(0, 2, (8, 16, 3, 3)).astype(np.uint8)
+        yield r("BinaryConvolution", "opset1"), bc, [img, bits]
     if dtype.kind == "f":
         lo, hi = dtype.type(-5), dtype.type(5)
         yield r("FakeQuantize", "opset1"), NS(levels=255, auto_broadcast="numpy"), [x, lo, hi, lo, hi]
