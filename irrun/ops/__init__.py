@@ -41,7 +41,7 @@ Convolution and pooling (window: the windows' geometry; pool_checks: the pools' 
     convolution           Convolution, GroupConvolution
     binary_convolution    BinaryConvolution
     convolution_backprop  ConvolutionBackpropData, GroupConvolutionBackpropData
-    deformable            DeformableConvolution
+    deformable            DeformableConvolution, DeformablePSROIPooling
     max_pool              MaxPool
     avg_pool              AvgPool
     adaptive_pool         AdaptiveAvgPool, AdaptiveMaxPool

@@ -1,4 +1,6 @@
-"""DeformableConvolution-1 and DeformableConvolution-8: 2D convolution at shifted positions.
+"""DeformableConvolution-1, DeformableConvolution-8 and DeformablePSROIPooling-1 (at the end).
+
+DeformableConvolution: a 2D convolution at shifted positions.
 
 Data ``x`` ``[N, C, H, W]``, offsets ``[N, DG*2*KH*KW, Ho, Wo]``, filters ``[Co, C/G, KH,
 KW]`` and (v8) an optional mask ``[N, DG*KH*KW, Ho, Wo]``, with ``G = group`` and ``DG =
@@ -286,5 +288,152 @@ register(
         type="DeformableConvolution", version=8, since_opset=8, attrs=ATTRS_V8, infer=_infer,
         kernel=_kernel_v8, inputs=(3, 4), check=_check, shape_attrs=SHAPE_ATTRS,
         input_types=(FLOATS, FLOATS, FLOATS, FLOATS), fresh_output=True, scratch=_scratch,
+    )
+)  # fmt: skip
+
+
+# --- DeformablePSROIPooling-1 ---------------------------------------------------------------
+
+PSROI_ATTRS = (
+    Attr("output_dim", "int"),
+    Attr("spatial_scale", "float"),
+    Attr("group_size", "int", 1),
+    Attr("mode", "enum", "bilinear_deformable", ("bilinear_deformable",)),
+    Attr("spatial_bins_x", "int", 1),
+    Attr("spatial_bins_y", "int", 1),
+    Attr("trans_std", "float", 1.0),
+    Attr("part_size", "int", 1),
+)
+
+
+def _check_psroi(a: SimpleNamespace) -> None:
+    for name in ("output_dim", "group_size", "spatial_bins_x", "spatial_bins_y", "part_size"):
+        if getattr(a, name) < 1:
+            raise KernelError(f"{name} must be at least 1, got {getattr(a, name)}")
+
+
+def _infer_psroi(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    data, rois = inputs[:2]
+    offsets = inputs[2] if len(inputs) > 2 else None
+    et = same_element_type(inputs)
+    for name, info, rank in (("data", data, 4), ("rois", rois, 2), ("offsets", offsets, 4)):
+        if info is not None and info.shape is not None and len(info.shape) != rank:
+            raise ShapeError(f"{name} {format_shape(info.shape)} must have rank {rank}")
+    g = a.group_size
+    count = DYNAMIC if rois.shape is None else rois.shape[0]
+    return [TensorInfo((count, a.output_dim, g, g), et)]
+
+
+def _psroi_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
+                  offsets: np.ndarray | None = None) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """DeformablePSROIPooling's reference: for each ROI ``(batch, x1, y1, x2, y2)`` (the
+    corners rounded half away from zero, scaled, shifted by -0.5, the far ones by one pixel
+    more) a ``group_size`` square grid of bins; bin ``(c, i, j)`` reads input channel
+    ``(c*G + i)*G + j``, starts at its grid position (moved by ``offsets[roi, 2*k (x) or
+    2*k+1 (y), i*part_size//G, j*part_size//G] * trans_std`` times the ROI's size, ``k =
+    c // (output_dim / classes)``), and averages the bilinear samples at its
+    ``spatial_bins_y x spatial_bins_x`` sub-bin corners that lie within half a pixel of
+    the input (clamped into it): 0 when none does, and for a ROI of negative batch.
+
+    The CPU plugin agrees (within rounding) but for a negative batch index: it gives zeros
+    for that ROI and every later one (a terminator of the list of ROIs), the reference for
+    that ROI alone, as here.  ``Model.evaluate`` has no kernel for it."""
+    if data.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 5:
+        raise KernelError(f"data {list(data.shape)} and rois {list(rois.shape)}: expected "
+                          "[N, C, H, W] and [R, 5]")  # fmt: skip
+    g, cout = a.group_size, a.output_dim
+    n, c, h, w = data.shape
+    if c != cout * g * g:
+        raise KernelError(f"data has {c} channels, expected output_dim x group_size^2 = "
+                          f"{cout * g * g}")  # fmt: skip
+    f32 = np.float32
+    r = rois.shape[0]
+    batch = np.trunc(rois[:, 0].astype(np.float64))
+    bad = (batch >= n) & (batch >= 0)
+    if bad.any():
+        raise KernelError(f"a ROI's batch index {int(batch[bad][0])} is past the {n} images")
+    scale = f32(a.spatial_scale)
+    raw = rois[:, 1:].astype(f32)
+    corners = np.sign(raw) * np.floor(np.abs(raw) + f32(0.5))  # C's round: half away from 0
+    x1 = corners[:, 0] * scale - f32(0.5)
+    y1 = corners[:, 1] * scale - f32(0.5)
+    x2 = (corners[:, 2] + f32(1)) * scale - f32(0.5)
+    y2 = (corners[:, 3] + f32(1)) * scale - f32(0.5)
+    rw = np.maximum(x2 - x1, f32(0.1))
+    rh = np.maximum(y2 - y1, f32(0.1))
+    bw, bh = rw / f32(g), rh / f32(g)
+    cols = np.arange(g, dtype=f32)
+    # Bins [R, C_out, G(i), G(j)]
+    bx = (x1[:, None] + cols[None, :] * bw[:, None])[:, None, None, :]
+    by = (y1[:, None] + cols[None, :] * bh[:, None])[:, None, :, None]
+    bx = np.broadcast_to(bx, (r, cout, g, g)).astype(f32)
+    by = np.broadcast_to(by, (r, cout, g, g)).astype(f32)
+    if offsets is not None:
+        classes = offsets.shape[1] // 2
+        part = a.part_size
+        if offsets.shape[0] != r or classes < 1 or offsets.shape[2:] != (part, part) or \
+                cout % classes:  # fmt: skip
+            raise KernelError(f"offsets have shape {list(offsets.shape)}, expected "
+                              f"[{r}, 2 x classes dividing {cout}, {part}, {part}]")  # fmt: skip
+        k = np.arange(cout) // (cout // classes)
+        pi = np.arange(g) * part // g
+        off = offsets.astype(f32) * f32(a.trans_std)
+        ox = off[:, 2 * k][:, :, pi][:, :, :, pi]
+        oy = off[:, 2 * k + 1][:, :, pi][:, :, :, pi]
+        bx = bx + ox * rw[:, None, None, None]
+        by = by + oy * rh[:, None, None, None]
+    sbw = bw[:, None, None, None] / f32(a.spatial_bins_x)
+    sbh = bh[:, None, None, None] / f32(a.spatial_bins_y)
+    chan = (np.arange(cout)[:, None, None] * g + np.arange(g)[None, :, None]) * g + \
+        np.arange(g)[None, None, :]  # fmt: skip
+    work = work_type(data.dtype)
+    flat = data.astype(work).reshape(n * c, h * w)
+    rows = np.clip(batch, 0, n - 1).astype(np.int64)[:, None, None, None] * c + chan[None]
+    total = np.zeros((r, cout, g, g), work)
+    count = np.zeros((r, cout, g, g), np.int64)
+    for sy in range(a.spatial_bins_y):
+        y = by + f32(sy) * sbh
+        for sx in range(a.spatial_bins_x):
+            x = bx + f32(sx) * sbw
+            inside = (y >= -0.5) & (y <= h - 0.5) & (x >= -0.5) & (x <= w - 0.5)
+            yc = np.clip(np.nan_to_num(y), 0, h - 1).astype(f32)
+            xc = np.clip(np.nan_to_num(x), 0, w - 1).astype(f32)
+            top, left = np.floor(yc).astype(np.int64), np.floor(xc).astype(np.int64)
+            bottom, right = np.ceil(yc).astype(np.int64), np.ceil(xc).astype(np.int64)
+            dx = (xc - left).astype(work)
+            dy = (yc - top).astype(work)
+            tl, tr = flat[rows, top * w + left], flat[rows, top * w + right]
+            bl, br = flat[rows, bottom * w + left], flat[rows, bottom * w + right]
+            upper = tl + (tr - tl) * dx
+            lower = bl + (br - bl) * dx
+            value = upper + (lower - upper) * dy
+            total += np.where(inside, value, 0).astype(work)
+            count += inside
+    out = np.where(count > 0, total / np.maximum(count, 1).astype(work), 0)
+    out[batch < 0] = 0
+    return (out.astype(data.dtype, copy=False),)
+
+
+def _scratch_psroi(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                   outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """About 40 arrays of 8 bytes per bin (positions, corner indices, samples), the data in
+    the work type and the offsets in f32."""
+    shapes = [i.shape for i in (*inputs, *outputs)]
+    if inputs[0].element_type is None or any(
+        sh is None or not all(isinstance(v, int) for v in sh) for sh in shapes
+    ):
+        return 0
+    return (
+        320 * math.prod(outputs[0].shape)
+        + 8 * math.prod(inputs[0].shape)
+        + sum(4 * math.prod(i.shape) for i in inputs[1:])
+    )
+
+
+register(
+    OpDef(
+        type="DeformablePSROIPooling", version=1, since_opset=1, attrs=PSROI_ATTRS,
+        infer=_infer_psroi, kernel=_psroi_kernel, inputs=(2, 3), check=_check_psroi,
+        input_types=(FLOATS, FLOATS, FLOATS), scratch=_scratch_psroi,
     )
 )  # fmt: skip

@@ -799,6 +799,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
         x, o, const(np.ones((6, 1, 3, 3)), F32), [2, 2], [1, 1], [1, 1], [1, 1], mask=m,
         group=3, deformable_group=3, bilinear_interpolation_pad=True),
         (1, 54, 4, 4), (1, 27, 4, 4)),
+    ("DeformablePSROIPooling", 1): _images_op(lambda x, r, o: o1.deformable_psroi_pooling(
+        o1.concat([x, x, x], 1), r, 1, 0.5, 3, spatial_bins_x=2, spatial_bins_y=2,
+        trans_std=0.1, part_size=2, offsets=o), (4, 5), (4, 2, 2, 2)),
     # irrun/ops/grid_sample.py, col2im.py, color.py, ctc.py
     ("GridSample", 9): _images_op(lambda x, g: o9.grid_sample(
         x, g, {"mode": "bicubic", "padding_mode": "reflection", "align_corners": True}),

@@ -224,3 +224,93 @@ def test_other_float_types_match_the_cpu_plugin(dtype, tmp_path):
     got = run_saved(model, inputs, tmp_path)[0]
     rtol = 2e-3 if dtype == np.float16 else 1e-5
     assert_close(got, run_cpu(model, inputs)[0], rtol=rtol, atol=rtol, scaled_atol=True)
+
+
+# --- DeformablePSROIPooling -----------------------------------------------------------------
+
+
+def _psroi_case(rng, *, od, g, scale, bins, trans_std, part, classes, offsets, n=2, r=5):
+    data = rng.standard_normal((n, od * g * g, 6, 7)).astype(np.float32)
+    rois = np.c_[rng.integers(0, n, r), rng.uniform(-3, 15, (r, 4))].astype(np.float32)
+    rois[:, 1:] = np.round(rois[:, 1:] * 4) / 4  # some halves: rounded away from zero
+    inputs = [data, rois]
+    if offsets:
+        inputs.append(rng.standard_normal((r, 2 * classes, part, part)).astype(np.float32))
+
+    def build(*p):
+        return opset1.deformable_psroi_pooling(
+            p[0], p[1], od, scale, g, "bilinear_deformable", bins[0], bins[1], trans_std, part,
+            offsets=p[2] if offsets else None)  # fmt: skip
+
+    return inputs, build
+
+
+@settings(max_examples=25, deadline=None)
+@given(od=st.integers(1, 3), g=st.integers(1, 3), scale=st.sampled_from([0.25, 0.5, 1.0]),
+       bins=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       trans_std=st.sampled_from([0.0, 0.1, 0.5]), part=st.integers(1, 3),
+       classes=st.integers(1, 3), offsets=st.booleans(), seed=st.integers(0, 2**16))  # fmt: skip
+def test_psroi_matches_the_cpu_plugin(od, g, scale, bins, trans_std, part, classes, offsets,
+                                      seed, tmp_path_factory):  # fmt: skip
+    if od % classes:
+        classes = 1
+    inputs, build = _psroi_case(np.random.default_rng(seed), od=od, g=g, scale=scale,
+                                bins=bins, trans_std=trans_std, part=part, classes=classes,
+                                offsets=offsets)  # fmt: skip
+    _check(inputs, build, tmp_path_factory.mktemp("ps"))
+
+
+def test_psroi_by_hand(tmp_path):
+    # One 1x1 bin over the ROI (0, 0)-(1, 1) at scale 1: x1 = y1 = -0.5, width 2; with 2x2
+    # sub-bins the samples are at -0.5 and 0.5 (clamped to 0 and 0.5): the average of
+    # x[0, 0], x[0, 0.5], x[0.5, 0], x[0.5, 0.5] = (0 + 0.5 + 1.5 + 2) / 4 on x = [[0, 1],
+    # [3, 4]] (x[0.5, 0.5] = 2, x[0, 0.5] = 0.5, x[0.5, 0] = 1.5).
+    data = np.array([[[[0.0, 1.0], [3.0, 4.0]]]], np.float32)
+    rois = np.array([[0, 0, 0, 1, 1], [-1, 0, 0, 1, 1], [0, 0, 0, 1, 1]], np.float32)
+    build = lambda d, r: opset1.deformable_psroi_pooling(d, r, 1, 1.0, 1, spatial_bins_x=2,  # noqa: E731
+                                                         spatial_bins_y=2)  # fmt: skip
+    got = run_saved(one_op_model(build, [data, rois]), [data, rois], tmp_path)[0]
+    # A negative batch index gives zeros for its ROI alone (the plugin: for every later one).
+    assert got.ravel().tolist() == [1.0, 0.0, 1.0]
+
+
+def test_psroi_shape_rule():
+    rule = resolve("DeformablePSROIPooling", "opset1")
+    attrs = attrs_namespace({"output_dim": 2, "spatial_scale": 1.0, "group_size": 2,
+                             "mode": "bilinear_deformable", "spatial_bins_x": 1,
+                             "spatial_bins_y": 1, "trans_std": 1.0, "part_size": 1})  # fmt: skip
+    for data, rois, offsets in (((DYNAMIC, 8, 5, 5), (DYNAMIC, 5), None),
+                                ((2, 8, 5, 5), (3, DYNAMIC), (3, 2, 1, 1)),
+                                ((2, 8, 5, 5), (Interval(1, 9), 5), (DYNAMIC,) * 4),
+                                (None, None, None)):  # fmt: skip
+        params = [opset1.parameter(to_ov_shape(sh), ov.Type.f32) for sh in (data, rois)]
+        off = None if offsets is None else opset1.parameter(to_ov_shape(offsets), ov.Type.f32)
+        want = opset1.deformable_psroi_pooling(*params, 2, 1.0, 2, offsets=off)
+        infos = [TensorInfo(data, F32), TensorInfo(rois, F32)]
+        if offsets is not None:
+            infos.append(TensorInfo(offsets, F32))
+        (out,) = rule.infer(attrs, infos)
+        assert out.shape == from_ov_shape(want.get_output_partial_shape(0))
+    with pytest.raises(RuntimeError):
+        opset1.deformable_psroi_pooling(opset1.parameter([2, 8, 5], ov.Type.f32),
+                                        opset1.parameter([3, 5], ov.Type.f32), 2, 1.0, 2)  # fmt: skip
+    with pytest.raises(ShapeError, match=r"data .* must have rank 4"):
+        rule.infer(attrs, [TensorInfo((2, 8, 5), F32), TensorInfo((3, 5), F32)])
+    with pytest.raises(ShapeError, match=r"rois .* must have rank 2"):
+        rule.infer(attrs, [TensorInfo((2, 8, 5, 5), F32), TensorInfo((3, 5, 1), F32)])
+
+
+def test_psroi_validate(tmp_path):
+    inputs, build = _psroi_case(np.random.default_rng(2), od=2, g=2, scale=0.5, bins=(2, 2),
+                                trans_std=0.1, part=2, classes=1, offsets=True)  # fmt: skip
+    path = tmp_path / "m.xml"
+    ov.save_model(one_op_model(build, inputs), path, compress_to_fp16=False)
+    assert irrun.validate(path) == []
+    text = path.read_text()
+    for old, new in (
+        ('output_dim="2"', 'output_dim="0"'),
+        ('mode="bilinear_deformable"', 'mode="average"'),
+    ):
+        assert old in text, old
+        path.write_text(text.replace(old, new, 1))
+        assert any(f.level == "error" for f in irrun.validate(path)), (old, new)

@@ -162,6 +162,11 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
                 auto_pad="explicit", mode="xnor-popcount", pad_value=1.0)
         bits = rng.integers(0, 2, (8, 16, 3, 3)).astype(np.uint8)
         yield r("BinaryConvolution", "opset1"), bc, [img, bits]
+        ps = NS(output_dim=4, spatial_scale=0.5, group_size=2, mode="bilinear_deformable",
+                spatial_bins_x=2, spatial_bins_y=2, trans_std=0.1, part_size=2)
+        rois = np.c_[rng.integers(0, 2, 512), rng.uniform(0, 64, (512, 4))].astype(dtype)
+        yield (r("DeformablePSROIPooling", "opset1"), ps,
+               [img, rois, rng.standard_normal((512, 2, 2, 2)).astype(dtype)])
     if dtype.kind == "f":
         lo, hi = dtype.type(-5), dtype.type(5)
         yield r("FakeQuantize", "opset1"), NS(levels=255, auto_broadcast="numpy"), [x, lo, hi, lo, hi]
