@@ -32,8 +32,16 @@ and one matrix product per group with the tap's filter, added into an accumulato
 and bf16 are computed in f32, rounded once at the end.
 
 OpenVINO's CPU plugin agrees with the reference in both sampling modes (the tests compare
-them): it sums in its own order, so values differ within rounding.  ``Model.evaluate`` has
-no kernel for these ops.
+them, offsets far past the input included): it sums in its own order, so values differ
+within rounding; f64 is computed in f32 there.  It crashes (a segmentation fault, 2026.4)
+on NaN offsets.  ``Model.evaluate`` has no kernel for these ops.  irrun requires the data's
+channels to be a multiple of ``deformable_group``: OpenVINO's shape inference does not
+check it, and its reference then reads offsets past the end.
+
+DeformablePSROIPooling-1 (:func:`_psroi_kernel`): position-sensitive ROI pooling over a
+``group_size`` square grid of bins, each moved by the optional offsets and averaged over
+``spatial_bins_y x spatial_bins_x`` bilinear samples, as OpenVINO's reference; the CPU
+plugin agrees but after a ROI of negative batch index (see the kernel's docstring).
 """
 
 from __future__ import annotations
