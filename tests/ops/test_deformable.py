@@ -314,3 +314,37 @@ def test_psroi_validate(tmp_path):
         assert old in text, old
         path.write_text(text.replace(old, new, 1))
         assert any(f.level == "error" for f in irrun.validate(path)), (old, new)
+
+
+def test_nan_offsets_contribute_nothing(tmp_path):
+    # (The CPU plugin crashes on them.)  A 1x1 filter of weight 1 over x = 1..9: a NaN in
+    # either coordinate drops the tap, in both sampling modes.
+    for pad in (False, True):
+        got = _by_hand(np.array([[np.nan, 0, 0], [0, 0, 0], [0, 0, 0]]),
+                       np.array([[0, 0, 0], [0, np.nan, 0], [0, 0, 0]]), pad, tmp_path)  # fmt: skip
+        assert got.tolist() == [[0.0, 2.0, 3.0], [4.0, 0.0, 6.0], [7.0, 8.0, 9.0]]
+
+
+def test_channels_must_divide_into_deformable_groups():
+    # OpenVINO accepts 3 channels in 2 deformable groups; its reference then reads offsets
+    # past their end: irrun refuses the layer.
+    params = [opset1.parameter(s, ov.Type.f32) for s in ([1, 3, 4, 4], [1, 4, 4, 4], [1, 3, 1, 1])]
+    opset8.deformable_convolution(*params, [1, 1], [0, 0], [0, 0], [1, 1], deformable_group=2)
+    rule = resolve("DeformableConvolution", "opset8")
+    attrs = attrs_namespace({"strides": (1, 1), "dilations": (1, 1), "pads_begin": (0, 0),
+                             "pads_end": (0, 0), "auto_pad": "explicit", "group": 1,
+                             "deformable_group": 2, "bilinear_interpolation_pad": False})  # fmt: skip
+    shapes = ((1, 3, 4, 4), (1, 4, 4, 4), (1, 3, 1, 1))
+    with pytest.raises(ShapeError, match="not a multiple of deformable_group 2"):
+        rule.infer(attrs, [TensorInfo(s, F32) for s in shapes])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_psroi_in_other_float_types(dtype, tmp_path):
+    inputs, build = _psroi_case(np.random.default_rng(9), od=2, g=2, scale=0.5, bins=(2, 3),
+                                trans_std=0.2, part=2, classes=2, offsets=True)  # fmt: skip
+    inputs = [x.astype(dtype) for x in inputs]
+    model = one_op_model(build, inputs)
+    got = run_saved(model, inputs, tmp_path)[0]
+    rtol = 3e-3 if dtype == np.float16 else 1e-5
+    assert_close(got, run_cpu(model, inputs)[0], rtol=rtol, atol=rtol, scaled_atol=True)
