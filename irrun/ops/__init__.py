@@ -66,7 +66,7 @@ Images and detection:
     interpolate           Interpolate
     grid_sample           GridSample
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
-    detection             NonMaxSuppression, ROIAlign
+    detection             NonMaxSuppression, ROIAlign, ROIAlignRotated
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered

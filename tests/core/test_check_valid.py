@@ -438,6 +438,14 @@ def _roi_align(opset, *aligned):
     return build
 
 
+def _roi_align_rotated():
+    x = _image()
+    rois = o1.parameter([5, 5], np.float32, name="rois")
+    indices = o1.parameter([5], np.int32, name="batch_indices")
+    out = o15.roi_align_rotated(x, rois, indices, 2, 3, 0, 0.5, True)
+    return [out], [x, rois, indices]
+
+
 def _fft(make, shape, sizes=None):
     def build():
         x = o1.parameter(shape, np.float32, name="x")
@@ -748,6 +756,7 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("PSROIPooling", 1): _psroi_pooling,
     ("ROIAlign", 3): _roi_align(o3),
     ("ROIAlign", 9): _roi_align(o9, "half_pixel"),
+    ("ROIAlignRotated", 15): _roi_align_rotated,
     ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),
     ("IDFT", 7): _fft(o7.idft, [3, 4, 5, 2]),
     ("RDFT", 9): _fft(o9.rdft, [3, 4, 5], [-1, 6]),

@@ -259,6 +259,12 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
             yield (r("ROIAlign", "opset9"),
                    NS(pooled_h=7, pooled_w=7, sampling_ratio=2, spatial_scale=1.0, mode=mode,
                       aligned_mode="half_pixel"), [img, rois, rng.integers(0, 2, 40)])
+        rotated = np.concatenate([rois[:, :2], rois[:, 2:] - rois[:, :2] + 1,
+                                  rng.uniform(-3, 3, (40, 1)).astype(dtype)], 1)
+        for ratio in (0, 2):
+            yield (r("ROIAlignRotated", "opset15"),
+                   NS(pooled_h=7, pooled_w=7, sampling_ratio=ratio, spatial_scale=1.0,
+                      clockwise_mode=True), [img, rotated, rng.integers(0, 2, 40)])
     if dtype.kind == "f":
         yield from _signal_cases(dtype, rng)
 
