@@ -67,6 +67,8 @@ Images and detection:
     grid_sample           GridSample
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign, ROIAlignRotated
+    experimental_detectron  ExperimentalDetectronPriorGridGenerator,
+                          ExperimentalDetectronTopKROIs
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered
@@ -95,6 +97,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     detection,
     einsum,
     embedding,
+    experimental_detectron,
     gather,
     graph_ends,
     grid_sample,

@@ -438,6 +438,18 @@ def _roi_align(opset, *aligned):
     return build
 
 
+def _detectron(op, shapes, **attrs):
+    """An ExperimentalDetectron op of f32 parameters of ``shapes``."""
+
+    def build():
+        params = [o1.parameter(shape, np.float32, name=f"in{i}") for i, shape in enumerate(shapes)]
+        node = NodeFactory("opset6").create(f"ExperimentalDetectron{op}",
+                                            [p.output(0) for p in params], attrs)  # fmt: skip
+        return [node.output(k) for k in range(node.get_output_size())], params
+
+    return build
+
+
 def _roi_align_rotated():
     x = _image()
     rois = o1.parameter([5, 5], np.float32, name="rois")
@@ -757,6 +769,10 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("ROIAlign", 3): _roi_align(o3),
     ("ROIAlign", 9): _roi_align(o9, "half_pixel"),
     ("ROIAlignRotated", 15): _roi_align_rotated,
+    ("ExperimentalDetectronPriorGridGenerator", 6): _detectron(
+        "PriorGridGenerator", [[3, 4], [1, 3, 4, 5], [1, 3, 32, 40]], flatten=False, h=2,
+        stride_x=8.0),
+    ("ExperimentalDetectronTopKROIs", 6): _detectron("TopKROIs", [[20, 4], [20]], max_rois=7),
     ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),
     ("IDFT", 7): _fft(o7.idft, [3, 4, 5, 2]),
     ("RDFT", 9): _fft(o9.rdft, [3, 4, 5], [-1, 6]),

@@ -267,6 +267,20 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
                       clockwise_mode=True), [img, rotated, rng.integers(0, 2, 40)])
     if dtype.kind == "f":
         yield from _signal_cases(dtype, rng)
+        yield from _detectron_cases(dtype, rng)
+
+
+def _detectron_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:
+    """irrun/ops/experimental_detectron.py's ops."""
+    r = resolve
+    priors = rng.uniform(-30, 30, (9, 4)).astype(dtype)
+    featmap, image = np.zeros((1, 1, 100, 120), dtype), np.zeros((1, 1, 800, 960), dtype)
+    for h in (0, 50):
+        yield (r("ExperimentalDetectronPriorGridGenerator", "opset6"),
+               NS(flatten=True, h=h, w=0, stride_x=0.0, stride_y=0.0), [priors, featmap, image])
+    rois = rng.uniform(0, 500, (20000, 4)).astype(dtype)
+    yield (r("ExperimentalDetectronTopKROIs", "opset6"), NS(max_rois=5000),
+           [rois, rng.uniform(0, 1, 20000).astype(dtype)])
 
 
 def _signal_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:

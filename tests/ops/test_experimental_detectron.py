@@ -1,0 +1,214 @@
+"""Detectron's ops against OpenVINO's CPU plugin (their reference kernels do not run from
+``ov.Model.evaluate``), against OpenVINO's shape inference, and by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import openvino as ov
+import pytest
+from openvino import opset1
+from openvino.utils.node_factory import NodeFactory
+from support.ov_oneop import assert_close, one_op_model, run_both
+from support.ov_shapes import from_ov_shape
+
+import irrun
+from irrun.ir import element_types
+from irrun.ir.registry import ShapeError, TensorInfo, resolve
+
+ET = element_types.ELEMENT_TYPES
+FACTORY = NodeFactory("opset6")
+OV_TYPES = {"f32": ov.Type.f32, "f16": ov.Type.f16, "f64": ov.Type.f64, "i32": ov.Type.i32,
+            "i64": ov.Type.i64}  # fmt: skip
+
+
+def make(op, *args, **attrs):
+    return FACTORY.create(f"ExperimentalDetectron{op}", [x.output(0) for x in args], attrs)
+
+
+def pshape(s):
+    return ov.PartialShape.dynamic() if s is None else ov.PartialShape(s)
+
+
+def shapes_of(op, attrs, shapes, types):
+    """OpenVINO's and irrun's output shapes for inputs of the given (partial) shapes."""
+    params = [opset1.parameter(pshape(s), OV_TYPES[t]) for s, t in zip(shapes, types, strict=True)]
+    node = make(op, *params, **attrs)
+    want = [from_ov_shape(o.get_partial_shape()) for o in node.outputs()]
+    infos = [TensorInfo(None if s is None else from_ov_shape(pshape(s)), ET[t])
+             for s, t in zip(shapes, types, strict=True)]  # fmt: skip
+    got = resolve(f"ExperimentalDetectron{op}", "opset6").infer(SimpleNamespace(**attrs), infos)
+    return [o.shape for o in got], want
+
+
+def irrun_infer(op, attrs, shapes, types):
+    infos = [TensorInfo(s, ET[t]) for s, t in zip(shapes, types, strict=True)]
+    return resolve(f"ExperimentalDetectron{op}", "opset6").infer(SimpleNamespace(**attrs), infos)
+
+
+def saved_edit(model, tmp_path, edit):
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    path.write_text(edit(path.read_text()))
+    return path
+
+
+def findings(path, type_name):
+    return [d for d in irrun.validate(path) if d.layer is not None and d.layer.type == type_name]
+
+
+# --------------------------------------------------------------------------- PriorGridGenerator
+
+GRID = dict(flatten=True, h=0, w=0, stride_x=0.0, stride_y=0.0)
+
+
+def grid_inputs(seed, dtype=np.float32, featmap=(1, 4, 3, 5), image=(1, 3, 30, 41)):
+    rng = np.random.default_rng(seed)
+    half = rng.uniform(1, 20, (3, 2))
+    priors = np.concatenate([-half, half], 1).astype(dtype)
+    return [priors, np.zeros(featmap, dtype), np.zeros(image, dtype)]
+
+
+@pytest.mark.parametrize("flatten", [True, False])
+@pytest.mark.parametrize(("h", "w"), [(0, 0), (3, 5), (2, 4), (0, 3), (1, 0)])
+@pytest.mark.parametrize(("stride_x", "stride_y"), [(0.0, 0.0), (4.0, 7.5), (0.0, 2.0)])
+def test_prior_grid_matches_the_plugin(flatten, h, w, stride_x, stride_y, tmp_path):
+    attrs = dict(flatten=flatten, h=h, w=w, stride_x=stride_x, stride_y=stride_y)
+    inputs = grid_inputs(h + w)
+    got, want = run_both(lambda *x: make("PriorGridGenerator", *x, **attrs), inputs, tmp_path)
+    assert got.shape == want.shape
+    # A grid smaller than the map fills the output's first rows; the plugin leaves the
+    # rest unwritten, irrun writes 0.
+    filled = (h or 3) * (w or 5) * 3 * 4
+    assert_close(got.reshape(-1)[:filled], want.reshape(-1)[:filled], rtol=0, atol=0)
+    assert (got.reshape(-1)[filled:] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_prior_grid_types(dtype, tmp_path):
+    inputs = grid_inputs(1, dtype)
+    got, want = run_both(lambda *x: make("PriorGridGenerator", *x, **GRID), inputs, tmp_path)
+    assert got.dtype == want.dtype == dtype
+    assert_close(got, want, rtol=1e-3, atol=0)
+
+
+def test_prior_grid_by_hand():
+    op = resolve("ExperimentalDetectronPriorGridGenerator", "opset6")
+    priors = np.array([[-1, -2, 1, 2]], np.float32)
+    # A 2 x 3 map of an image 20 high and 30 wide: steps 10 by 10, centres 5, 15, 25.
+    out = op.kernel(SimpleNamespace(**GRID), priors, np.zeros((1, 1, 2, 3)),
+                    np.zeros((1, 3, 20, 30)))[0]  # fmt: skip
+    want = [[x - 1, y - 2, x + 1, y + 2] for y in (5, 15) for x in (5, 15, 25)]
+    assert out.tolist() == want
+    # A 1 x 2 grid with strides 4 and 6 in a 2 x 3 map: two rows, then zeros.
+    attrs = dict(GRID, h=1, w=2, stride_x=4.0, stride_y=6.0, flatten=False)
+    out = op.kernel(SimpleNamespace(**attrs), priors, np.zeros((1, 1, 2, 3)),
+                    np.zeros((1, 3, 20, 30)))[0]  # fmt: skip
+    assert out.shape == (2, 3, 1, 4)
+    assert out.reshape(-1, 4).tolist() == [[1, 1, 3, 5], [5, 1, 7, 5]] + [[0] * 4] * 4
+    with pytest.raises(ValueError, match="larger than the feature map"):
+        op.kernel(SimpleNamespace(**dict(GRID, h=3)), priors, np.zeros((1, 1, 2, 3)),
+                  np.zeros((1, 3, 20, 30)))  # fmt: skip
+
+
+@pytest.mark.parametrize("flatten", [True, False])
+@pytest.mark.parametrize(("priors", "featmap", "image"), [
+    ([3, 4], [1, 4, 3, 5], [1, 3, 30, 40]),
+    ([-1, 4], [1, 4, 3, 5], [1, 3, 30, 40]),
+    ([3, 4], [1, 4, -1, 5], [-1, 3, -1, -1]),
+    ([(2, 4), 4], [1, 4, (1, 3), 5], [1, 3, 30, 40]),
+    (None, [1, 4, 3, 5], None),
+    ([3, 4], None, [1, 3, 30, 40]),
+    ([3, -1], [-1, -1, 3, 5], [1, 3, 30, 40]),
+])  # fmt: skip
+def test_prior_grid_shape_rule_matches_openvino(flatten, priors, featmap, image):
+    got, want = shapes_of("PriorGridGenerator", dict(GRID, flatten=flatten),
+                          [priors, featmap, image], ["f32"] * 3)  # fmt: skip
+    assert got == want
+
+
+@pytest.mark.parametrize(("shapes", "says"), [
+    (([3, 4, 1], [1, 4, 3, 5], [1, 3, 30, 40]), "priors must be 2-D"),
+    (([3, 5], [1, 4, 3, 5], [1, 3, 30, 40]), "priors' dim 1 must be 4"),
+    (([3, 4], [4, 3, 5], [1, 3, 30, 40]), "feature_map must be 4-D"),
+    (([3, 4], [1, 4, 3, 5], [3, 30, 40]), "im_data must be 4-D"),
+    (([3, 4], [1, 4, 3, 5], [2, 3, 30, 40]), "same batch"),
+])  # fmt: skip
+def test_prior_grid_shape_rule_errors(shapes, says):
+    with pytest.raises(ShapeError, match=says):
+        irrun_infer("PriorGridGenerator", GRID, shapes, ["f32"] * 3)
+    with pytest.raises(RuntimeError):
+        make("PriorGridGenerator", *[opset1.parameter(s, np.float32) for s in shapes], **GRID)
+
+
+def test_validate_checks_prior_grid(tmp_path):
+    model = one_op_model(lambda *x: make("PriorGridGenerator", *x, **dict(GRID, h=2)),
+                         grid_inputs(0))  # fmt: skip
+    bad = saved_edit(model, tmp_path, lambda t: t.replace(' h="2"', ' h="4"'))
+    found = findings(bad, "ExperimentalDetectronPriorGridGenerator")
+    assert len(found) == 1 and "h=4 is more cells than the feature map's 3" in found[0].message
+    bad = saved_edit(model, tmp_path, lambda t: t.replace(' h="2"', ' h="-1"'))
+    found = findings(bad, "ExperimentalDetectronPriorGridGenerator")
+    assert len(found) == 1 and "must not be negative" in found[0].message
+
+
+# --------------------------------------------------------------------------- TopKROIs
+
+
+def topk_inputs(seed, n=9, dtype=np.float32, ties=False):
+    rng = np.random.default_rng(seed)
+    rois = rng.uniform(0, 50, (n, 4)).astype(dtype)
+    probs = (rng.integers(0, 3, n) / 4 if ties else rng.uniform(0, 1, n)).astype(dtype)
+    return [rois, probs]
+
+
+@pytest.mark.parametrize("max_rois", [0, 1, 4, 9, 12])
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_topk_rois_matches_the_plugin(max_rois, ties, dtype, tmp_path):
+    inputs = topk_inputs(max_rois, dtype=dtype, ties=ties)
+    got, want = run_both(lambda r, p: make("TopKROIs", r, p, max_rois=max_rois), inputs,
+                         tmp_path)  # fmt: skip
+    assert got.shape == want.shape == (max_rois, 4) and got.dtype == want.dtype
+    # Rows past the regions are unwritten in the plugin, 0 in irrun.
+    kept = min(max_rois, 9)
+    assert (got[:kept] == want[:kept]).all() and (got[kept:] == 0).all()
+
+
+def test_topk_rois_by_hand():
+    op = resolve("ExperimentalDetectronTopKROIs", "opset6")
+    rois = np.arange(16, dtype=np.float32).reshape(4, 4)
+    out = op.kernel(SimpleNamespace(max_rois=3), rois, np.float32([0.2, 0.9, 0.2, 0.5]))[0]
+    assert out.tolist() == [rois[1].tolist(), rois[3].tolist(), rois[0].tolist()]
+
+
+@pytest.mark.parametrize(("rois", "probs"), [
+    ([9, 4], [9]), ([-1, 4], [-1]), ([-1, -1], None), (None, [(2, 5)]), (None, None),
+])  # fmt: skip
+def test_topk_rois_shape_rule_matches_openvino(rois, probs):
+    got, want = shapes_of("TopKROIs", dict(max_rois=5), [rois, probs], ["f32", "f32"])
+    assert got == want == [(5, 4)]
+
+
+@pytest.mark.parametrize(("shapes", "types", "says"), [
+    (([9, 4, 1], [9]), ("f32", "f32"), "input_rois must be 2-D"),
+    (([9, 5], [9]), ("f32", "f32"), "dim 1 must be 4"),
+    (([9, 4], [9, 1]), ("f32", "f32"), "rois_probs must be 1-D"),
+    (([9, 4], [8]), ("f32", "f32"), "as many rows"),
+    (([9, 4], [9]), ("f32", "f16"), "same element type"),
+])  # fmt: skip
+def test_topk_rois_shape_rule_errors(shapes, types, says):
+    with pytest.raises(ShapeError, match=says):
+        irrun_infer("TopKROIs", dict(max_rois=5), shapes, types)
+    if "element type" not in says:
+        with pytest.raises(RuntimeError):
+            make("TopKROIs", *[opset1.parameter(s, np.float32) for s in shapes], max_rois=5)
+
+
+def test_validate_checks_topk_rois(tmp_path: Path):
+    model = one_op_model(lambda r, p: make("TopKROIs", r, p, max_rois=3), topk_inputs(0))
+    bad = saved_edit(model, tmp_path, lambda t: t.replace('max_rois="3"', 'max_rois="-3"'))
+    found = findings(bad, "ExperimentalDetectronTopKROIs")
+    assert len(found) == 1 and "max_rois must not be negative" in found[0].message
