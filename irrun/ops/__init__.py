@@ -68,7 +68,7 @@ Images and detection:
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign, ROIAlignRotated
     experimental_detectron  ExperimentalDetectronPriorGridGenerator,
-                          ExperimentalDetectronTopKROIs
+                          ExperimentalDetectronTopKROIs, ExperimentalDetectronROIFeatureExtractor
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered

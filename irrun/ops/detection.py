@@ -497,11 +497,11 @@ def _roi_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
         ys, xs = ys.transpose(2, 0, 1), xs.transpose(2, 0, 1)
         return ys[:, None, :, :, None], xs[None, :, :, None, :]
 
-    _pool_regions(data, bidx, count_y, count_x, positions, a.mode, out)
+    pool_regions(data, bidx, count_y, count_x, positions, a.mode, out)
     return (out.astype(data.dtype),)
 
 
-def _pool_regions(data: np.ndarray, bidx: np.ndarray, count_y: np.ndarray,
+def pool_regions(data: np.ndarray, bidx: np.ndarray, count_y: np.ndarray,
                   count_x: np.ndarray, positions, mode: str, out: np.ndarray) -> None:  # fmt: skip
     """Pool every region into ``out [R, C, PH, PW]``, those with the same number of samples
     per bin together; ``positions(regions, sy, sx)`` gives their samples' ``ys`` and ``xs``,
@@ -687,7 +687,7 @@ def _rotated_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
         xs = py * s + px * c + center_x[part][:, None, None]
         return ys, xs
 
-    _pool_regions(data, bidx, count_y, count_x, positions, "avg", out)
+    pool_regions(data, bidx, count_y, count_x, positions, "avg", out)
     return (out.astype(data.dtype),)
 
 

@@ -773,6 +773,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
         "PriorGridGenerator", [[3, 4], [1, 3, 4, 5], [1, 3, 32, 40]], flatten=False, h=2,
         stride_x=8.0),
     ("ExperimentalDetectronTopKROIs", 6): _detectron("TopKROIs", [[20, 4], [20]], max_rois=7),
+    ("ExperimentalDetectronROIFeatureExtractor", 6): _detectron(
+        "ROIFeatureExtractor", [[20, 4], [1, 3, 16, 16], [1, 3, 8, 8]], output_size=2,
+        sampling_ratio=0, pyramid_scales=[4, 8], aligned=True),
     ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),
     ("IDFT", 7): _fft(o7.idft, [3, 4, 5, 2]),
     ("RDFT", 9): _fft(o9.rdft, [3, 4, 5], [-1, 6]),

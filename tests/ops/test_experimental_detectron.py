@@ -16,6 +16,7 @@ from support.ov_shapes import from_ov_shape
 
 import irrun
 from irrun.ir import element_types
+from irrun.ir.dims import Interval
 from irrun.ir.registry import ShapeError, TensorInfo, resolve
 
 ET = element_types.ELEMENT_TYPES
@@ -212,3 +213,110 @@ def test_validate_checks_topk_rois(tmp_path: Path):
     bad = saved_edit(model, tmp_path, lambda t: t.replace('max_rois="3"', 'max_rois="-3"'))
     found = findings(bad, "ExperimentalDetectronTopKROIs")
     assert len(found) == 1 and "max_rois must not be negative" in found[0].message
+
+
+# --------------------------------------------------------------------------- ROIFeatureExtractor
+
+SCALES = [4, 8, 16, 32]
+
+
+def feature_inputs(seed, levels=4, dtype=np.float32, n=14):
+    rng = np.random.default_rng(seed)
+    maps = [rng.standard_normal((1, 3, 2 + 80 // 2**k, 3 + 80 // 2**k)).astype(dtype)
+            for k in range(levels)]  # fmt: skip
+    corner = rng.uniform(-40, 320, (n, 2))
+    size = np.exp(rng.uniform(np.log(4), np.log(900), (n, 2)))  # every level's sizes
+    rois = np.concatenate([corner, corner + size], 1).astype(dtype)
+    rois[0] = [10, 10, 10, 30]  # no area: no level, features 0
+    rois[1] = [50, 60, 40, 90]  # negative area
+    return [rois, *maps]
+
+
+def features_op(**attrs):
+    return lambda r, *maps: make("ROIFeatureExtractor", r, *maps, **attrs)
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [0, 1, 2])
+@pytest.mark.parametrize(("levels", "output_size"), [(4, 3), (2, 7), (1, 1)])
+def test_roi_features_match_the_plugin(aligned, sampling_ratio, levels, output_size, tmp_path):
+    inputs = feature_inputs(levels * 10 + sampling_ratio, levels)
+    attrs = dict(output_size=output_size, sampling_ratio=sampling_ratio,
+                 pyramid_scales=SCALES[:levels], aligned=aligned)  # fmt: skip
+    got, want = run_both(features_op(**attrs), inputs, tmp_path, outputs=2)
+    assert_close(got[0], want[0], rtol=1e-5, atol=1e-6)
+    assert (got[1] == want[1]).all() and (got[0][:2] == 0).all()
+
+
+def test_roi_features_f16(tmp_path):
+    inputs = feature_inputs(5, dtype=np.float16)
+    attrs = dict(output_size=2, sampling_ratio=0, pyramid_scales=SCALES, aligned=True)
+    got, want = run_both(features_op(**attrs), inputs, tmp_path, outputs=2)
+    assert got[0].dtype == want[0].dtype == np.float16
+    assert_close(got[0], want[0], rtol=1e-2, atol=1e-2)
+
+
+def test_roi_features_by_hand():
+    op = resolve("ExperimentalDetectronROIFeatureExtractor", "opset6")
+    ramp = np.arange(64, dtype=np.float32).reshape(1, 1, 8, 8)  # value 8y + x
+    attrs = SimpleNamespace(output_size=1, sampling_ratio=1, pyramid_scales=[2, 4],
+                            aligned=False)  # fmt: skip
+    # sqrt(area) 8: level floor(2 + log2(8 / 224)) < 0 -> 0, scale 1/2: the region
+    # [1, 2]..[5, 6] of the map, one sample at its centre (3, 4): 8 * 4 + 3.
+    rois = np.float32([[2, 4, 10, 12], [0, 0, 1000, 1000], [3, 3, 1, 5]])
+    feats, out_rois = op.kernel(attrs, rois, ramp, ramp * 2)
+    assert feats[0].tolist() == [[[35.0]]] and (out_rois == rois).all()
+    # sqrt(area) 1000: level 1 (the last), scale 1/4: centre (125, 125) is outside: 0.
+    assert feats[1].tolist() == [[[0.0]]] and feats[2].tolist() == [[[0.0]]]
+    # aligned shifts by -0.5: centre (2.5, 3.5) -> 8 * 3.5 + 2.5.
+    feats, _ = op.kernel(SimpleNamespace(**dict(vars(attrs), aligned=True)), rois[:1], ramp, ramp)
+    assert feats.tolist() == [[[[30.5]]]]
+
+
+@pytest.mark.parametrize(("rois", "maps", "channels"), [
+    ([9, 4], [[1, 3, 20, 20], [1, 3, 10, 10]], 3),
+    ([-1, 4], [[1, -1, 20, 20], [1, 3, -1, -1]], 3),
+    ([(2, 5), -1], [[-1, (2, 6), 20, 20], [1, (4, 8), -1, -1]], Interval(4, 6)),
+    (None, [None, [1, 5, 3, 3]], 5),
+    ([9, 4], [None, None], None),
+])  # fmt: skip
+def test_roi_features_shape_rule_matches_openvino(rois, maps, channels):
+    attrs = dict(output_size=3, sampling_ratio=0, pyramid_scales=[4, 8], aligned=False)
+    got, want = shapes_of("ROIFeatureExtractor", attrs, [rois, *maps], ["f32"] * 3)
+    count = rois[0] if rois is not None else None
+    # OpenVINO gives the unknown number of regions or channels as an unbounded interval.
+    assert got == [(want[0][0], want[0][1], 3, 3), (want[1][0], 4)] if count is None else (
+        got == want)  # fmt: skip
+    if channels is not None:
+        assert got[0][1] == channels
+
+
+@pytest.mark.parametrize(("shapes", "types", "says"), [
+    (([9, 4, 1], [1, 3, 8, 8]), ("f32", "f32"), "input_rois must be 2-D"),
+    (([9, 5], [1, 3, 8, 8]), ("f32", "f32"), "dim 1 must be 4"),
+    (([9, 4], [3, 8, 8]), ("f32", "f32"), "feature map 0 must be 4-D"),
+    (([9, 4], [2, 3, 8, 8]), ("f32", "f32"), "dim 0 must be 1"),
+    (([9, 4], [1, 3, 8, 8], [1, 4, 8, 8]), ("f32", "f32", "f32"), "as many channels"),
+    (([9, 4], [1, 3, 8, 8]), ("f32", "f16"), "one element type"),
+    (([9, 4], [1, 3, 8, 8], [1, 3, 4, 4], [1, 3, 2, 2]), ("f32",) * 4, "only 2 pyramid_scales"),
+])  # fmt: skip
+def test_roi_features_shape_rule_errors(shapes, types, says):
+    attrs = dict(output_size=3, sampling_ratio=0, pyramid_scales=[4, 8], aligned=False)
+    with pytest.raises(ShapeError, match=says):
+        irrun_infer("ROIFeatureExtractor", attrs, shapes, types)
+    if "type" not in says and "pyramid" not in says:
+        with pytest.raises(RuntimeError):
+            make("ROIFeatureExtractor", *[opset1.parameter(s, np.float32) for s in shapes],
+                 **attrs)  # fmt: skip
+
+
+def test_validate_checks_roi_features(tmp_path):
+    attrs = dict(output_size=2, sampling_ratio=2, pyramid_scales=SCALES, aligned=False)
+    model = one_op_model(features_op(**attrs), feature_inputs(0), 2)
+    bad = saved_edit(model, tmp_path, lambda t: t.replace('sampling_ratio="2"',
+                                                          'sampling_ratio="-1"'))  # fmt: skip
+    found = findings(bad, "ExperimentalDetectronROIFeatureExtractor")
+    assert len(found) == 1 and "sampling_ratio must not be negative" in found[0].message
+    bad = saved_edit(model, tmp_path, lambda t: t.replace('"4, 8, 16, 32"', '"4, 8"'))
+    found = findings(bad, "ExperimentalDetectronROIFeatureExtractor")
+    assert len(found) == 1 and "only 2 pyramid_scales" in found[0].message

@@ -281,6 +281,13 @@ def _detectron_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case
     rois = rng.uniform(0, 500, (20000, 4)).astype(dtype)
     yield (r("ExperimentalDetectronTopKROIs", "opset6"), NS(max_rois=5000),
            [rois, rng.uniform(0, 1, 20000).astype(dtype)])
+    maps = [rng.standard_normal((1, 16, 64 // 2**k, 48 // 2**k)).astype(dtype) for k in range(4)]
+    corner = rng.uniform(0, 200, (300, 2))
+    regions = np.concatenate([corner, corner + rng.uniform(4, 600, (300, 2))], 1).astype(dtype)
+    for ratio in (0, 2):
+        yield (r("ExperimentalDetectronROIFeatureExtractor", "opset6"),
+               NS(output_size=7, sampling_ratio=ratio, pyramid_scales=(4, 8, 16, 32),
+                  aligned=True), [regions, *maps])
 
 
 def _signal_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:
