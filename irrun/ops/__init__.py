@@ -68,7 +68,8 @@ Images and detection:
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign, ROIAlignRotated
     experimental_detectron  ExperimentalDetectronPriorGridGenerator,
-                          ExperimentalDetectronTopKROIs, ExperimentalDetectronROIFeatureExtractor
+                          ExperimentalDetectronTopKROIs, ExperimentalDetectronROIFeatureExtractor,
+                          ExperimentalDetectronGenerateProposalsSingleImage
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered

@@ -1,5 +1,5 @@
 """Detectron's ops: ExperimentalDetectronPriorGridGenerator-6, ExperimentalDetectronTopKROIs-6,
-ExperimentalDetectronROIFeatureExtractor-6.
+ExperimentalDetectronROIFeatureExtractor-6, ExperimentalDetectronGenerateProposalsSingleImage-6.
 
 ExperimentalDetectronPriorGridGenerator shifts every prior ``[x1, y1, x2, y2]`` to the
 centre of every cell of a grid: the cell ``(h, w)`` adds ``step_w * (w + 0.5)`` to the x
@@ -22,6 +22,12 @@ plugin leaves them unwritten).
 
 ExperimentalDetectronROIFeatureExtractor pools each region from the level of a feature
 pyramid that suits its size, with ROIAlign's bilinear sampling (see its kernel).
+
+ExperimentalDetectronGenerateProposalsSingleImage decodes anchors with box deltas, keeps
+the best by score and thins them with greedy NMS (see its kernel).  Boxes of equal
+score (those ``min_size`` drops score 0) keep their order in irrun; OpenVINO's order of
+them is open.  The CPU plugin crashes for ``post_nms_count`` 0, which irrun answers
+with empty outputs.
 
 OpenVINO's reference kernels of these ops do not run from ``ov.Model.evaluate``; the
 tests compare with the CPU plugin.
@@ -328,3 +334,142 @@ register(OpDef(type="ExperimentalDetectronROIFeatureExtractor", version=6, since
                attrs=FEATURE_ATTRS, infer=_features_infer, kernel=_features_kernel,
                inputs=(2, 1 << 30), check=_check_features, input_types=(REALS,),
                shape_attrs=("output_size",), scratch=_features_scratch))  # fmt: skip
+
+
+# ---------------------------------------------------------- GenerateProposalsSingleImage
+
+PROPOSAL_ATTRS = (
+    Attr("min_size", "float"),
+    Attr("nms_threshold", "float"),
+    Attr("post_nms_count", "int"),
+    Attr("pre_nms_count", "int"),
+)
+# Detectron's bound on the predicted log-scale of a box's width and height.
+MAX_DELTA_LOG_WH = np.float32(np.log(1000.0 / 16.0))
+
+
+def _check_proposals(a: SimpleNamespace) -> None:
+    if a.post_nms_count < 0 or a.pre_nms_count < 0:
+        raise KernelError(f"pre_nms_count and post_nms_count must not be negative, got "
+                          f"{a.pre_nms_count} and {a.post_nms_count}")  # fmt: skip
+
+
+def _proposals_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    im_info, anchors, deltas, scores = (i.shape for i in inputs)
+    types = {i.element_type for i in inputs if i.element_type is not None}
+    if len(types) > 1:
+        raise ShapeError(f"the inputs must have one element type, got "
+                         f"{sorted(t.name for t in types)}")  # fmt: skip
+    _check_rank(im_info, 1, "im_info")
+    if im_info is not None and not _may_be(im_info[0], 3):
+        raise ShapeError(f"im_info must hold 3 values (height, width, scale), got {im_info[0]}")
+    _check_rank(anchors, 2, "anchors")
+    if anchors is not None and not _may_be(anchors[1], 4):
+        raise ShapeError(f"anchors' dim 1 must be 4, got {anchors[1]}")
+    _check_rank(deltas, 3, "deltas")
+    _check_rank(scores, 3, "scores")
+    if deltas is not None and scores is not None:
+        merge_dims(deltas[1], scores[1], "deltas and scores must have the same height")
+        merge_dims(deltas[2], scores[2], "deltas and scores must have the same width")
+    et = inputs[0].element_type
+    return [TensorInfo((a.post_nms_count, 4), et), TensorInfo((a.post_nms_count,), et)]
+
+
+def refine_anchors(anchors: np.ndarray, deltas: np.ndarray, height: np.float32,
+                   width: np.float32, offset: np.float32,
+                   max_delta: np.float32) -> np.ndarray:  # fmt: skip
+    """Boxes ``[..., 4]`` (x1, y1, x2, y2) of anchors ``[..., 4]`` moved by deltas ``[..., 4]``
+    (dx, dy, d log w, d log h) as Detectron does, in f32, clipped to the image; box sizes
+    count ``offset`` (1 or 0) pixels beyond x2 - x1."""
+    f32, half = np.float32, np.float32(0.5)
+    x0, y0, x1, y1 = (anchors[..., k] for k in range(4))
+    ww, hh = x1 - x0 + offset, y1 - y0 + offset
+    ctr_x, ctr_y = x0 + half * ww, y0 + half * hh
+    pred_x = deltas[..., 0] * ww + ctr_x
+    pred_y = deltas[..., 1] * hh + ctr_y
+    with np.errstate(over="ignore"):
+        pred_w = np.exp(np.minimum(deltas[..., 2], max_delta)) * ww
+        pred_h = np.exp(np.minimum(deltas[..., 3], max_delta)) * hh
+    zero = f32(0)
+    boxes = np.stack([
+        np.maximum(zero, np.minimum(pred_x - half * pred_w, width - offset)),
+        np.maximum(zero, np.minimum(pred_y - half * pred_h, height - offset)),
+        np.maximum(zero, np.minimum(pred_x + half * pred_w - offset, width - offset)),
+        np.maximum(zero, np.minimum(pred_y + half * pred_h - offset, height - offset)),
+    ], axis=-1)  # fmt: skip
+    return boxes.astype(f32)
+
+
+def greedy_nms(boxes: np.ndarray, threshold: np.float32, limit: int,
+               offset: np.float32) -> np.ndarray:  # fmt: skip
+    """Indices of the boxes ``[N, 4]`` (in order of preference) that greedy NMS keeps, at
+    most ``limit``: each kept box drops every later one whose IoU with it is above
+    ``threshold`` and that touches it (IoU as Detectron computes it, box sizes counting
+    ``offset`` pixels beyond x2 - x1)."""
+    alive = np.ones(len(boxes), bool)
+    x0, y0, x1, y1 = (boxes[:, k] for k in range(4))
+    areas = (x1 - x0 + offset) * (y1 - y0 + offset)
+    zero = np.float32(0)
+    kept = []
+    while len(kept) < limit:
+        rest = np.flatnonzero(alive)
+        if not len(rest):
+            break
+        i = rest[0]
+        kept.append(i)
+        alive[i] = False
+        w = np.minimum(x1[i], x1) - np.maximum(x0[i], x0) + offset
+        h = np.minimum(y1[i], y1) - np.maximum(y0[i], y0) + offset
+        inter = np.maximum(zero, w) * np.maximum(zero, h)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            iou = inter / (areas[i] + areas - inter)
+        touch = (x0[i] <= x1) & (y0[i] <= y1) & (x0 <= x1[i]) & (y0 <= y1[i])
+        alive &= ~((threshold < iou) & touch)
+    return np.array(kept, np.int64)
+
+
+def _proposals_kernel(a: SimpleNamespace, im_info: np.ndarray, anchors: np.ndarray,
+                      deltas: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The anchors ``[H * W * A, 4]`` (cell by cell, A anchors each) moved by ``deltas
+    [A * 4, H, W]`` (Detectron's box decoding with sizes of x2 - x1 + 1 and the log-size
+    deltas capped at log(1000 / 16)) and clipped to the image ``im_info[:2]`` (height,
+    width); a box narrower or lower than ``min_size`` gets score 0.  The
+    ``pre_nms_count`` best boxes by ``scores [A, H, W]`` go through greedy NMS (IoU
+    with sizes of x2 - x1, above ``nms_threshold`` drops a touching box) until
+    ``post_nms_count`` are kept; the outputs are their boxes and scores, padded with 0.
+    Equal scores keep their order (cell by cell, anchor by anchor): the reference's
+    ``std::partial_sort`` leaves it open; the CPU plugin sorts them as irrun does
+    (boxes of score 0, which ``min_size`` drops, are the usual ties).  Computed in f32."""
+    if im_info.size < 2 or anchors.ndim != 2 or anchors.shape[1] != 4:
+        raise ShapeError(f"im_info {list(im_info.shape)} and anchors {list(anchors.shape)} "
+                         "must be [3] and [N, 4]")  # fmt: skip
+    if deltas.ndim != 3 or scores.ndim != 3 or deltas.shape[1:] != scores.shape[1:]:
+        raise ShapeError(f"deltas {list(deltas.shape)} and scores {list(scores.shape)} must be "
+                         "[4A, H, W] and [A, H, W]")  # fmt: skip
+    count, height, width = scores.shape
+    if deltas.shape[0] != 4 * count or anchors.shape[0] != count * height * width:
+        raise KernelError(f"deltas {list(deltas.shape)} and anchors {list(anchors.shape)} do not "
+                          f"fit scores {list(scores.shape)}: they must be [4A, H, W] and "
+                          "[H * W * A, 4]")  # fmt: skip
+    f32 = np.float32
+    info = im_info.astype(f32).reshape(-1)
+    # [A * 4, H, W] -> [H, W, A, 4] -> the anchors' order, cell by cell.
+    d = deltas.astype(f32).reshape(count, 4, height, width).transpose(2, 3, 0, 1).reshape(-1, 4)
+    s = scores.astype(f32).transpose(1, 2, 0).reshape(-1)
+    boxes = refine_anchors(anchors.astype(f32), d, info[0], info[1], f32(1), MAX_DELTA_LOG_WH)
+    size_ok = ((f32(a.min_size) <= boxes[:, 2] - boxes[:, 0] + f32(1))
+               & (f32(a.min_size) <= boxes[:, 3] - boxes[:, 1] + f32(1)))  # fmt: skip
+    s = np.where(size_ok, s, f32(0))
+    order = np.argsort(-s, kind="stable")[: a.pre_nms_count]
+    kept = order[greedy_nms(boxes[order], f32(a.nms_threshold), a.post_nms_count, f32(0))]
+    out_boxes = np.zeros((a.post_nms_count, 4), f32)
+    out_scores = np.zeros(a.post_nms_count, f32)
+    out_boxes[: len(kept)], out_scores[: len(kept)] = boxes[kept], s[kept]
+    return out_boxes.astype(anchors.dtype), out_scores.astype(anchors.dtype)
+
+
+register(OpDef(type="ExperimentalDetectronGenerateProposalsSingleImage", version=6,
+               since_opset=6, attrs=PROPOSAL_ATTRS, infer=_proposals_infer,
+               kernel=_proposals_kernel, inputs=(4, 4), check=_check_proposals,
+               input_types=(REALS, REALS, REALS, REALS), shape_attrs=("post_nms_count",),
+               scratch=per_element(48)))  # fmt: skip

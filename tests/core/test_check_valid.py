@@ -776,6 +776,9 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("ExperimentalDetectronROIFeatureExtractor", 6): _detectron(
         "ROIFeatureExtractor", [[20, 4], [1, 3, 16, 16], [1, 3, 8, 8]], output_size=2,
         sampling_ratio=0, pyramid_scales=[4, 8], aligned=True),
+    ("ExperimentalDetectronGenerateProposalsSingleImage", 6): _detectron(
+        "GenerateProposalsSingleImage", [[3], [60, 4], [12, 4, 5], [3, 4, 5]], min_size=0.0,
+        nms_threshold=0.7, post_nms_count=10, pre_nms_count=30),
     ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),
     ("IDFT", 7): _fft(o7.idft, [3, 4, 5, 2]),
     ("RDFT", 9): _fft(o9.rdft, [3, 4, 5], [-1, 6]),

@@ -320,3 +320,112 @@ def test_validate_checks_roi_features(tmp_path):
     bad = saved_edit(model, tmp_path, lambda t: t.replace('"4, 8, 16, 32"', '"4, 8"'))
     found = findings(bad, "ExperimentalDetectronROIFeatureExtractor")
     assert len(found) == 1 and "only 2 pyramid_scales" in found[0].message
+
+
+# --------------------------------------------------------------------------- GenerateProposalsSingleImage
+
+
+def proposal_inputs(seed, anchors=3, height=4, width=5, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    n = height * width * anchors
+    corner, size = rng.uniform(0, 60, (n, 2)), rng.uniform(2, 30, (n, 2))
+    boxes = np.concatenate([corner, corner + size], 1).astype(dtype)
+    deltas = rng.normal(0, 0.5, (anchors * 4, height, width))
+    deltas[2::4] *= 4  # some log-widths past the cap of log(1000 / 16)
+    deltas[3, 0, 0] = 7
+    scores = rng.permutation(n).reshape(anchors, height, width) / n + 0.01  # no ties
+    return [np.array([50, 60, 1], dtype), boxes, deltas.astype(dtype), scores.astype(dtype)]
+
+
+def single_image_op(**attrs):
+    return lambda *x: make("GenerateProposalsSingleImage", *x, **attrs)
+
+
+def assert_same_proposals(got, want, rtol=1e-5):
+    """Equal boxes and scores where the plugin's score is positive; the rest score 0 in
+    both (boxes of score 0 are ties, whose order the plugin leaves open)."""
+    positive = want[1] > 0
+    assert (got[1] > 0).tolist() == positive.tolist()
+    assert_close(got[0][positive], want[0][positive], rtol=rtol, atol=1e-4)
+    assert_close(got[1], want[1], rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("min_size", "nms", "post", "pre"), [
+    (0.0, 0.7, 10, 30), (8.0, 0.3, 40, 1000), (1.0, 0.5, 70, 60), (0.0, 1.0, 5, 5),
+    (0.0, 0.0, 20, 60), (3.0, 0.6, 1, 10),  # post_nms_count 0 crashes the plugin
+])  # fmt: skip
+def test_single_image_proposals_match_the_plugin(seed, min_size, nms, post, pre, tmp_path):
+    attrs = dict(min_size=min_size, nms_threshold=nms, post_nms_count=post, pre_nms_count=pre)
+    inputs = proposal_inputs(seed, *[(3, 4, 5), (1, 6, 7), (5, 2, 3)][seed])
+    got, want = run_both(single_image_op(**attrs), inputs, tmp_path, outputs=2)
+    assert got[0].shape == want[0].shape == (post, 4)
+    assert_same_proposals(got, want)
+
+
+def test_single_image_proposals_f16(tmp_path):
+    attrs = dict(min_size=0.0, nms_threshold=0.7, post_nms_count=10, pre_nms_count=30)
+    inputs = proposal_inputs(1, dtype=np.float16)
+    got, want = run_both(single_image_op(**attrs), inputs, tmp_path, outputs=2)
+    assert got[0].dtype == want[0].dtype == np.float16
+    assert_same_proposals(got, want, rtol=1e-2)
+
+
+def test_single_image_proposals_by_hand():
+    op = resolve("ExperimentalDetectronGenerateProposalsSingleImage", "opset6")
+    attrs = SimpleNamespace(min_size=0.0, nms_threshold=0.5, post_nms_count=3,
+                            pre_nms_count=10)  # fmt: skip
+    # One cell, two anchors: 0..9 (size 10 with the +1) moved right by half its size
+    # to 5..14, and 0..19 doubled about its centre 10 to -10..29, clipped to 0..29.
+    anchors = np.float32([[0, 0, 9, 9], [0, 0, 19, 19]])
+    deltas = np.float32([0.5, 0, 0, 0, 0, 0, np.log(2), np.log(2)]).reshape(8, 1, 1)
+    scores = np.float32([0.25, 0.75]).reshape(2, 1, 1)
+    boxes, out_scores = op.kernel(attrs, np.float32([40, 40, 1]), anchors, deltas, scores)
+    assert boxes.tolist() == [[0, 0, 29, 29], [5, 0, 14, 9], [0, 0, 0, 0]]
+    assert out_scores.tolist() == [0.75, 0.25, 0.0]  # IoU 100 / 841: both kept
+    attrs.post_nms_count = 0
+    assert op.kernel(attrs, np.float32([40, 40, 1]), anchors, deltas, scores)[0].shape == (0, 4)
+    attrs.post_nms_count = 3
+    attrs.min_size = 11.0  # the 10-wide box scores 0
+    assert op.kernel(attrs, np.float32([40, 40, 1]), anchors, deltas, scores)[1].tolist() == [
+        0.75, 0.0, 0.0]  # fmt: skip
+
+
+@pytest.mark.parametrize(("shapes", "ok"), [
+    (([3], [60, 4], [12, 4, 5], [3, 4, 5]), True),
+    (([-1], [-1, 4], [-1, -1, -1], [-1, -1, -1]), True),
+    ((None, None, None, None), True),
+    (([3], [60, 4], [12, 4, 5], [3, 4, 6]), False),
+    (([3], [60, 4], [12, 3, 5], [3, 4, 5]), False),
+    (([4], [60, 4], [12, 4, 5], [3, 4, 5]), False),
+    (([3, 1], [60, 4], [12, 4, 5], [3, 4, 5]), False),
+    (([3], [60, 5], [12, 4, 5], [3, 4, 5]), False),
+    (([3], [60, 4], [12, 4, 5, 1], [3, 4, 5]), False),
+    (([3], [60, 4], [12, 4, 5], [3, 4]), False),
+])  # fmt: skip
+def test_single_image_proposals_shape_rule(shapes, ok):
+    attrs = dict(min_size=0.0, nms_threshold=0.7, post_nms_count=10, pre_nms_count=30)
+    if ok:
+        got, want = shapes_of("GenerateProposalsSingleImage", attrs, shapes, ["f32"] * 4)
+        assert got == want == [(10, 4), (10,)]
+        return
+    with pytest.raises(ShapeError):
+        irrun_infer("GenerateProposalsSingleImage", attrs, shapes, ["f32"] * 4)
+    with pytest.raises(RuntimeError):
+        make("GenerateProposalsSingleImage", *[opset1.parameter(s, np.float32) for s in shapes],
+             **attrs)  # fmt: skip
+
+
+def test_single_image_proposals_refuse_what_does_not_fit(tmp_path):
+    attrs = dict(min_size=0.0, nms_threshold=0.7, post_nms_count=10, pre_nms_count=30)
+    inputs = proposal_inputs(0)
+    inputs[1] = inputs[1][:50]  # 50 anchors for 3 x 4 x 5 scores
+    model = one_op_model(single_image_op(**attrs), inputs, 2)
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    with pytest.raises(irrun.IrrunError, match="do not fit"):
+        irrun.load(path).run({f"in{i}": x for i, x in enumerate(inputs)})
+    bad = saved_edit(model, tmp_path, lambda t: t.replace('pre_nms_count="30"',
+                                                          'pre_nms_count="-1"'))  # fmt: skip
+    found = findings(bad, "ExperimentalDetectronGenerateProposalsSingleImage")
+    assert len(found) == 1 and "must not be negative" in found[0].message

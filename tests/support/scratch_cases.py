@@ -288,6 +288,14 @@ def _detectron_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case
         yield (r("ExperimentalDetectronROIFeatureExtractor", "opset6"),
                NS(output_size=7, sampling_ratio=ratio, pyramid_scales=(4, 8, 16, 32),
                   aligned=True), [regions, *maps])
+    n, cells = 9, (40, 50)
+    corner = rng.uniform(0, 500, (cells[0] * cells[1] * n, 2))
+    anchors = np.concatenate([corner, corner + rng.uniform(4, 90, corner.shape)], 1)
+    yield (r("ExperimentalDetectronGenerateProposalsSingleImage", "opset6"),
+           NS(min_size=2.0, nms_threshold=0.7, post_nms_count=300, pre_nms_count=6000),
+           [np.array([600, 600, 1], dtype), anchors.astype(dtype),
+            rng.normal(0, 0.5, (4 * n, *cells)).astype(dtype),
+            rng.uniform(0, 1, (n, *cells)).astype(dtype)])
 
 
 def _signal_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:
