@@ -69,7 +69,8 @@ Images and detection:
     detection             NonMaxSuppression, ROIAlign, ROIAlignRotated
     experimental_detectron  ExperimentalDetectronPriorGridGenerator,
                           ExperimentalDetectronTopKROIs, ExperimentalDetectronROIFeatureExtractor,
-                          ExperimentalDetectronGenerateProposalsSingleImage
+                          ExperimentalDetectronGenerateProposalsSingleImage,
+                          ExperimentalDetectronDetectionOutput
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered

@@ -1,5 +1,6 @@
 """Detectron's ops: ExperimentalDetectronPriorGridGenerator-6, ExperimentalDetectronTopKROIs-6,
-ExperimentalDetectronROIFeatureExtractor-6, ExperimentalDetectronGenerateProposalsSingleImage-6.
+ExperimentalDetectronROIFeatureExtractor-6, ExperimentalDetectronGenerateProposalsSingleImage-6,
+ExperimentalDetectronDetectionOutput-6.
 
 ExperimentalDetectronPriorGridGenerator shifts every prior ``[x1, y1, x2, y2]`` to the
 centre of every cell of a grid: the cell ``(h, w)`` adds ``step_w * (w + 0.5)`` to the x
@@ -29,6 +30,14 @@ score (those ``min_size`` drops score 0) keep their order in irrun; OpenVINO's o
 them is open.  The CPU plugin crashes for ``post_nms_count`` 0, which irrun answers
 with empty outputs.
 
+ExperimentalDetectronDetectionOutput decodes each region's box per class, thins each
+class with greedy NMS and keeps the best detections (see its kernel).  Where it keeps
+more than ``max_detections_per_image`` it sorts them by score, then region; a region's
+detections in two classes of equal score come in either order (the CPU plugin puts the
+higher class first, irrun the lower).  OpenVINO's reference kernel takes
+``max_detections_per_image`` for the number of regions; irrun, like the plugin, reads
+the regions there are.
+
 OpenVINO's reference kernels of these ops do not run from ``ov.Model.evaluate``; the
 tests compare with the CPU plugin.
 """
@@ -42,6 +51,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import KernelError
+from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
@@ -473,3 +483,155 @@ register(OpDef(type="ExperimentalDetectronGenerateProposalsSingleImage", version
                kernel=_proposals_kernel, inputs=(4, 4), check=_check_proposals,
                input_types=(REALS, REALS, REALS, REALS), shape_attrs=("post_nms_count",),
                scratch=per_element(48)))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- DetectionOutput
+
+DETECTION_ATTRS = (
+    Attr("score_threshold", "float"),
+    Attr("nms_threshold", "float"),
+    Attr("max_delta_log_wh", "float"),
+    Attr("num_classes", "int"),
+    Attr("post_nms_count", "int"),
+    Attr("max_detections_per_image", "int"),
+    Attr("class_agnostic_box_regression", "bool", False),
+    Attr("deltas_weights", "floats"),
+)
+
+
+def _check_detection(a: SimpleNamespace) -> None:
+    if a.num_classes < 1 or a.max_detections_per_image < 0 or a.post_nms_count < 0:
+        raise KernelError(f"num_classes must be positive and max_detections_per_image and "
+                          f"post_nms_count not negative, got {a.num_classes}, "
+                          f"{a.max_detections_per_image} and {a.post_nms_count}")  # fmt: skip
+    if len(a.deltas_weights) != 4:
+        raise KernelError(f"deltas_weights must hold 4 values, got {list(a.deltas_weights)}")
+
+
+def _detection_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    rois, deltas, scores, im_info = (i.shape for i in inputs)
+    types = {i.element_type for i in inputs if i.element_type is not None}
+    if len(types) > 1:
+        raise ShapeError(f"the inputs must have one element type, got "
+                         f"{sorted(t.name for t in types)}")  # fmt: skip
+    for shape, what, width in ((rois, "input_rois", 4), (deltas, "input_deltas", 4 * a.num_classes),
+                               (scores, "input_scores", a.num_classes)):  # fmt: skip
+        _check_rank(shape, 2, what)
+        if shape is not None and not _may_be(shape[1], width):
+            raise ShapeError(f"{what}' dim 1 must be {width}, got {shape[1]}")
+    if im_info is not None and (len(im_info) != 2 or not _may_be(im_info[0], 1)
+                                or not _may_be(im_info[1], 3)):  # fmt: skip
+        raise ShapeError(f"input_im_info must be [1, 3], got shape {list(im_info)}")
+    if rois is not None and deltas is not None and scores is not None:
+        rows = merge_dims(rois[0], deltas[0], "input_rois, input_deltas and input_scores must "
+                                              "have as many rows")  # fmt: skip
+        merge_dims(rows, scores[0], "input_rois, input_deltas and input_scores must have as "
+                                    "many rows")  # fmt: skip
+    et, count = inputs[0].element_type, a.max_detections_per_image
+    return [TensorInfo((count, 4), et), TensorInfo((count,), element_types.ELEMENT_TYPES["i32"]),
+            TensorInfo((count,), et)]  # fmt: skip
+
+
+def _jaccard_nms(boxes: np.ndarray, areas: np.ndarray, threshold: np.float32,
+                 limit: int) -> np.ndarray:  # fmt: skip
+    """Greedy NMS over boxes in order of preference, as Detectron's detection output does
+    it: the overlap of boxes that do not touch is 0, else their intersection (sizes
+    x2 - x1 + 1, 0 if not positive) over the union of their ``areas``; a box whose
+    overlap with a kept one is above ``threshold`` is dropped."""
+    alive = np.ones(len(boxes), bool)
+    x0, y0, x1, y1 = (boxes[:, k] for k in range(4))
+    one, zero = np.float32(1), np.float32(0)
+    kept = []
+    while len(kept) < limit:
+        rest = np.flatnonzero(alive)
+        if not len(rest):
+            break
+        i = rest[0]
+        kept.append(i)
+        alive[i] = False
+        apart = (x0 > x1[i]) | (x1 < x0[i]) | (y0 > y1[i]) | (y1 < y0[i])
+        w = np.minimum(x1[i], x1) - np.maximum(x0[i], x0) + one
+        h = np.minimum(y1[i], y1) - np.maximum(y0[i], y0) + one
+        inter = w * h
+        with np.errstate(divide="ignore", invalid="ignore"):
+            overlap = np.where(apart | (w <= 0) | (h <= 0), zero,
+                               inter / (areas[i] + areas - inter))  # fmt: skip
+        alive &= ~(overlap > threshold)
+    return np.array(kept, np.int64)
+
+
+def _detection_kernel(a: SimpleNamespace, rois: np.ndarray, deltas: np.ndarray,
+                      scores: np.ndarray, im_info: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each region ``[x1, y1, x2, y2]`` with positive width and height is moved, for each
+    class but the background 0, by that class's deltas ``[N, classes * 4]`` (divided by
+    ``deltas_weights``; Detectron's decoding with sizes of x2 - x1 + 1 and log-sizes
+    capped at ``max_delta_log_wh``), and its corners are clamped at 0 (not to the image:
+    ``im_info`` plays no part, as in OpenVINO).  A region of no width or height scores 0
+    in every class, at a box of zeros.  Per class, the boxes scoring above
+    ``score_threshold`` go by score (equal scores by region) through greedy NMS
+    (overlap above ``nms_threshold`` drops a box) to at most ``post_nms_count``.  If more
+    than ``max_detections_per_image`` are kept, the best are taken by score (then
+    region); else they stay class by class.  Outputs (boxes, classes i32, scores) are
+    padded with 0.  ``class_agnostic_box_regression`` is ignored, as by both OpenVINO
+    engines.  OpenVINO's reference kernel reads ``max_detections_per_image`` regions,
+    whatever their number (past the end of its inputs when there are fewer); the CPU
+    plugin and irrun read the regions there are.  Computed in f32."""
+    n = rois.shape[0] if rois.ndim == 2 else -1
+    classes = a.num_classes
+    if (rois.shape != (n, 4) or deltas.shape != (n, 4 * classes)
+            or scores.shape != (n, classes) or im_info.size != 3):  # fmt: skip
+        raise ShapeError(f"input_rois {list(rois.shape)}, input_deltas {list(deltas.shape)}, "
+                         f"input_scores {list(scores.shape)} and input_im_info "
+                         f"{list(im_info.shape)} must be [N, 4], [N, {4 * classes}], "
+                         f"[N, {classes}] and [1, 3]")  # fmt: skip
+    f32, half, one, zero = np.float32, np.float32(0.5), np.float32(1), np.float32(0)
+    r = rois.astype(f32)
+    valid = (r[:, 2] - r[:, 0] > 0) & (r[:, 3] - r[:, 1] > 0)
+    weights = np.asarray(a.deltas_weights, f32)
+    d = deltas.astype(f32).reshape(n, classes, 4) / weights  # [N, classes, 4]
+    ww, hh = r[:, 2] - r[:, 0] + one, r[:, 3] - r[:, 1] + one
+    ctr_x, ctr_y = (r[:, 0] + half * ww)[:, None], (r[:, 1] + half * hh)[:, None]
+    ww, hh = ww[:, None], hh[:, None]
+    pred_x, pred_y = d[..., 0] * ww + ctr_x, d[..., 1] * hh + ctr_y
+    cap = f32(a.max_delta_log_wh)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pred_w = np.exp(np.minimum(d[..., 2], cap)) * ww
+        pred_h = np.exp(np.minimum(d[..., 3], cap)) * hh
+    boxes = np.stack([np.maximum(zero, pred_x - half * pred_w),
+                      np.maximum(zero, pred_y - half * pred_h),
+                      np.maximum(zero, pred_x + half * pred_w - one),
+                      np.maximum(zero, pred_y + half * pred_h - one)], axis=-1)  # fmt: skip
+    boxes = np.where(valid[:, None, None], boxes, zero).astype(f32)  # [N, classes, 4]
+    with np.errstate(over="ignore", invalid="ignore"):
+        areas = ((boxes[..., 2] - boxes[..., 0] + one) * (boxes[..., 3] - boxes[..., 1] + one))
+    areas = np.where(valid[:, None], areas, zero)
+    s = np.where(valid[:, None], scores.astype(f32), zero)
+    picked_class, picked_roi = [], []
+    threshold = f32(a.score_threshold)
+    for c in range(1, classes):
+        candidates = np.flatnonzero(s[:, c] > threshold)
+        order = candidates[np.argsort(-s[candidates, c], kind="stable")]
+        kept = order[_jaccard_nms(boxes[order, c], areas[order, c], f32(a.nms_threshold),
+                                  a.post_nms_count)]  # fmt: skip
+        picked_class.append(np.full(len(kept), c))
+        picked_roi.append(kept)
+    cls = np.concatenate(picked_class) if picked_class else np.zeros(0, np.int64)
+    roi = np.concatenate(picked_roi) if picked_roi else np.zeros(0, np.int64)
+    score = s[roi, cls]
+    limit = a.max_detections_per_image
+    if len(roi) > limit:
+        best = np.lexsort((roi, -score))[:limit]  # by score, then region (then class)
+        cls, roi, score = cls[best], roi[best], score[best]
+    out_boxes = np.zeros((limit, 4), f32)
+    out_classes = np.zeros(limit, np.int32)
+    out_scores = np.zeros(limit, f32)
+    out_boxes[: len(roi)], out_classes[: len(roi)] = boxes[roi, cls], cls
+    out_scores[: len(roi)] = score
+    return out_boxes.astype(rois.dtype), out_classes, out_scores.astype(rois.dtype)
+
+
+register(OpDef(type="ExperimentalDetectronDetectionOutput", version=6, since_opset=6,
+               attrs=DETECTION_ATTRS, infer=_detection_infer, kernel=_detection_kernel,
+               inputs=(4, 4), check=_check_detection, input_types=(REALS, REALS, REALS, REALS),
+               shape_attrs=("num_classes", "max_detections_per_image"),
+               scratch=per_element(64)))  # fmt: skip

@@ -779,6 +779,11 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("ExperimentalDetectronGenerateProposalsSingleImage", 6): _detectron(
         "GenerateProposalsSingleImage", [[3], [60, 4], [12, 4, 5], [3, 4, 5]], min_size=0.0,
         nms_threshold=0.7, post_nms_count=10, pre_nms_count=30),
+    ("ExperimentalDetectronDetectionOutput", 6): _detectron(
+        "DetectionOutput", [[30, 4], [30, 20], [30, 5], [1, 3]], score_threshold=0.05,
+        nms_threshold=0.5, max_delta_log_wh=1.5, num_classes=5, post_nms_count=10,
+        max_detections_per_image=20, class_agnostic_box_regression=False,
+        deltas_weights=[10.0, 10.0, 5.0, 5.0]),
     ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),
     ("IDFT", 7): _fft(o7.idft, [3, 4, 5, 2]),
     ("RDFT", 9): _fft(o9.rdft, [3, 4, 5], [-1, 6]),

@@ -429,3 +429,109 @@ def test_single_image_proposals_refuse_what_does_not_fit(tmp_path):
                                                           'pre_nms_count="-1"'))  # fmt: skip
     found = findings(bad, "ExperimentalDetectronGenerateProposalsSingleImage")
     assert len(found) == 1 and "must not be negative" in found[0].message
+
+
+# --------------------------------------------------------------------------- DetectionOutput
+
+
+def detection_inputs(seed, n=30, classes=5, dtype=np.float32, ties=False):
+    rng = np.random.default_rng(seed)
+    corner = rng.uniform(0, 80, (n, 2))
+    rois = np.concatenate([corner, corner + rng.uniform(-3, 40, (n, 2))], 1).astype(dtype)
+    deltas = rng.normal(0, 3, (n, classes * 4)).astype(dtype)
+    scores = rng.uniform(0, 1, (n, classes))
+    if ties:
+        scores = np.round(scores * 4) / 4
+    return [rois, deltas, scores.astype(dtype), np.array([[100, 90, 1]], dtype)]
+
+
+def detection_attrs(**kw):
+    return dict(score_threshold=0.05, nms_threshold=0.5, max_delta_log_wh=1.5, num_classes=5,
+                post_nms_count=10, max_detections_per_image=20,
+                class_agnostic_box_regression=False, deltas_weights=[10.0, 10.0, 5.0, 5.0]) | kw
+
+
+def detection_op(**kw):
+    return lambda *x: make("DetectionOutput", *x, **detection_attrs(**kw))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize(("limit", "post", "score", "nms"), [
+    (5, 3, 0.3, 0.5), (100, 10, 0.05, 0.3), (20, 100, 0.5, 0.0), (7, 4, -0.1, 1.0),
+    (40, 40, 0.0, 0.7),
+])  # fmt: skip
+def test_detection_output_matches_the_plugin(seed, limit, post, score, nms, tmp_path):
+    attrs = dict(max_detections_per_image=limit, post_nms_count=post, score_threshold=score,
+                 nms_threshold=nms, class_agnostic_box_regression=seed == 1,
+                 deltas_weights=[[10.0, 10.0, 5.0, 5.0], [1.0, 2.0, 1.0, 0.5]][seed % 2])  # fmt: skip
+    got, want = run_both(detection_op(**attrs), detection_inputs(seed, ties=seed == 2), tmp_path,
+                         outputs=3)  # fmt: skip
+    assert [g.dtype for g in got] == [w.dtype for w in want] == [np.float32, np.int32, np.float32]
+    if seed == 2:
+        # Ties: detections of one region in two classes with equal scores come in either
+        # order (the plugin's partial sort puts the higher class first, irrun the lower).
+        got, want = (sorted_rows(*x) for x in (got, want))
+    assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
+    assert (got[1] == want[1]).all()
+    assert (got[2] == want[2]).all()
+
+
+def sorted_rows(boxes, classes, scores):
+    order = np.lexsort((classes, -scores))
+    return boxes[order], classes[order], scores[order]
+
+
+def test_detection_output_f16(tmp_path):
+    got, want = run_both(detection_op(), detection_inputs(4, dtype=np.float16), tmp_path,
+                         outputs=3)  # fmt: skip
+    assert got[0].dtype == want[0].dtype == np.float16
+    assert_close(got[0], want[0], rtol=1e-2, atol=1e-2)
+    assert (got[1] == want[1]).all() and (got[2] == want[2]).all()
+
+
+def test_detection_output_by_hand():
+    op = resolve("ExperimentalDetectronDetectionOutput", "opset6")
+    attrs = SimpleNamespace(**detection_attrs(num_classes=2, deltas_weights=[1.0] * 4,
+                                              max_detections_per_image=3))  # fmt: skip
+    # Region 0..9 (size 10): class 1 moves it right by 0.5 of its size: 5..14.  Region 1
+    # has no width: it scores 0.  Region 2 is region 0 again, scoring less: NMS drops it.
+    rois = np.float32([[0, 0, 9, 9], [4, 4, 4, 8], [0, 0, 9, 9]])
+    deltas = np.float32([[0, 0, 0, 0, 0.5, 0, 0, 0]] * 3)
+    scores = np.float32([[0.1, 0.8], [0.9, 0.9], [0.2, 0.7]])
+    boxes, classes, out_scores = op.kernel(attrs, rois, deltas, scores, np.float32([[1, 1, 1]]))
+    assert boxes.tolist() == [[5, 0, 14, 9], [0, 0, 0, 0], [0, 0, 0, 0]]
+    assert classes.tolist() == [1, 0, 0] and out_scores.tolist() == [np.float32(0.8), 0, 0]
+
+
+@pytest.mark.parametrize(("shapes", "ok"), [
+    (([30, 4], [30, 20], [30, 5], [1, 3]), True),
+    (([-1, 4], [-1, 20], [-1, 5], [1, 3]), True),
+    (([-1, -1], [(2, 40), -1], [30, -1], [-1, -1]), True),
+    ((None, None, None, None), True),
+    (([30, 4], [30, 16], [30, 5], [1, 3]), False),
+    (([30, 4], [30, 20], [30, 4], [1, 3]), False),
+    (([30, 5], [30, 20], [30, 5], [1, 3]), False),
+    (([30, 4], [29, 20], [30, 5], [1, 3]), False),
+    (([30, 4], [30, 20], [31, 5], [1, 3]), False),
+    (([30, 4], [30, 20], [30, 5], [3]), False),
+    (([30, 4], [30, 20], [30, 5], [2, 3]), False),
+    (([30, 4, 1], [30, 20], [30, 5], [1, 3]), False),
+])  # fmt: skip
+def test_detection_output_shape_rule(shapes, ok):
+    attrs = detection_attrs()
+    if ok:
+        got, want = shapes_of("DetectionOutput", attrs, shapes, ["f32"] * 4)
+        assert got == want == [(20, 4), (20,), (20,)]
+        return
+    with pytest.raises(ShapeError):
+        irrun_infer("DetectionOutput", attrs, shapes, ["f32"] * 4)
+    with pytest.raises(RuntimeError):
+        make("DetectionOutput", *[opset1.parameter(s, np.float32) for s in shapes], **attrs)
+
+
+def test_validate_checks_detection_output(tmp_path):
+    model = one_op_model(detection_op(), detection_inputs(0), 3)
+    bad = saved_edit(model, tmp_path, lambda t: t.replace('deltas_weights="10, 10, 5, 5"',
+                                                          'deltas_weights="10, 10"'))  # fmt: skip
+    found = findings(bad, "ExperimentalDetectronDetectionOutput")
+    assert len(found) == 1 and "deltas_weights must hold 4 values" in found[0].message

@@ -296,6 +296,14 @@ def _detectron_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case
            [np.array([600, 600, 1], dtype), anchors.astype(dtype),
             rng.normal(0, 0.5, (4 * n, *cells)).astype(dtype),
             rng.uniform(0, 1, (n, *cells)).astype(dtype)])
+    corner = rng.uniform(0, 500, (2000, 2))
+    boxes = np.concatenate([corner, corner + rng.uniform(4, 90, corner.shape)], 1)
+    yield (r("ExperimentalDetectronDetectionOutput", "opset6"),
+           NS(score_threshold=0.05, nms_threshold=0.5, max_delta_log_wh=4.0, num_classes=8,
+              post_nms_count=20, max_detections_per_image=100,
+              class_agnostic_box_regression=False, deltas_weights=(10.0, 10.0, 5.0, 5.0)),
+           [boxes.astype(dtype), rng.normal(0, 1, (2000, 32)).astype(dtype),
+            rng.uniform(0, 1, (2000, 8)).astype(dtype), np.array([[600, 600, 1]], dtype)])
 
 
 def _signal_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:
