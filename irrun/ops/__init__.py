@@ -70,7 +70,7 @@ Images and detection:
     experimental_detectron  ExperimentalDetectronPriorGridGenerator,
                           ExperimentalDetectronTopKROIs, ExperimentalDetectronROIFeatureExtractor,
                           ExperimentalDetectronGenerateProposalsSingleImage,
-                          ExperimentalDetectronDetectionOutput
+                          ExperimentalDetectronDetectionOutput, GenerateProposals
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered

@@ -1,6 +1,6 @@
 """Detectron's ops: ExperimentalDetectronPriorGridGenerator-6, ExperimentalDetectronTopKROIs-6,
 ExperimentalDetectronROIFeatureExtractor-6, ExperimentalDetectronGenerateProposalsSingleImage-6,
-ExperimentalDetectronDetectionOutput-6.
+ExperimentalDetectronDetectionOutput-6, GenerateProposals-9.
 
 ExperimentalDetectronPriorGridGenerator shifts every prior ``[x1, y1, x2, y2]`` to the
 centre of every cell of a grid: the cell ``(h, w)`` adds ``step_w * (w + 0.5)`` to the x
@@ -38,6 +38,10 @@ higher class first, irrun the lower).  OpenVINO's reference kernel takes
 ``max_detections_per_image`` for the number of regions; irrun, like the plugin, reads
 the regions there are.
 
+GenerateProposals is ExperimentalDetectronGenerateProposalsSingleImage for a batch of
+images, with sizes ``normalized`` or not, ``min_size`` scaled by the image's scale and
+outputs of the boxes kept, image after image (see its kernel).
+
 OpenVINO's reference kernels of these ops do not run from ``ov.Model.evaluate``; the
 tests compare with the CPU plugin.
 """
@@ -56,7 +60,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element, static_shape
-from ._shapes import merge_dims
+from ._shapes import merge_dims, try_merge_dims
 from .detection import SAMPLES_AT_ONCE, pool_regions
 
 REALS = ("bf16", "f16", "f32", "f64")
@@ -635,3 +639,123 @@ register(OpDef(type="ExperimentalDetectronDetectionOutput", version=6, since_ops
                inputs=(4, 4), check=_check_detection, input_types=(REALS, REALS, REALS, REALS),
                shape_attrs=("num_classes", "max_detections_per_image"),
                scratch=per_element(64)))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- GenerateProposals
+
+GENERATE_ATTRS = (
+    Attr("min_size", "float"),
+    Attr("nms_threshold", "float"),
+    Attr("pre_nms_count", "int"),
+    Attr("post_nms_count", "int"),
+    Attr("normalized", "bool", True),
+    Attr("nms_eta", "float", 1.0),
+    Attr("roi_num_type", "element_type", element_types.ELEMENT_TYPES["i64"]),
+)
+
+
+def _check_generate(a: SimpleNamespace) -> None:
+    # OpenVINO refuses counts of 0 here (ExperimentalDetectron's single-image op takes them).
+    if a.pre_nms_count <= 0 or a.post_nms_count <= 0:
+        raise KernelError(f"pre_nms_count and post_nms_count must be positive, got "
+                          f"{a.pre_nms_count} and {a.post_nms_count}")  # fmt: skip
+    if a.nms_eta != 1.0:
+        raise KernelError(f"nms_eta must be 1.0 (OpenVINO has no adaptive NMS), got {a.nms_eta}")
+    if a.roi_num_type.name not in ("i32", "i64"):
+        raise KernelError(f"roi_num_type must be i32 or i64, got {a.roi_num_type.name}")
+
+
+def _generate_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    im_info, anchors, deltas, scores = (i.shape for i in inputs)
+    types = {i.element_type for i in inputs if i.element_type is not None}
+    if len(types) > 1:
+        raise ShapeError(f"the inputs must have one element type, got "
+                         f"{sorted(t.name for t in types)}")  # fmt: skip
+    _check_rank(im_info, 2, "im_info")
+    _check_rank(anchors, 4, "anchors")
+    _check_rank(deltas, 4, "deltas")
+    _check_rank(scores, 4, "scores")
+    batches: Dim = DYNAMIC
+    if im_info is not None:
+        if not (_may_be(im_info[1], 3) or _may_be(im_info[1], 4)):
+            raise ShapeError(f"im_info's dim 1 must be 3 or 4, got {im_info[1]}")
+        batches = im_info[0]
+    if anchors is not None and not _may_be(anchors[3], 4):
+        raise ShapeError(f"anchors' last dim must be 4, got {anchors[3]}")
+    same = "im_info, deltas and scores must have as many images"
+    for shape in (deltas, scores):
+        if shape is not None:
+            batches = merge_dims(batches, shape[0], same)
+    if deltas is not None and scores is not None:
+        if try_merge_dims(deltas[1], _product(scores[1], 4)) is None:
+            raise ShapeError(f"deltas' dim 1 ({deltas[1]}) must be 4 times scores' "
+                             f"({scores[1]}), the number of anchors")  # fmt: skip
+        merge_dims(deltas[2], scores[2], "deltas and scores must have the same height")
+        merge_dims(deltas[3], scores[3], "deltas and scores must have the same width")
+    if anchors is not None and scores is not None:
+        merge_dims(anchors[0], scores[2], "anchors and scores must have the same height")
+        merge_dims(anchors[1], scores[3], "anchors and scores must have the same width")
+        merge_dims(anchors[2], scores[1], "anchors and scores must have as many anchors")
+    most = _product(batches, a.post_nms_count)
+    rois: Dim = Interval(0, most if isinstance(most, int) else most.hi)
+    if rois == Interval(0, 0):
+        rois = 0
+    et = inputs[0].element_type
+    return [TensorInfo((rois, 4), et), TensorInfo((rois,), et),
+            TensorInfo((batches,), a.roi_num_type)]  # fmt: skip
+
+
+def _generate_kernel(a: SimpleNamespace, im_info: np.ndarray, anchors: np.ndarray,
+                     deltas: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per image, as ExperimentalDetectronGenerateProposalsSingleImage but for: anchors
+    ``[H, W, A, 4]``, deltas ``[N, A * 4, H, W]``, scores ``[N, A, H, W]`` and ``im_info
+    [N, 3 or 4]`` (height, width, scale of the height, scale of the width, which is the
+    height's where absent); box sizes count x2 - x1 + 1 unless ``normalized``, in the
+    NMS as well; a box narrower than ``min_size * scale`` (or lower) keeps its score and
+    its place among the ``pre_nms_count`` best but is dropped before NMS.  The images'
+    kept boxes and scores are concatenated, without padding; ``rois_num`` counts them per
+    image.  ``nms_eta`` must be 1 (no adaptive NMS), as OpenVINO requires.  Computed in
+    f32."""
+    if im_info.ndim != 2 or im_info.shape[1] not in (3, 4) or anchors.ndim != 4:
+        raise ShapeError(f"im_info {list(im_info.shape)} and anchors {list(anchors.shape)} "
+                         "must be [N, 3 or 4] and [H, W, A, 4]")  # fmt: skip
+    images, count, height, width = scores.shape if scores.ndim == 4 else (-1,) * 4
+    if (deltas.shape != (images, 4 * count, height, width)
+            or anchors.shape != (height, width, count, 4) or len(im_info) != images):  # fmt: skip
+        raise ShapeError(f"im_info {list(im_info.shape)}, anchors {list(anchors.shape)}, deltas "
+                         f"{list(deltas.shape)} and scores {list(scores.shape)} must be [N, 3], "
+                         "[H, W, A, 4], [N, 4A, H, W] and [N, A, H, W]")  # fmt: skip
+    f32 = np.float32
+    offset = f32(0) if a.normalized else f32(1)
+    info = im_info.astype(f32)
+    scale_h = info[:, 2]
+    scale_w = info[:, 3] if info.shape[1] == 4 else scale_h
+    # [N, A * 4, H, W] -> [N, H, W, A, 4] -> cell by cell, anchor by anchor.
+    d = deltas.astype(f32).reshape(images, count, 4, height, width).transpose(0, 3, 4, 1, 2)
+    d = d.reshape(images, -1, 4)
+    s = scores.astype(f32).transpose(0, 2, 3, 1).reshape(images, -1)
+    base = anchors.astype(f32).reshape(-1, 4)
+    out_boxes, out_scores, numbers = [], [], []
+    for image in range(images):
+        boxes = refine_anchors(base, d[image], info[image, 0], info[image, 1], offset,
+                               MAX_DELTA_LOG_WH)  # fmt: skip
+        min_w, min_h = f32(a.min_size) * scale_w[image], f32(a.min_size) * scale_h[image]
+        big = ((min_w <= boxes[:, 2] - boxes[:, 0] + offset)
+               & (min_h <= boxes[:, 3] - boxes[:, 1] + offset))  # fmt: skip
+        order = np.argsort(-s[image], kind="stable")[: a.pre_nms_count]
+        order = order[big[order]]
+        kept = order[greedy_nms(boxes[order], f32(a.nms_threshold), a.post_nms_count, offset)]
+        out_boxes.append(boxes[kept])
+        out_scores.append(s[image, kept])
+        numbers.append(len(kept))
+    dtype = anchors.dtype
+    rois = np.concatenate(out_boxes) if out_boxes else np.zeros((0, 4), f32)
+    kept_scores = np.concatenate(out_scores) if out_scores else np.zeros(0, f32)
+    return (rois.astype(dtype), kept_scores.astype(dtype),
+            np.array(numbers, a.roi_num_type.dtype))  # fmt: skip
+
+
+register(OpDef(type="GenerateProposals", version=9, since_opset=9, attrs=GENERATE_ATTRS,
+               infer=_generate_infer, kernel=_generate_kernel, inputs=(4, 4),
+               check=_check_generate, input_types=(REALS, REALS, REALS, REALS),
+               shape_attrs=("post_nms_count",), scratch=per_element(64)))  # fmt: skip

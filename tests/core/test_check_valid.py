@@ -450,6 +450,13 @@ def _detectron(op, shapes, **attrs):
     return build
 
 
+def _generate_proposals():
+    params = [o1.parameter(shape, np.float32, name=f"in{i}")
+              for i, shape in enumerate([[2, 3], [4, 5, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]])]  # fmt: skip
+    node = o9.generate_proposals(*params, 0.0, 0.7, 30, 10, roi_num_type="i32")
+    return [node.output(k) for k in range(3)], params
+
+
 def _roi_align_rotated():
     x = _image()
     rois = o1.parameter([5, 5], np.float32, name="rois")
@@ -784,6 +791,7 @@ BUILDERS: dict[tuple[str, int], Callable] = {
         nms_threshold=0.5, max_delta_log_wh=1.5, num_classes=5, post_nms_count=10,
         max_detections_per_image=20, class_agnostic_box_regression=False,
         deltas_weights=[10.0, 10.0, 5.0, 5.0]),
+    ("GenerateProposals", 9): _generate_proposals,
     ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),
     ("IDFT", 7): _fft(o7.idft, [3, 4, 5, 2]),
     ("RDFT", 9): _fft(o9.rdft, [3, 4, 5], [-1, 6]),

@@ -9,12 +9,13 @@ from types import SimpleNamespace
 import numpy as np
 import openvino as ov
 import pytest
-from openvino import opset1
+from openvino import opset1, opset9
 from openvino.utils.node_factory import NodeFactory
 from support.ov_oneop import assert_close, one_op_model, run_both
 from support.ov_shapes import from_ov_shape
 
 import irrun
+import irrun.ops  # registers the ops that resolve looks up
 from irrun.ir import element_types
 from irrun.ir.dims import Interval
 from irrun.ir.registry import ShapeError, TensorInfo, resolve
@@ -535,3 +536,128 @@ def test_validate_checks_detection_output(tmp_path):
                                                           'deltas_weights="10, 10"'))  # fmt: skip
     found = findings(bad, "ExperimentalDetectronDetectionOutput")
     assert len(found) == 1 and "deltas_weights must hold 4 values" in found[0].message
+
+
+# --------------------------------------------------------------------------- GenerateProposals-9
+
+
+def generate_inputs(seed, images=2, anchors=3, height=4, width=5, info=3, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    im_info = np.array([[50, 60, 1.0, 1.5], [40, 70, 0.5, 2.0], [30, 30, 1, 1]][:images])
+    cells = (height, width, anchors, 2)
+    corner, size = rng.uniform(0, 60, cells), rng.uniform(2, 30, cells)
+    boxes = np.concatenate([corner, corner + size], -1)
+    deltas = rng.normal(0, 0.5, (images, anchors * 4, height, width))
+    deltas[:, 2::4] *= 4
+    total = images * anchors * height * width
+    scores = rng.permutation(total).reshape(images, anchors, height, width) / total + 0.01
+    return [x.astype(dtype) for x in (im_info[:, :info], boxes, deltas, scores)]
+
+
+def generate_op(**attrs):
+    return lambda *x: opset9.generate_proposals(*x, **attrs)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize(("min_size", "nms", "pre", "post", "normalized"), [
+    (0.0, 0.7, 30, 10, True), (8.0, 0.3, 1000, 40, False), (3.0, 0.5, 20, 15, True),
+    (1.0, 0.0, 60, 60, False), (0.0, 1.0, 5, 7, True),
+])  # fmt: skip
+@pytest.mark.parametrize("roi_num_type", ["i32", "i64"])
+def test_generate_proposals_match_the_plugin(seed, min_size, nms, pre, post, normalized,
+                                             roi_num_type, tmp_path):  # fmt: skip
+    attrs = dict(min_size=min_size, nms_threshold=nms, pre_nms_count=pre, post_nms_count=post,
+                 normalized=normalized, roi_num_type=roi_num_type)  # fmt: skip
+    inputs = generate_inputs(seed, *[(2, 3, 4, 5, 3), (3, 2, 6, 3, 4)][seed])
+    got, want = run_both(generate_op(**attrs), inputs, tmp_path, outputs=3)
+    assert [g.shape for g in got] == [w.shape for w in want]
+    assert_close(got[0], want[0], rtol=1e-5, atol=1e-4)
+    assert (got[1] == want[1]).all()
+    assert got[2].dtype == want[2].dtype == np.dtype(roi_num_type.replace("i", "int"))
+    assert (got[2] == want[2]).all()
+
+
+def test_generate_proposals_f16(tmp_path):
+    attrs = dict(min_size=1.0, nms_threshold=0.7, pre_nms_count=30, post_nms_count=10)
+    got, want = run_both(generate_op(**attrs), generate_inputs(3, dtype=np.float16), tmp_path,
+                         outputs=3)  # fmt: skip
+    assert got[0].dtype == want[0].dtype == np.float16
+    assert_close(got[0], want[0], rtol=1e-2, atol=1e-2)
+    assert (got[2] == want[2]).all()
+
+
+def test_generate_proposals_by_hand():
+    op = resolve("GenerateProposals", "opset9")
+    attrs = SimpleNamespace(min_size=0.0, nms_threshold=0.5, pre_nms_count=10,
+                            post_nms_count=3, normalized=True, nms_eta=1.0,
+                            roi_num_type=ET["i32"])  # fmt: skip
+    # One cell, two anchors, normalized sizes (x2 - x1): 0..10 moved right by half its
+    # size to 5..15; 0..20 doubled about its centre 10 to -10..30, clipped to 0..30.
+    anchors = np.float32([[0, 0, 10, 10], [0, 0, 20, 20]]).reshape(1, 1, 2, 4)
+    deltas = np.float32([0.5, 0, 0, 0, 0, 0, np.log(2), np.log(2)]).reshape(1, 8, 1, 1)
+    scores = np.float32([0.25, 0.75]).reshape(1, 2, 1, 1)
+    info = np.float32([[40, 40, 1]])
+    boxes, out_scores, counts = op.kernel(attrs, info, anchors, deltas, scores)
+    assert boxes.tolist() == [[0, 0, 30, 30], [5, 0, 15, 10]]
+    assert out_scores.tolist() == [0.75, 0.25] and counts.tolist() == [2]
+    assert counts.dtype == np.int32
+    # min_size 6 at scale 2 drops the 10-wide box (without scoring it 0).
+    attrs.min_size = 6.0
+    boxes, _, counts = op.kernel(attrs, np.float32([[40, 40, 2]]), anchors, deltas, scores)
+    assert boxes.tolist() == [[0, 0, 30, 30]] and counts.tolist() == [1]
+
+
+@pytest.mark.parametrize(("shapes", "ok"), [
+    (([2, 3], [4, 5, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]), True),
+    (([2, 4], [4, 5, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]), True),
+    (([-1, -1], [-1, -1, -1, 4], [-1, 12, -1, -1], [-1, 3, -1, -1]), True),
+    (([(1, 3), 3], [4, 5, 3, 4], [-1, 12, 4, 5], [2, 3, 4, 5]), True),
+    (([-1, 3], [4, 5, 3, 4], [-1, -1, 4, 5], [(1, 5), -1, 4, 5]), True),
+    ((None, None, None, None), True),
+    (([2, 5], [4, 5, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]), False),
+    (([2, 3], [4, 5, 3, 5], [2, 12, 4, 5], [2, 3, 4, 5]), False),
+    (([2, 3], [4, 5, 3, 4], [2, 8, 4, 5], [2, 3, 4, 5]), False),
+    (([2, 3], [4, 5, 3, 4], [3, 12, 4, 5], [2, 3, 4, 5]), False),
+    (([1, 3], [4, 5, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]), False),
+    (([2, 3], [4, 6, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]), False),
+    (([2, 3], [4, 5, 2, 4], [2, 12, 4, 5], [2, 3, 4, 5]), False),
+    (([2, 3], [4, 5, 3, 4], [2, 12, 4, 6], [2, 3, 4, 5]), False),
+    (([2, 3, 1], [4, 5, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]), False),
+])  # fmt: skip
+def test_generate_proposals_shape_rule(shapes, ok):
+    attrs = dict(min_size=0.0, nms_threshold=0.7, pre_nms_count=30, post_nms_count=10,
+                 normalized=True, nms_eta=1.0, roi_num_type=ET["i32"])  # fmt: skip
+    infos = [TensorInfo(None if s is None else from_ov_shape(pshape(s)), ET["f32"])
+             for s in shapes]  # fmt: skip
+    infer = resolve("GenerateProposals", "opset9").infer
+    params = [opset1.parameter(pshape(s), np.float32) for s in shapes]
+    ov_attrs = {k: v for k, v in attrs.items() if k not in ("nms_eta", "roi_num_type")}
+    if not ok:
+        with pytest.raises(ShapeError):
+            infer(SimpleNamespace(**attrs), infos)
+        with pytest.raises(RuntimeError):
+            opset9.generate_proposals(*params, **ov_attrs, roi_num_type="i32")
+        return
+    got = [(o.shape, o.element_type.name) for o in infer(SimpleNamespace(**attrs), infos)]
+    node = opset9.generate_proposals(*params, **ov_attrs, roi_num_type="i32")
+    want = [(from_ov_shape(o.get_partial_shape()), o.get_element_type().get_type_name())
+            for o in node.outputs()]  # fmt: skip
+    assert got == want
+
+
+def test_validate_checks_generate_proposals(tmp_path):
+    attrs = dict(min_size=0.0, nms_threshold=0.7, pre_nms_count=30, post_nms_count=10)
+    model = one_op_model(generate_op(**attrs), generate_inputs(0), 3)
+    for old, new, says in (('nms_eta="1"', 'nms_eta="0.5"', "nms_eta must be 1.0"),
+                           ('post_nms_count="10"', 'post_nms_count="0"', "must be positive"),
+                           ('roi_num_type="i64"', 'roi_num_type="f32"', "i32 or i64")):  # fmt: skip
+        assert old in model_text(model, tmp_path)
+        bad = saved_edit(model, tmp_path, lambda t, old=old, new=new: t.replace(old, new))
+        found = findings(bad, "GenerateProposals")
+        assert len(found) == 1 and says in found[0].message
+
+
+def model_text(model, tmp_path):
+    path = tmp_path / "plain.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    return path.read_text()

@@ -304,6 +304,13 @@ def _detectron_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case
               class_agnostic_box_regression=False, deltas_weights=(10.0, 10.0, 5.0, 5.0)),
            [boxes.astype(dtype), rng.normal(0, 1, (2000, 32)).astype(dtype),
             rng.uniform(0, 1, (2000, 8)).astype(dtype), np.array([[600, 600, 1]], dtype)])
+    yield (r("GenerateProposals", "opset9"),
+           NS(min_size=2.0, nms_threshold=0.7, pre_nms_count=3000, post_nms_count=200,
+              normalized=False, nms_eta=1.0, roi_num_type=ET["i32"]),
+           [np.array([[600, 600, 1], [500, 400, 2]], dtype),
+            anchors.reshape(*cells, n, 4).astype(dtype),
+            rng.normal(0, 0.5, (2, 4 * n, *cells)).astype(dtype),
+            rng.uniform(0, 1, (2, n, *cells)).astype(dtype)])
 
 
 def _signal_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:
