@@ -29,6 +29,8 @@ from types import SimpleNamespace
 import numpy as np
 import openvino as ov
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openvino import opset1, opset3, opset4, opset5, opset9, opset11, opset15
 from support.ov_oneop import (
     CORE,
@@ -1022,3 +1024,26 @@ def test_validate_checks_roi_align_rotated(tmp_path):
     bad = saved(model, tmp_path, lambda t: t.replace('sampling_ratio="1"', 'sampling_ratio="-2"'))
     found = layer_named(irrun.validate(bad), "ROIAlignRotated")
     assert len(found) == 1 and "sampling_ratio -2 is negative" in found[0].message
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    ph=st.integers(1, 4), pw=st.integers(1, 4), ratio=st.integers(0, 3),
+    scale=st.sampled_from([1.0, 0.5, 0.25]), h=st.integers(1, 10), w=st.integers(1, 10),
+    count=st.integers(1, 6), clockwise=st.booleans(), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_roi_align_rotated_sweep(ph, pw, ratio, scale, h, w, count, clockwise, seed,
+                                 tmp_path_factory):  # fmt: skip
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+    span = max(h, w) / scale
+    rois = np.concatenate([rng.uniform(-0.2 * span, 1.2 * span, (count, 2)),
+                           rng.uniform(0, span, (count, 2)),
+                           rng.uniform(-7, 7, (count, 1))], 1).astype(np.float32)  # fmt: skip
+    indices = rng.integers(0, 2, count).astype(np.int32)
+
+    def build(d, r, i):
+        return opset15.roi_align_rotated(d, r, i, ph, pw, ratio, scale, clockwise)
+
+    got, want = run_both(build, [data, rois, indices], tmp_path_factory.mktemp("rot"))
+    assert_close(got, want, rtol=1e-5, atol=1e-5)

@@ -9,6 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import openvino as ov
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openvino import opset1, opset9
 from openvino.utils.node_factory import NodeFactory
 from support.ov_oneop import assert_close, one_op_model, run_both
@@ -661,3 +663,56 @@ def model_text(model, tmp_path):
     path = tmp_path / "plain.xml"
     ov.save_model(model, path, compress_to_fp16=False)
     return path.read_text()
+
+
+# --------------------------------------------------------------------------- sweeps
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    levels=st.integers(1, 4), size=st.integers(1, 5), ratio=st.integers(0, 3),
+    aligned=st.booleans(), count=st.integers(2, 12), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_roi_features_sweep(levels, size, ratio, aligned, count, seed, tmp_path_factory):
+    inputs = feature_inputs(seed, levels, n=count)
+    attrs = dict(output_size=size, sampling_ratio=ratio, pyramid_scales=SCALES[:levels],
+                 aligned=aligned)  # fmt: skip
+    got, want = run_both(features_op(**attrs), inputs, tmp_path_factory.mktemp("fe"), outputs=2)
+    assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    images=st.integers(1, 3), anchors=st.integers(1, 4), height=st.integers(1, 6),
+    width=st.integers(1, 6), min_size=st.sampled_from([0.0, 2.0, 10.0]),
+    nms=st.sampled_from([0.0, 0.3, 0.7, 1.0]), pre=st.integers(1, 100),
+    post=st.integers(1, 40), normalized=st.booleans(), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_proposals_sweep(images, anchors, height, width, min_size, nms, pre, post, normalized,
+                         seed, tmp_path_factory):  # fmt: skip
+    attrs = dict(min_size=min_size, nms_threshold=nms, pre_nms_count=pre, post_nms_count=post)
+    tmp = tmp_path_factory.mktemp("gp")
+    inputs = generate_inputs(seed, images, anchors, height, width, 3 + seed % 2)
+    got, want = run_both(generate_op(**attrs, normalized=normalized), inputs, tmp, outputs=3)
+    assert [g.shape for g in got] == [w.shape for w in want]
+    assert_close(got[0], want[0], rtol=1e-5, atol=1e-4)
+    assert (got[1] == want[1]).all() and (got[2] == want[2]).all()
+    single = [inputs[0][0, :3], inputs[1].reshape(-1, 4), inputs[2][0], inputs[3][0]]
+    got, want = run_both(single_image_op(**attrs), single, tmp, outputs=2)
+    assert_same_proposals(got, want)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    count=st.integers(1, 40), classes=st.integers(1, 6), limit=st.integers(1, 30),
+    post=st.integers(0, 20), score=st.sampled_from([-0.1, 0.0, 0.3, 0.9]),
+    nms=st.sampled_from([0.0, 0.4, 1.0]), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_detection_output_sweep(count, classes, limit, post, score, nms, seed,
+                                tmp_path_factory):  # fmt: skip
+    attrs = dict(num_classes=classes, max_detections_per_image=limit, post_nms_count=post,
+                 score_threshold=score, nms_threshold=nms)  # fmt: skip
+    got, want = run_both(detection_op(**attrs), detection_inputs(seed, count, classes),
+                         tmp_path_factory.mktemp("do"), outputs=3)  # fmt: skip
+    assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
+    assert (got[1] == want[1]).all() and (got[2] == want[2]).all()
