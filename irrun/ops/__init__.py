@@ -68,7 +68,11 @@ Images and detection:
     interpolate           Interpolate
     grid_sample           GridSample
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
-    detection             NonMaxSuppression, ROIAlign
+    detection             NonMaxSuppression, ROIAlign, ROIAlignRotated
+    experimental_detectron  ExperimentalDetectronPriorGridGenerator,
+                          ExperimentalDetectronTopKROIs, ExperimentalDetectronROIFeatureExtractor,
+                          ExperimentalDetectronGenerateProposalsSingleImage,
+                          ExperimentalDetectronDetectionOutput, GenerateProposals
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered
@@ -99,6 +103,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     detection,
     einsum,
     embedding,
+    experimental_detectron,
     gather,
     graph_ends,
     grid_sample,

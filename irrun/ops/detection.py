@@ -1,4 +1,4 @@
-"""Detection ops: NonMaxSuppression-1, -3, -4, -5 and -9, ROIAlign-3 and -9.
+"""Detection ops: NonMaxSuppression-1, -3, -4, -5 and -9, ROIAlign-3 and -9, ROIAlignRotated-15.
 
 NonMaxSuppression works per (batch, class): boxes scoring above
 ``score_threshold`` are candidates; the best candidate (highest score, then
@@ -88,6 +88,11 @@ is NaN.  f32 results agree with the
 plugin to about 1e-5 relative (it sums the bilinear terms in its own order);
 f16 and bf16 inputs are computed in f32 and rounded once, as the plugin does (the
 reference kernel computes in the input's type).
+
+ROIAlignRotated pools rotated regions ``[x_c, y_c, w, h, angle]`` with ROIAlign's
+sampling (``avg`` only; see its kernel's docstring); the samples are rotated about
+the region's centre into the map.  Its values agree with the CPU plugin to about 1e-7
+(f32); ``ov.Model.evaluate`` does not run it, so the tests compare with the plugin.
 """
 
 from __future__ import annotations
@@ -485,23 +490,38 @@ def _roi_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
             raise KernelError("a region with x2 < x1 or y2 < y1 has a negative adaptive sampling "
                              "ratio, which OpenVINO's reference kernel refuses (its CPU plugin "
                              "returns -0)")  # fmt: skip
+
+    def positions(part: np.ndarray, sy: int, sx: int) -> tuple[np.ndarray, np.ndarray]:
+        ys = _samples(start_y[part], bin_y[part], sy, a.pooled_h)
+        xs = _samples(start_x[part], bin_x[part], sx, a.pooled_w)
+        # [R, P, S] -> [SY, SX, R, PH, PW] (broadcast): samples first.
+        ys, xs = ys.transpose(2, 0, 1), xs.transpose(2, 0, 1)
+        return ys[:, None, :, :, None], xs[None, :, :, None, :]
+
+    pool_regions(data, bidx, count_y, count_x, positions, a.mode, out)
+    return (out.astype(data.dtype),)
+
+
+def pool_regions(data: np.ndarray, bidx: np.ndarray, count_y: np.ndarray,
+                  count_x: np.ndarray, positions, mode: str, out: np.ndarray) -> None:  # fmt: skip
+    """Pool every region into ``out [R, C, PH, PW]``, those with the same number of samples
+    per bin together; ``positions(regions, sy, sx)`` gives their samples' ``ys`` and ``xs``,
+    which broadcast to ``[SY, SX, R, PH, PW]``."""
+    channels, pooled_h, pooled_w = out.shape[1:]
     # Channels last: each bilinear tap gathers the C values of a pixel at once.
     pixels = np.ascontiguousarray(data.astype(np.float32).transpose(0, 2, 3, 1))
-    # Regions with the same number of samples per bin are pooled together.
     pairs = np.stack([count_y, count_x], axis=1)
     for sy, sx in np.unique(pairs, axis=0):
         if sy == 0 or sx == 0:
             continue  # no samples: the bin stays 0
         group = np.flatnonzero((count_y == sy) & (count_x == sx))
         # A few regions at a time, so that the gathered samples stay small.
-        per_roi = channels * a.pooled_h * a.pooled_w * int(sy) * int(sx)
+        per_roi = channels * pooled_h * pooled_w * int(sy) * int(sx)
         step = max(1, SAMPLES_AT_ONCE // per_roi)
         for first in range(0, len(group), step):
             part = group[first : first + step]
-            ys = _samples(start_y[part], bin_y[part], int(sy), a.pooled_h)
-            xs = _samples(start_x[part], bin_x[part], int(sx), a.pooled_w)
-            out[part] = _pool(pixels, bidx[part], ys, xs, a.mode).transpose(0, 3, 1, 2)
-    return (out.astype(data.dtype),)
+            ys, xs = positions(part, int(sy), int(sx))
+            out[part] = _pool(pixels, bidx[part], ys, xs, mode).transpose(0, 3, 1, 2)
 
 
 def _samples(start: np.ndarray, bin_size: np.ndarray, count: int, bins: int) -> np.ndarray:
@@ -529,12 +549,12 @@ def _taps(pos: np.ndarray, size: int) -> tuple[np.ndarray, ...]:
 def _pool(pixels: np.ndarray, bidx: np.ndarray, ys: np.ndarray, xs: np.ndarray,
           mode: str) -> np.ndarray:  # fmt: skip
     """Pool ``[R, PH, PW, C]`` from the channels-last map ``pixels [N, H, W, C]`` with
-    samples at ``ys [R, PH, SY]`` and ``xs [R, PW, SX]``."""
+    samples at ``ys`` and ``xs``, which broadcast to ``[SY, SX, R, PH, PW]``."""
     _, height, width, _ = pixels.shape
     # Every array below broadcasts to [SY, SX, R, PH, PW] (then C), samples first, so
     # that the sum over them runs in OpenVINO's order: row by row of samples.
-    in_y, y0, y1, ly, hy = (t.transpose(2, 0, 1)[:, None, :, :, None] for t in _taps(ys, height))
-    in_x, x0, x1, lx, hx = (t.transpose(2, 0, 1)[None, :, :, None, :] for t in _taps(xs, width))
+    in_y, y0, y1, ly, hy = _taps(ys, height)
+    in_x, x0, x1, lx, hx = _taps(xs, width)
     b = bidx[None, None, :, None, None]
     inside = in_y & in_x
     zero = np.float32(0)
@@ -577,3 +597,115 @@ for _version in (3, 9):
                    inputs=(3, 3), check=_check_roi,
                    input_types=(REALS, REALS, INTEGERS),
                    shape_attrs=("pooled_h", "pooled_w"), scratch=_roi_scratch))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- ROIAlignRotated
+
+ROTATED_ATTRS = (
+    Attr("pooled_h", "int"),
+    Attr("pooled_w", "int"),
+    Attr("sampling_ratio", "int"),
+    Attr("spatial_scale", "float"),
+    Attr("clockwise_mode", "bool", False),
+)
+
+
+def _rotated_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    data, rois, indices = (i.shape for i in inputs)
+    data_et, rois_et = inputs[0].element_type, inputs[1].element_type
+    if data_et is not None and rois_et is not None and data_et != rois_et:
+        raise ShapeError(f"data and rois must have the same element type, got {data_et.name} "
+                         f"and {rois_et.name}")  # fmt: skip
+    if data is not None and len(data) != 4:
+        raise ShapeError(f"data must be 4-D [N, C, H, W], got shape {list(data)}")
+    if rois is not None and len(rois) != 2:
+        raise ShapeError(f"rois must be 2-D [num_rois, 5], got shape {list(rois)}")
+    if indices is not None and len(indices) != 1:
+        raise ShapeError(f"batch_indices must be 1-D [num_rois], got shape {list(indices)}")
+    count: Dim = DYNAMIC
+    if rois is not None:
+        if not _may_be(rois[1], 5):
+            raise ShapeError(f"rois' dim 1 must be 5 (x_center, y_center, width, height, "
+                             f"angle), got {rois[1]}")  # fmt: skip
+        count = rois[0]
+    if indices is not None:
+        count = merge_dims(count, indices[0], "rois and batch_indices must have as many rows")
+    channels = DYNAMIC if data is None else data[1]
+    shape: Shape = (count, channels, a.pooled_h, a.pooled_w)
+    return [TensorInfo(shape, data_et if data_et is not None else rois_et)]
+
+
+def _rotated_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
+                    batch_indices: np.ndarray) -> tuple[np.ndarray]:  # fmt: skip
+    """ROIAlignRotated-15: each region ``[x_c, y_c, w, h, angle]`` (centre and size scaled
+    by ``spatial_scale``, the centre then shifted by -0.5; the angle in radians,
+    counterclockwise unless ``clockwise_mode``) is a ``w x h`` box around its centre,
+    rotated by its angle; its bins are sampled as ROIAlign's (``sampling_ratio``, or
+    ``ceil`` of the bin's size for 0) in the box's own frame, each sample ``(px, py)``
+    rotated into the map at ``x = py sin + px cos + x_c``, ``y = py cos - px sin + y_c``,
+    read bilinearly (0 more than a pixel outside the map, clamped to the border within
+    it) and averaged.  A region of negative width or height has a negative adaptive
+    sampling ratio, which OpenVINO's reference kernel refuses, as irrun does; one of
+    size 0 pools to 0 (no samples).  f16 and bf16 are computed in f32 and rounded once."""
+    if data.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 5 or batch_indices.ndim != 1:
+        raise ShapeError(f"data {list(data.shape)}, rois {list(rois.shape)} and batch_indices "
+                         f"{list(batch_indices.shape)} must be [N,C,H,W], [R,5], [R]")  # fmt: skip
+    if batch_indices.shape[0] != rois.shape[0]:
+        raise ShapeError(f"{rois.shape[0]} rois but {batch_indices.shape[0]} batch indices")
+    n, channels = data.shape[:2]
+    bidx = batch_indices.astype(np.int64)
+    if len(bidx) and (bidx.min() < 0 or bidx.max() >= n):
+        raise KernelError(f"batch_indices {bidx.tolist()} must lie in 0..{n - 1}")
+    out = np.zeros((rois.shape[0], channels, a.pooled_h, a.pooled_w), np.float32)
+    if out.size == 0:
+        return (out.astype(data.dtype),)
+    if data.shape[2] == 0 or data.shape[3] == 0:
+        raise KernelError(f"ROIAlignRotated cannot sample a feature map of size "
+                          f"{list(data.shape[2:])}")  # fmt: skip
+    r = rois.astype(np.float32)
+    scale, half = np.float32(a.spatial_scale), np.float32(0.5)
+    center_x, center_y = r[:, 0] * scale - half, r[:, 1] * scale - half
+    width, height = r[:, 2] * scale, r[:, 3] * scale
+    angle = -r[:, 4] if a.clockwise_mode else r[:, 4]
+    cos, sin = np.cos(angle), np.sin(angle)
+    start_x, start_y = -width / np.float32(2), -height / np.float32(2)
+    bin_x, bin_y = width / np.float32(a.pooled_w), height / np.float32(a.pooled_h)
+    if a.sampling_ratio > 0:
+        count_x = count_y = np.full(len(rois), a.sampling_ratio)
+    else:
+        count_x, count_y = np.ceil(bin_x).astype(np.int64), np.ceil(bin_y).astype(np.int64)
+        if (count_x < 0).any() or (count_y < 0).any():
+            raise KernelError("a region of negative width or height has a negative adaptive "
+                              "sampling ratio, which OpenVINO's reference kernel refuses")
+
+    def positions(part: np.ndarray, sy: int, sx: int) -> tuple[np.ndarray, np.ndarray]:
+        # In the box's frame: py [SY, 1, R, PH, 1], px [1, SX, R, 1, PW].
+        py = _samples(start_y[part], bin_y[part], sy, a.pooled_h).transpose(2, 0, 1)
+        px = _samples(start_x[part], bin_x[part], sx, a.pooled_w).transpose(2, 0, 1)
+        py, px = py[:, None, :, :, None], px[None, :, :, None, :]
+        c, s = cos[part][:, None, None], sin[part][:, None, None]
+        ys = py * c - px * s + center_y[part][:, None, None]
+        xs = py * s + px * c + center_x[part][:, None, None]
+        return ys, xs
+
+    pool_regions(data, bidx, count_y, count_x, positions, "avg", out)
+    return (out.astype(data.dtype),)
+
+
+def _rotated_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                     outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """ROIAlign's, and the taps of every sample along both axes (each sample has its own
+    row and column), about 112 bytes a sample without its channels."""
+    base = _roi_scratch(a, inputs, outputs)
+    data, rois = static_shape(inputs[0]), static_shape(inputs[1])
+    if not base or data is None or rois is None:
+        return base
+    channels = max(data[1], 1)
+    at_once = (base - 4 * math.prod(data)) // 24
+    return base + 112 * (at_once // channels + 1)
+
+
+register(OpDef(type="ROIAlignRotated", version=15, since_opset=15, attrs=ROTATED_ATTRS,
+               infer=_rotated_infer, kernel=_rotated_kernel, inputs=(3, 3), check=_check_roi,
+               input_types=(REALS, REALS, INTEGERS),
+               shape_attrs=("pooled_h", "pooled_w"), scratch=_rotated_scratch))  # fmt: skip

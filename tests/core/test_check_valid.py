@@ -438,6 +438,33 @@ def _roi_align(opset, *aligned):
     return build
 
 
+def _detectron(op, shapes, **attrs):
+    """An ExperimentalDetectron op of f32 parameters of ``shapes``."""
+
+    def build():
+        params = [o1.parameter(shape, np.float32, name=f"in{i}") for i, shape in enumerate(shapes)]
+        node = NodeFactory("opset6").create(f"ExperimentalDetectron{op}",
+                                            [p.output(0) for p in params], attrs)  # fmt: skip
+        return [node.output(k) for k in range(node.get_output_size())], params
+
+    return build
+
+
+def _generate_proposals():
+    params = [o1.parameter(shape, np.float32, name=f"in{i}")
+              for i, shape in enumerate([[2, 3], [4, 5, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]])]  # fmt: skip
+    node = o9.generate_proposals(*params, 0.0, 0.7, 30, 10, roi_num_type="i32")
+    return [node.output(k) for k in range(3)], params
+
+
+def _roi_align_rotated():
+    x = _image()
+    rois = o1.parameter([5, 5], np.float32, name="rois")
+    indices = o1.parameter([5], np.int32, name="batch_indices")
+    out = o15.roi_align_rotated(x, rois, indices, 2, 3, 0, 0.5, True)
+    return [out], [x, rois, indices]
+
+
 def _fft(make, shape, sizes=None):
     def build():
         x = o1.parameter(shape, np.float32, name="x")
@@ -748,6 +775,23 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("PSROIPooling", 1): _psroi_pooling,
     ("ROIAlign", 3): _roi_align(o3),
     ("ROIAlign", 9): _roi_align(o9, "half_pixel"),
+    ("ROIAlignRotated", 15): _roi_align_rotated,
+    ("ExperimentalDetectronPriorGridGenerator", 6): _detectron(
+        "PriorGridGenerator", [[3, 4], [1, 3, 4, 5], [1, 3, 32, 40]], flatten=False, h=2,
+        stride_x=8.0),
+    ("ExperimentalDetectronTopKROIs", 6): _detectron("TopKROIs", [[20, 4], [20]], max_rois=7),
+    ("ExperimentalDetectronROIFeatureExtractor", 6): _detectron(
+        "ROIFeatureExtractor", [[20, 4], [1, 3, 16, 16], [1, 3, 8, 8]], output_size=2,
+        sampling_ratio=0, pyramid_scales=[4, 8], aligned=True),
+    ("ExperimentalDetectronGenerateProposalsSingleImage", 6): _detectron(
+        "GenerateProposalsSingleImage", [[3], [60, 4], [12, 4, 5], [3, 4, 5]], min_size=0.0,
+        nms_threshold=0.7, post_nms_count=10, pre_nms_count=30),
+    ("ExperimentalDetectronDetectionOutput", 6): _detectron(
+        "DetectionOutput", [[30, 4], [30, 20], [30, 5], [1, 3]], score_threshold=0.05,
+        nms_threshold=0.5, max_delta_log_wh=1.5, num_classes=5, post_nms_count=10,
+        max_detections_per_image=20, class_agnostic_box_regression=False,
+        deltas_weights=[10.0, 10.0, 5.0, 5.0]),
+    ("GenerateProposals", 9): _generate_proposals,
     ("DFT", 7): _fft(o7.dft, [3, 4, 5, 2], [6, -1]),
     ("IDFT", 7): _fft(o7.idft, [3, 4, 5, 2]),
     ("RDFT", 9): _fft(o9.rdft, [3, 4, 5], [-1, 6]),

@@ -29,7 +29,9 @@ from types import SimpleNamespace
 import numpy as np
 import openvino as ov
 import pytest
-from openvino import opset1, opset3, opset4, opset5, opset9, opset11
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openvino import opset1, opset3, opset4, opset5, opset9, opset11, opset15
 from support.ov_oneop import (
     CORE,
     CPU_CONFIG,
@@ -899,3 +901,149 @@ def test_torchvision_default_sampling_ratio_is_refused():
         irrun.load(MODELS / "roi_default.xml")
     plugin = CORE.compile_model(MODELS / "roi_default.xml", "CPU", CPU_CONFIG)(inputs)[0]
     assert (plugin == 0).all() and np.abs(EXPECTED["roi_default.out"]).max() > 0.1
+
+
+# --------------------------------------------------------------------------- ROIAlignRotated
+
+
+def rotated_inputs(seed, index_dtype=np.int32, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((2, 3, 7, 9)).astype(dtype)
+    rois = np.concatenate([rng.uniform(-3, 12, (7, 2)), rng.uniform(0, 9, (7, 2)),
+                           rng.uniform(-4, 4, (7, 1))], 1).astype(dtype)  # fmt: skip
+    rois[0] = [4, 3, 4, 2, 0]  # inside the map, upright
+    rois[1] = [4, 3, 0, 2, 1]  # no width: no samples with adaptive sampling
+    return [data, rois, rng.integers(0, 2, 7).astype(index_dtype)]
+
+
+@pytest.mark.parametrize("clockwise", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [0, 1, 2, 3])
+@pytest.mark.parametrize("seed", range(2))
+def test_roi_align_rotated_matches_the_plugin(clockwise, sampling_ratio, seed, tmp_path):
+    scale = (0.5, 1.0)[seed]
+    inputs = rotated_inputs(seed, (np.int32, np.int64)[seed])
+
+    def build(data, rois, indices):
+        return opset15.roi_align_rotated(data, rois, indices, 3, 2, sampling_ratio, scale,
+                                         clockwise)  # fmt: skip
+
+    got, want = run_both(build, inputs, tmp_path)
+    assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_roi_align_rotated_other_types(dtype, tmp_path):
+    inputs = rotated_inputs(3, dtype=dtype)
+
+    def build(data, rois, indices):
+        return opset15.roi_align_rotated(data, rois, indices, 2, 2, 0, 0.5, True)
+
+    got, want = run_both(build, inputs, tmp_path)
+    assert got.dtype == want.dtype == dtype
+    assert_close(got, want, rtol=1e-3, atol=1e-3)
+
+
+def roi_align_rotated(data, rois, indices, **attrs):
+    values = dict(pooled_h=1, pooled_w=1, sampling_ratio=1, spatial_scale=1.0,
+                  clockwise_mode=False) | attrs  # fmt: skip
+    op = resolve("ROIAlignRotated", "opset15")
+    return op.kernel(SimpleNamespace(**values), np.asarray(data, np.float32),
+                     np.asarray(rois, np.float32), np.asarray(indices, np.int32))[0]  # fmt: skip
+
+
+def test_roi_align_rotated_by_hand():
+    # The centre (1.5, 1.5) - 0.5 is the pixel (1, 1): 5, at any angle.
+    assert roi_align_rotated(MAP, [[1.5, 1.5, 2, 2, 0.7]], [0]).tolist() == [[[[5.0]]]]
+    # A 2x1 box of two bins along x at the centre (1, 1): samples at x = 0.5 and 1.5,
+    # values 4.5 and 5.5; turned by pi/2 counterclockwise the samples lie along y
+    # (y = -px sin): y = 1.5 and 0.5, values 6.5 and 3.5.  Clockwise the other way.
+    rois = [[1.5, 1.5, 2, 1, 0.0]]
+    assert roi_align_rotated(MAP, rois, [0], pooled_w=2).tolist() == [[[[4.5, 5.5]]]]
+    quarter = [[1.5, 1.5, 2, 1, np.pi / 2]]
+    got = roi_align_rotated(MAP, quarter, [0], pooled_w=2)
+    np.testing.assert_allclose(got, [[[[6.5, 3.5]]]], rtol=1e-6)
+    got = roi_align_rotated(MAP, quarter, [0], pooled_w=2, clockwise_mode=True)
+    np.testing.assert_allclose(got, [[[[3.5, 6.5]]]], rtol=1e-6)
+    # A box of no size with adaptive sampling has no samples; a negative one is refused.
+    assert roi_align_rotated(MAP, [[1, 1, 0, 2, 0]], [0], sampling_ratio=0).tolist() == [
+        [[[0.0]]]
+    ]
+    with pytest.raises(ValueError, match="negative adaptive sampling ratio"):
+        roi_align_rotated(MAP, [[1, 1, -2, 2, 0]], [0], sampling_ratio=0)
+
+
+@pytest.mark.parametrize(("data", "rois", "indices"), [
+    ([2, 3, 7, 9], [5, 5], [5]),
+    ([-1, -1, -1, -1], [-1, 5], [-1]),
+    ([2, 3, 7, 9], [-1, 5], [5]),
+    ([2, (2, 4), 7, 9], [(1, 8), 5], [(3, 10)]),
+    (None, None, None),
+])  # fmt: skip
+def test_roi_align_rotated_shape_rule_matches_openvino(data, rois, indices):
+    def pshape(s):
+        return ov.PartialShape.dynamic() if s is None else ov.PartialShape(s)
+
+    params = [opset1.parameter(pshape(s), t)
+              for s, t in ((data, ov.Type.f32), (rois, ov.Type.f32), (indices, ov.Type.i32))]  # fmt: skip
+    node = opset15.roi_align_rotated(*params, 3, 2, 0, 0.5, True)
+    want = from_ov_shape(node.get_output_partial_shape(0))
+    infos = [TensorInfo(None if s is None else from_ov_shape(pshape(s)),
+                        ET["i32" if i == 2 else "f32"])
+             for i, s in enumerate((data, rois, indices))]  # fmt: skip
+    attrs = SimpleNamespace(pooled_h=3, pooled_w=2, sampling_ratio=0, spatial_scale=0.5,
+                            clockwise_mode=True)  # fmt: skip
+    got = resolve("ROIAlignRotated", "opset15").infer(attrs, infos)
+    assert got[0].shape == want and got[0].element_type.name == "f32"
+
+
+@pytest.mark.parametrize(("shapes", "types", "says"), [
+    (((2, 3, 7), (5, 5), (5,)), ("f32", "f32", "i32"), "data must be 4-D"),
+    (((2, 3, 7, 9), (5, 4), (5,)), ("f32", "f32", "i32"), "rois' dim 1 must be 5"),
+    (((2, 3, 7, 9), (5, 5), (6,)), ("f32", "f32", "i32"), "as many rows"),
+    (((2, 3, 7, 9), (5, 5), (5, 1)), ("f32", "f32", "i32"), "batch_indices must be 1-D"),
+    (((2, 3, 7, 9), (5, 5), (5,)), ("f32", "f16", "i32"), "same element type"),
+    (((2, 3, 7, 9), (5, 5), (5,)), ("f32", "f32", "f32"), "does not take"),
+])  # fmt: skip
+def test_roi_align_rotated_shape_rule_errors(shapes, types, says):
+    attrs = SimpleNamespace(pooled_h=3, pooled_w=2, sampling_ratio=0, spatial_scale=0.5,
+                            clockwise_mode=False)  # fmt: skip
+    infos = [TensorInfo(s, ET[t]) for s, t in zip(shapes, types, strict=True)]
+    with pytest.raises(ShapeError, match=says):
+        resolve("ROIAlignRotated", "opset15").infer(attrs, infos)
+    if says.startswith(("data", "rois", "as many", "batch")):
+        params = [opset1.parameter(list(s), getattr(ov.Type, t))
+                  for s, t in zip(shapes, types, strict=True)]  # fmt: skip
+        with pytest.raises(RuntimeError):
+            opset15.roi_align_rotated(*params, 3, 2, 0, 0.5, False)
+
+
+def test_validate_checks_roi_align_rotated(tmp_path):
+    inputs = rotated_inputs(0)
+    model = one_op_model(lambda d, r, i: opset15.roi_align_rotated(d, r, i, 2, 2, 1, 1.0, False),
+                         inputs)  # fmt: skip
+    bad = saved(model, tmp_path, lambda t: t.replace('sampling_ratio="1"', 'sampling_ratio="-2"'))
+    found = layer_named(irrun.validate(bad), "ROIAlignRotated")
+    assert len(found) == 1 and "sampling_ratio -2 is negative" in found[0].message
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    ph=st.integers(1, 4), pw=st.integers(1, 4), ratio=st.integers(0, 3),
+    scale=st.sampled_from([1.0, 0.5, 0.25]), h=st.integers(1, 10), w=st.integers(1, 10),
+    count=st.integers(1, 6), clockwise=st.booleans(), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_roi_align_rotated_sweep(ph, pw, ratio, scale, h, w, count, clockwise, seed,
+                                 tmp_path_factory):  # fmt: skip
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((2, 3, h, w)).astype(np.float32)
+    span = max(h, w) / scale
+    rois = np.concatenate([rng.uniform(-0.2 * span, 1.2 * span, (count, 2)),
+                           rng.uniform(0, span, (count, 2)),
+                           rng.uniform(-7, 7, (count, 1))], 1).astype(np.float32)  # fmt: skip
+    indices = rng.integers(0, 2, count).astype(np.int32)
+
+    def build(d, r, i):
+        return opset15.roi_align_rotated(d, r, i, ph, pw, ratio, scale, clockwise)
+
+    got, want = run_both(build, [data, rois, indices], tmp_path_factory.mktemp("rot"))
+    assert_close(got, want, rtol=1e-5, atol=1e-5)

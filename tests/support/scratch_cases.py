@@ -276,8 +276,58 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
             yield (r("ROIAlign", "opset9"),
                    NS(pooled_h=7, pooled_w=7, sampling_ratio=2, spatial_scale=1.0, mode=mode,
                       aligned_mode="half_pixel"), [img, rois, rng.integers(0, 2, 40)])
+        rotated = np.concatenate([rois[:, :2], rois[:, 2:] - rois[:, :2] + 1,
+                                  rng.uniform(-3, 3, (40, 1)).astype(dtype)], 1)
+        for ratio in (0, 2):
+            yield (r("ROIAlignRotated", "opset15"),
+                   NS(pooled_h=7, pooled_w=7, sampling_ratio=ratio, spatial_scale=1.0,
+                      clockwise_mode=True), [img, rotated, rng.integers(0, 2, 40)])
     if dtype.kind == "f":
         yield from _signal_cases(dtype, rng)
+        yield from _detectron_cases(dtype, rng)
+
+
+def _detectron_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:
+    """irrun/ops/experimental_detectron.py's ops."""
+    r = resolve
+    priors = rng.uniform(-30, 30, (9, 4)).astype(dtype)
+    featmap, image = np.zeros((1, 1, 100, 120), dtype), np.zeros((1, 1, 800, 960), dtype)
+    for h in (0, 50):
+        yield (r("ExperimentalDetectronPriorGridGenerator", "opset6"),
+               NS(flatten=True, h=h, w=0, stride_x=0.0, stride_y=0.0), [priors, featmap, image])
+    rois = rng.uniform(0, 500, (20000, 4)).astype(dtype)
+    yield (r("ExperimentalDetectronTopKROIs", "opset6"), NS(max_rois=5000),
+           [rois, rng.uniform(0, 1, 20000).astype(dtype)])
+    maps = [rng.standard_normal((1, 16, 64 // 2**k, 48 // 2**k)).astype(dtype) for k in range(4)]
+    corner = rng.uniform(0, 200, (300, 2))
+    regions = np.concatenate([corner, corner + rng.uniform(4, 600, (300, 2))], 1).astype(dtype)
+    for ratio in (0, 2):
+        yield (r("ExperimentalDetectronROIFeatureExtractor", "opset6"),
+               NS(output_size=7, sampling_ratio=ratio, pyramid_scales=(4, 8, 16, 32),
+                  aligned=True), [regions, *maps])
+    n, cells = 9, (40, 50)
+    corner = rng.uniform(0, 500, (cells[0] * cells[1] * n, 2))
+    anchors = np.concatenate([corner, corner + rng.uniform(4, 90, corner.shape)], 1)
+    yield (r("ExperimentalDetectronGenerateProposalsSingleImage", "opset6"),
+           NS(min_size=2.0, nms_threshold=0.7, post_nms_count=300, pre_nms_count=6000),
+           [np.array([600, 600, 1], dtype), anchors.astype(dtype),
+            rng.normal(0, 0.5, (4 * n, *cells)).astype(dtype),
+            rng.uniform(0, 1, (n, *cells)).astype(dtype)])
+    corner = rng.uniform(0, 500, (2000, 2))
+    boxes = np.concatenate([corner, corner + rng.uniform(4, 90, corner.shape)], 1)
+    yield (r("ExperimentalDetectronDetectionOutput", "opset6"),
+           NS(score_threshold=0.05, nms_threshold=0.5, max_delta_log_wh=4.0, num_classes=8,
+              post_nms_count=20, max_detections_per_image=100,
+              class_agnostic_box_regression=False, deltas_weights=(10.0, 10.0, 5.0, 5.0)),
+           [boxes.astype(dtype), rng.normal(0, 1, (2000, 32)).astype(dtype),
+            rng.uniform(0, 1, (2000, 8)).astype(dtype), np.array([[600, 600, 1]], dtype)])
+    yield (r("GenerateProposals", "opset9"),
+           NS(min_size=2.0, nms_threshold=0.7, pre_nms_count=3000, post_nms_count=200,
+              normalized=False, nms_eta=1.0, roi_num_type=ET["i32"]),
+           [np.array([[600, 600, 1], [500, 400, 2]], dtype),
+            anchors.reshape(*cells, n, 4).astype(dtype),
+            rng.normal(0, 0.5, (2, 4 * n, *cells)).astype(dtype),
+            rng.uniform(0, 1, (2, n, *cells)).astype(dtype)])
 
 
 def _signal_cases(dtype: np.dtype, rng: np.random.Generator) -> Iterator[Case]:
