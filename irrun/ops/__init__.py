@@ -67,6 +67,7 @@ Images and detection:
     grid_sample           GridSample
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign
+    detection_output      DetectionOutput
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered
@@ -93,6 +94,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     creation,
     ctc,
     detection,
+    detection_output,
     einsum,
     embedding,
     gather,
