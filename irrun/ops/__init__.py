@@ -71,6 +71,7 @@ Images and detection:
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered
+    proposal              Proposal
     roi_pooling           ROIPooling, PSROIPooling
     yolo                  RegionYolo, ReorgYolo
 
@@ -113,6 +114,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     normalization,
     patches,
     priors,
+    proposal,
     quantize,
     random,
     recurrent,
