@@ -63,6 +63,10 @@ kernel differ:
   best class.
 * ``top_k`` or ``keep_top_k[0]`` below -1: the reference keeps all, the plugin selects
   nothing or leaves its output unwritten; irrun refuses them.
+* ``keep_top_k[0]`` 0 with ``top_k`` positive: the output has ``N * P * C`` rows, of
+  which the plugin writes only the first ``N * top_k * C`` (zeros, and the end marker
+  -1), and past its output (a crash) where ``top_k > P``; the reference and irrun
+  write zeros to every row.
 * Five inputs with one prior batch for several images: the reference reads past the
   priors; the plugin (and irrun) uses them for every image.
 * ``code_type`` must be one of the two names exactly: the plugin ignores case, the

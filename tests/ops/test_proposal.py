@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import ml_dtypes
 import numpy as np
 import openvino as ov
 import pytest
@@ -122,6 +123,28 @@ def test_matches_cpu_plugin(version, case, tmp_path):
 def test_element_types(dtype, tmp_path):
     got = check(tmp_path, 4, dtype=dtype, image=(60, 80, 1.0), feat_stride=4, scale=[2.0])
     assert got[0].dtype == got[1].dtype == dtype
+
+
+def test_bf16_is_computed_in_f32(tmp_path):
+    """bf16 inputs: irrun computes in f32 and rounds once, as the plugin does with f32;
+    compared with the plugin's f32 result on the same (bf16-exact) values, rounded."""
+    bf16 = ml_dtypes.bfloat16
+    # 48 scores k / 48: distinct in bf16 too.
+    inputs = [x.astype(bf16) for x in make_inputs(np.random.default_rng(5), 1, 2, 2)]
+    values = {"pre_nms_topn": 12, "min_size": 1}
+    params = [opset1.parameter(list(x.shape), ov.Type.bf16, name=f"in{i}")
+              for i, x in enumerate(inputs)]  # fmt: skip
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model(builder(4, **values)(*params).outputs(), params), path,
+                  compress_to_fp16=False)  # fmt: skip
+    got = list(irrun.load(path).run({f"in{i}": x for i, x in enumerate(inputs)}).values())
+    wide = [x.astype(np.float32) for x in inputs]
+    want = run_cpu(one_op_model(builder(4, **values), wide, 2), wide)
+    assert_close(got[0], want[0].astype(bf16))
+    kept = int(np.argmax(got[0][:, 0] == -1)) or len(got[0])  # the plugin writes only these
+    assert kept > 2
+    assert_close(got[1][:kept], want[1][:kept].astype(bf16))
+    assert not got[1][kept:].astype(np.float32).any()
 
 
 @settings(max_examples=25, deadline=None)
