@@ -334,7 +334,7 @@ def _kernel(a: SimpleNamespace, loc: np.ndarray, conf: np.ndarray, priors: np.nd
         ok = (top > F32(-1)) & (top >= F32(a.confidence_threshold)) & usable
         if a.top_k > -1:  # the image's first top_k candidates: by score, class, prior
             rank = np.empty_like(best)
-            key = np.where(ok, -top, np.inf) if n_priors else top
+            key = np.where(ok, -top, np.inf)
             order = np.lexsort((np.arange(n_priors)[None].repeat(images, 0), best, key), axis=1)
             np.put_along_axis(rank, order, np.arange(n_priors)[None], axis=1)
             ok &= rank < a.top_k
