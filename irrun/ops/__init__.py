@@ -73,9 +73,11 @@ Images and detection:
                           ExperimentalDetectronTopKROIs, ExperimentalDetectronROIFeatureExtractor,
                           ExperimentalDetectronGenerateProposalsSingleImage,
                           ExperimentalDetectronDetectionOutput, GenerateProposals
+    detection_output      DetectionOutput
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered
+    proposal              Proposal
     roi_pooling           ROIPooling, PSROIPooling
     yolo                  RegionYolo, ReorgYolo
 
@@ -101,6 +103,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     ctc,
     deformable,
     detection,
+    detection_output,
     einsum,
     embedding,
     experimental_detectron,
@@ -120,6 +123,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     normalization,
     patches,
     priors,
+    proposal,
     quantize,
     random,
     recurrent,

@@ -427,6 +427,36 @@ def _psroi_pooling():
     return [o1.psroi_pooling(x, rois, 2, 3, 0.5, 1, 1, "average")], [x, rois]
 
 
+def _detection_output(version):
+    def build():
+        loc = o1.parameter([2, 16], np.float32, name="loc")
+        conf = o1.parameter([2, 12], np.float32, name="conf")
+        priors = o1.parameter([1, 2, 20], np.float32, name="priors")
+        attrs = {"keep_top_k": [5], "nms_threshold": 0.5, "top_k": 3,
+                 "code_type": "caffe.PriorBoxParameter.CENTER_SIZE"}  # fmt: skip
+        if version == 1:
+            out = o1.detection_output(loc, conf, priors, {**attrs, "num_classes": 3})
+        else:
+            out = o8.detection_output(loc, conf, priors, attrs)
+        return [out], [loc, conf, priors]
+
+    return build
+
+
+def _proposal(opset):
+    def build():
+        probs = o1.parameter([1, 12, 4, 5], np.float32, name="probs")
+        deltas = o1.parameter([1, 24, 4, 5], np.float32, name="deltas")
+        image = o1.parameter([3], np.float32, name="image_info")
+        u = np.uint32
+        attrs = {"base_size": u(16), "pre_nms_topn": u(20), "post_nms_topn": u(10),
+                 "nms_thresh": 0.7, "feat_stride": u(16), "min_size": u(4),
+                 "ratio": [0.5, 1.0, 2.0], "scale": [8.0, 16.0]}  # fmt: skip
+        return list(opset.proposal(probs, deltas, image, attrs).outputs()), [probs, deltas, image]
+
+    return build
+
+
 def _roi_align(opset, *aligned):
     def build():
         x = _image()
@@ -769,6 +799,10 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("PriorBox", 1): _prior_box(1),
     ("PriorBox", 8): _prior_box(8),
     ("PriorBoxClustered", 1): _prior_box(0),
+    ("DetectionOutput", 1): _detection_output(1),
+    ("DetectionOutput", 8): _detection_output(8),
+    ("Proposal", 1): _proposal(o1),
+    ("Proposal", 4): _proposal(o4),
     ("RegionYolo", 1): _region_yolo,
     ("ReorgYolo", 2): _reorg_yolo,
     ("ROIPooling", 2): _roi_pooling,

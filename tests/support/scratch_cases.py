@@ -251,6 +251,28 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
         yield (r("RegionYolo", "opset1"),
                NS(coords=4, classes=3, num=9, do_softmax=False, mask=(0, 1, 2, 3), axis=1,
                   end_axis=3, anchors=()), [x.reshape(1, 32, 32, 32)])
+        for version in ("opset1", "opset4"):
+            yield (r("Proposal", version),
+                   NS(base_size=16, pre_nms_topn=6000, post_nms_topn=300, nms_thresh=0.7,
+                      feat_stride=16, min_size=16, ratio=(0.5, 1.0, 2.0), scale=(8.0, 16.0, 32.0),
+                      clip_before_nms=True, clip_after_nms=False, normalize=False,
+                      box_size_scale=1.0, box_coordinate_scale=1.0, framework=""),
+                   [rng.uniform(0, 1, (1, 18, 38, 50)).astype(dtype),
+                    rng.normal(0, 0.2, (1, 36, 38, 50)).astype(dtype),
+                    np.array([600, 800, 1], dtype)])  # fmt: skip
+        n_priors = 4000
+        corners = np.sort(rng.uniform(0, 1, (n_priors, 2, 2)), axis=1).transpose(0, 2, 1)
+        priors = np.stack([corners.reshape(-1), np.full(4 * n_priors, 0.1)])[None]
+        for mxnet in (False, True):
+            yield (r("DetectionOutput", "opset8"),
+                   NS(background_label_id=0, top_k=400, variance_encoded_in_target=False,
+                      keep_top_k=(200,), code_type="caffe.PriorBoxParameter.CENTER_SIZE",
+                      share_location=True, nms_threshold=0.45, confidence_threshold=0.01,
+                      clip_after_nms=False, clip_before_nms=False, decrease_label_id=mxnet,
+                      normalized=True, input_height=1, input_width=1, objectness_score=0.0),
+                   [rng.normal(0, 0.5, (2, 4 * n_priors)).astype(dtype),
+                    rng.uniform(0, 1, (2, 5 * n_priors)).astype(dtype),
+                    priors.astype(dtype)])  # fmt: skip
         boxes = np.sort(rng.uniform(0, 100, (2, 500, 4)).astype(dtype), axis=-1)
         scores = rng.uniform(0, 1, (2, 3, 500)).astype(dtype)
         yield (r("NonMaxSuppression", "opset9"),
