@@ -65,7 +65,7 @@ Embeddings and sparse tensors:
 Images and detection:
     interpolate           Interpolate
     grid_sample           GridSample
-    color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
+    color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR, RGBtoNV12, BGRtoNV12
     detection             NonMaxSuppression, ROIAlign
 Random numbers:
     random                RandomUniform, Multinomial
