@@ -780,7 +780,13 @@ class Model:
         assert node.attrs is not None
         arr = np.asarray(value)
         et = node.attrs.element_type
-        if arr.dtype != et.dtype:
+        if et.name == "string":
+            try:  # str, bytes: object arrays of str (irrun.ir.element_types)
+                arr = element_types.as_strings(arr)
+            except ValueError as e:
+                raise IrrunError(f"input '{name}' is a string tensor: {e}", where, node.ref,
+                                 code="bad-input") from None  # fmt: skip
+        elif arr.dtype != et.dtype:
             if not cast:
                 got = element_types.of_array(arr)
                 raise IrrunError(

@@ -26,6 +26,8 @@ Reductions, sorting and searching:
     sorting               Bucketize, SearchSorted, Unique
     non_zero              NonZero
     ctc                   CTCGreedyDecoder, CTCGreedyDecoderSeqLen, CTCLoss
+Strings:
+    strings               StringTensorPack, StringTensorUnpack
 Products:
     matmul                MatMul
     grouped_matmul        GroupedMatMul
@@ -124,6 +126,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     softmax,
     sorting,
     space_batch,
+    strings,
     topk,
     unary,
     variables,
