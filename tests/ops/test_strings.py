@@ -384,3 +384,19 @@ def test_strings_through_data_movement(move, tmp_path):
     model = _model(lambda p: [build(p).output(0)], [x])
     for g, w in zip(_irrun(model, [x], tmp_path), _cpu(model, [x]), strict=True):
         _same(g, w)
+
+
+def test_string_outputs_saved_without_pickle(tmp_path):
+    """``irrun run -o out.npz``: string outputs as fixed-width strings, read back with no
+    pickle; a trailing NUL, which those would drop, is refused."""
+    import io
+
+    from irrun.tools.common import write_npz
+
+    out = io.BytesIO()
+    strings = np.array([["a", "héllo"], ["", "\udcff"]], object)
+    write_npz(out, {"s": strings, "n": np.arange(3)})
+    back = np.load(io.BytesIO(out.getvalue()), allow_pickle=False)
+    assert back["s"].tolist() == strings.tolist() and back["n"].tolist() == [0, 1, 2]
+    with pytest.raises(IrrunError, match="ending in NUL"):
+        write_npz(io.BytesIO(), {"s": np.array(["a\x00"], object)})
