@@ -400,3 +400,19 @@ def test_string_outputs_saved_without_pickle(tmp_path):
     assert back["s"].tolist() == strings.tolist() and back["n"].tolist() == [0, 1, 2]
     with pytest.raises(IrrunError, match="ending in NUL"):
         write_npz(io.BytesIO(), {"s": np.array(["a\x00"], object)})
+
+
+def test_string_compare_with_openvino(tmp_path, capsys):
+    """``irrun compare --ref-backend openvino`` feeds string inputs to OpenVINO as bytes
+    and compares string outputs element by element."""
+    from irrun.cli import main
+    from irrun.tools.compare_results import compare_arrays
+
+    x = np.array(["a", "bc"])
+    model = _model(lambda p: [p.output(0), *opset15.string_tensor_unpack(p).outputs()], [x])
+    path = tmp_path / "m.xml"
+    ov.save_model(model, path)
+    assert main(["compare", str(path), "--ref-backend", "openvino"]) == 0
+    assert "4 of 4 tensors passed" in capsys.readouterr().out
+    r = compare_arrays(np.array(["a", "b", "c"], object), np.array(["a", "x", "c"], object))
+    assert not r.passed and r.mismatches == 1 and r.worst == (1,)
