@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import irrun
 from irrun.ir.dims import DYNAMIC, Interval
@@ -396,3 +398,20 @@ def test_to_nv12_validate(tmp_path):
                                  "<dim>4</dim>\n\t\t\t\t\t<dim>3</dim>\n\t\t\t\t\t<dim>2</dim>"))  # fmt: skip
     assert path.read_text() != text
     assert any(d.level == "error" for d in irrun.validate(path))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 2), h=st.integers(1, 4), w=st.integers(1, 4), bgr=st.booleans(),
+       single=st.booleans(), kind=st.sampled_from(["u8", "f32", "f16", "bf16"]),
+       seed=st.integers(0, 2**16))  # fmt: skip
+def test_to_nv12_hypothesis(n, h, w, bgr, single, kind, seed, tmp_path):
+    """Any even image size, type, order and plane count against the transcription."""
+    dtype = {"u8": np.uint8, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[kind]
+    x = _image(np.random.default_rng(seed), (n, 2 * h, 2 * w, 3), dtype)
+    op = "BGRtoNV12" if bgr else "RGBtoNV12"
+    got = list(irrun.load(_saved_to_nv12(op, single, x, tmp_path)).run({"in0": x}).values())
+    y, uv = _scalar_nv12(x, bgr)
+    want = [np.concatenate([y[..., 0], uv.reshape(n, h, 2 * w)], 1)[..., None]] if single \
+        else [y, uv]  # fmt: skip
+    for g, wnt in zip(got, want, strict=True):
+        assert_close(g, wnt)
