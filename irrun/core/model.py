@@ -753,7 +753,9 @@ class Model:
             if lid is not None:
                 node = self._nodes[lid]
                 et = node.attrs.element_type  # type: ignore[union-attr]
-                if arr.dtype != et.dtype:
+                if et.name == "string":
+                    arr = self._check_array(lid, name, arr)  # str and bytes, no numbers
+                elif arr.dtype != et.dtype:
                     where = Location(str(self.path), node.layer.line)
                     arr = _cast(arr, et, name, where, node.ref)
             out[name] = arr

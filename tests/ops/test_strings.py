@@ -416,3 +416,15 @@ def test_string_compare_with_openvino(tmp_path, capsys):
     assert "4 of 4 tensors passed" in capsys.readouterr().out
     r = compare_arrays(np.array(["a", "b", "c"], object), np.array(["a", "x", "c"], object))
     assert not r.passed and r.mismatches == 1 and r.worst == (1,)
+
+
+def test_string_inputs_cast(tmp_path):
+    """``cast=True`` and ``cast_inputs`` take str and bytes for a string input, no numbers."""
+    x = np.array(["a", "b"])
+    path = tmp_path / "m.xml"
+    ov.save_model(_model(lambda p: list(opset15.string_tensor_unpack(p).outputs()), [x]), path)
+    m = irrun.load(path)
+    assert m.cast_inputs({"in0": np.array([b"a", b"b"])})["in0"].tolist() == ["a", "b"]
+    assert list(m.run({"in0": x}, cast=True).values())[2].tolist() == [97, 98]
+    with pytest.raises(IrrunError, match="not strings"):
+        m.cast_inputs({"in0": np.array([1.0, 2.0])})
