@@ -342,7 +342,7 @@ def random_array(
     rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, high: int | None = None
 ) -> np.ndarray:
     """Standard normal floats, integers in [-10, 10] (unsigned: [0, 20]; with ``high``:
-    [0, high), within the type), or fair booleans.
+    [0, high), within the type), fair booleans, or strings of 0 to 8 lower-case letters.
 
     >>> random_array(np.random.default_rng(0), (2, 3), np.dtype(np.int8)).tolist()
     [[7, 3, 0], [-5, -4, -10]]
@@ -355,6 +355,10 @@ def random_array(
         n = min(_DRAW_CHUNK, flat.size - start)
         if dtype == np.bool_:
             part = rng.random(n) < 0.5
+        elif dtype == np.dtype(object):  # string tensors
+            letters = rng.integers(ord("a"), ord("z") + 1, size=(n, 8), dtype=np.uint8)
+            lengths = rng.integers(0, 9, size=n)
+            part = [row[:k].tobytes().decode() for row, k in zip(letters, lengths, strict=True)]
         elif dtype.kind in "iu" and high is not None:
             part = rng.integers(0, min(high, int(np.iinfo(dtype).max) + 1), size=n)
         elif dtype.kind in "iu":

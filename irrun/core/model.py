@@ -753,7 +753,9 @@ class Model:
             if lid is not None:
                 node = self._nodes[lid]
                 et = node.attrs.element_type  # type: ignore[union-attr]
-                if arr.dtype != et.dtype:
+                if et.name == "string":
+                    arr = self._check_array(lid, name, arr)  # str and bytes, no numbers
+                elif arr.dtype != et.dtype:
                     where = Location(str(self.path), node.layer.line)
                     arr = _cast(arr, et, name, where, node.ref)
             out[name] = arr
@@ -780,7 +782,13 @@ class Model:
         assert node.attrs is not None
         arr = np.asarray(value)
         et = node.attrs.element_type
-        if arr.dtype != et.dtype:
+        if et.name == "string":
+            try:  # str, bytes: object arrays of str (irrun.ir.element_types)
+                arr = element_types.as_strings(arr)
+            except ValueError as e:
+                raise IrrunError(f"input '{name}' is a string tensor: {e}", where, node.ref,
+                                 code="bad-input") from None  # fmt: skip
+        elif arr.dtype != et.dtype:
             if not cast:
                 got = element_types.of_array(arr)
                 raise IrrunError(

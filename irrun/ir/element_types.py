@@ -12,7 +12,19 @@ unpacked).  nf4 has no NumPy type: its elements are the 4-bit codes of the NF4 t
 (:data:`NF4_TABLE`) in a one-field structured dtype (:data:`NF4`), so that no op takes
 them for u8 numbers; Convert turns them into the table's values.  The packed integer
 types u1, u2, u3, u4, u6 (uint8) and i4 (int8) hold one element per byte once
-unpacked.  ``string`` is not supported.
+unpacked.
+
+``string`` elements are Python ``str`` in NumPy object arrays (:data:`STRING`), not
+NumPy 2's ``StringDType``: irrun requires only ``numpy>=1.26`` (pyproject.toml), which
+has no ``StringDType``, while object arrays of ``str`` behave alike on NumPy 1 and 2 and
+go through the data-movement kernels (reshape, transpose, take, concatenate) unchanged.
+Fixed-width ``<U`` and ``S`` arrays are no representation of their own: they are taken
+as inputs and converted (:func:`as_strings`), since they pad and cut.  OpenVINO's
+strings are bytes; irrun decodes them as UTF-8 with ``surrogateescape``, so that bytes
+that are no UTF-8 survive a round trip (StringTensorUnpack gives them back as they
+were), and encodes them the same way.  In a ``.bin`` a string constant is an i32 count
+of its elements, count + 1 i32 offsets (0, then each element's end) into the bytes that
+follow, then the bytes (:func:`decode_strings`).
 """
 
 from __future__ import annotations
@@ -27,12 +39,12 @@ import numpy as np
 class ElementType:
     name: str  # canonical OpenVINO name
     dtype: np.dtype  # dtype of the decoded array
-    bits: int  # storage bits per element in a .bin file
+    bits: int  # storage bits per element in a .bin file (0: string, of varying size)
 
     @property
     def packed(self) -> bool:
         """Several elements share one byte (u1, u2, u3, u4, u6, i4, nf4, f4e2m1)."""
-        return self.bits < 8
+        return 0 < self.bits < 8
 
     def __str__(self) -> str:
         return self.name
@@ -50,6 +62,9 @@ NF4_TABLE = np.array([
     0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
     0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0,
 ], np.float32)  # fmt: skip
+
+# The dtype of string tensors: object arrays whose elements are Python str.
+STRING = np.dtype(object)
 
 ELEMENT_TYPES: dict[str, ElementType] = {
     et.name: et
@@ -78,6 +93,7 @@ ELEMENT_TYPES: dict[str, ElementType] = {
         _et("u4", np.uint8, 4),
         _et("u6", np.uint8, 6),
         _et("i4", np.int8, 4),
+        _et("string", STRING, 0),
     )
 }
 
@@ -88,12 +104,12 @@ _PRECISION_ALIASES = {
     "U64": "u64", "U32": "u32", "U16": "u16", "U8": "u8", "U6": "u6", "U4": "u4",
     "U3": "u3", "U2": "u2", "U1": "u1", "BIN": "u1", "bin": "u1", "BOOL": "boolean",
     "NF4": "nf4", "F8E4M3": "f8e4m3", "F8E5M2": "f8e5m2", "F8E8M0": "f8e8m0",
-    "F4E2M1": "f4e2m1",
+    "F4E2M1": "f4e2m1", "STRING": "string",
 }  # fmt: skip
 
 # The dtype a NumPy array of each kind maps back to, for naming user arrays.
 _BY_DTYPE = {
-    et.dtype: et for et in ELEMENT_TYPES.values() if et.bits >= 8 or et.name == "u1"
+    et.dtype: et for et in ELEMENT_TYPES.values() if et.bits >= 8 or et.name in ("u1", "string")
 }
 _BY_DTYPE[NF4] = ELEMENT_TYPES["nf4"]
 _BY_DTYPE[np.dtype(ml_dtypes.float4_e2m1fn)] = ELEMENT_TYPES["f4e2m1"]
@@ -194,3 +210,65 @@ def byte_size(et: ElementType, count: int) -> int:
     if et.name == "u6":
         return (count + 3) // 4 * 3
     return (count * et.bits + 7) // 8
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | np.bytes_):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    raise ValueError(f"{type(value).__name__} {value!r} is not a string")
+
+
+def as_strings(array: np.ndarray) -> np.ndarray:
+    """``array`` as a string tensor (:data:`STRING`): from ``<U`` arrays, ``S`` arrays
+    (bytes, decoded as UTF-8 with ``surrogateescape``) or object arrays of str or bytes.
+    Raises ValueError for anything else (numbers are not taken for their digits).
+
+    >>> as_strings(np.array([b"ab", b"\\xff"])).tolist()
+    ['ab', '\\udcff']
+    """
+    array = np.asarray(array)
+    if array.dtype.kind not in "USO":
+        raise ValueError(f"{array.dtype} values are not strings")
+    out = np.empty(array.shape, STRING)
+    flat = out.reshape(-1)
+    for i, value in enumerate(array.reshape(-1).tolist()):
+        flat[i] = _text(value)
+    return out
+
+
+def encode_string(value: str) -> bytes:
+    """One string element's bytes, as OpenVINO holds them."""
+    return value.encode("utf-8", "surrogateescape")
+
+
+def decode_strings(raw: np.ndarray, count: int) -> tuple[np.ndarray, int]:
+    """``count`` string elements from the bytes of a string constant (see the module's
+    docstring) and the bytes they take.  Raises ValueError for bytes that are no such
+    constant.
+
+    >>> raw = np.frombuffer(bytes([2, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0])
+    ...                     + b"abc", np.uint8)
+    >>> decode_strings(raw, 2)
+    (array(['ab', 'c'], dtype=object), 19)
+    """
+    if raw.size < 4:
+        raise ValueError(f"{raw.size} bytes hold no element count (4 bytes)")
+    stored = int(raw[:4].view("<i4")[0])
+    if stored != count:
+        raise ValueError(f"the bytes hold {stored} strings, the shape {count}")
+    head = 4 * (count + 2)
+    if raw.size < head:
+        raise ValueError(f"{raw.size} bytes are too few for the offsets of {count} strings "
+                         f"(needs {head})")  # fmt: skip
+    offsets = raw[4:head].view("<i4").astype(np.int64)
+    total = raw.size - head
+    if offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > total:
+        raise ValueError(f"the offsets of {count} strings are not increasing from 0 "
+                         f"within the {total} bytes that follow them")  # fmt: skip
+    data = raw[head : head + int(offsets[-1])].tobytes()
+    out = np.empty(count, STRING)
+    for i in range(count):
+        out[i] = data[offsets[i] : offsets[i + 1]].decode("utf-8", "surrogateescape")
+    return out, head + int(offsets[-1])

@@ -26,6 +26,8 @@ Reductions, sorting and searching:
     sorting               Bucketize, SearchSorted, Unique
     non_zero              NonZero
     ctc                   CTCGreedyDecoder, CTCGreedyDecoderSeqLen, CTCLoss
+Strings:
+    strings               StringTensorPack, StringTensorUnpack
 Products:
     matmul                MatMul
     grouped_matmul        GroupedMatMul
@@ -67,7 +69,7 @@ Embeddings and sparse tensors:
 Images and detection:
     interpolate           Interpolate
     grid_sample           GridSample
-    color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
+    color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR, RGBtoNV12, BGRtoNV12
     detection             NonMaxSuppression, ROIAlign, ROIAlignRotated
     experimental_detectron  ExperimentalDetectronPriorGridGenerator,
                           ExperimentalDetectronTopKROIs, ExperimentalDetectronROIFeatureExtractor,
@@ -137,6 +139,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     softmax,
     sorting,
     space_batch,
+    strings,
     topk,
     unary,
     variables,

@@ -44,7 +44,7 @@ from .convert import convert
 
 # OpenVINO's arithmetic takes every element type but boolean; irrun's not nf4 either, whose
 # elements are codes (OpenVINO's shape rule takes nf4, no kernel of it adds them).
-ARITHMETIC = tuple(name for name in ELEMENT_TYPES if name not in ("boolean", "nf4"))
+ARITHMETIC = tuple(name for name in ELEMENT_TYPES if name not in ("boolean", "nf4", "string"))
 
 
 def infer_binary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:

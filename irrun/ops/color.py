@@ -1,4 +1,5 @@
-"""YUV images to RGB and BGR: NV12toRGB-8, NV12toBGR-8, I420toRGB-8, I420toBGR-8.
+"""YUV images to RGB and BGR and back: NV12toRGB-8, NV12toBGR-8, I420toRGB-8, I420toBGR-8,
+RGBtoNV12-17, BGRtoNV12-17.
 
 The input is a YUV 4:2:0 image, NHWC with one channel, in one plane or in several:
 
@@ -19,6 +20,29 @@ bf16 results are rounded once from f32).  This is OpenVINO's reference kernel (w
 rounds u8 results half to even: where the f32 value is a tie (x.5 exactly, about 0.2%
 of all (Y, U, V) triples in some channel) irrun gives one more than the plugin.  Float
 results agree with the plugin bit for bit.
+
+RGBtoNV12-17 and BGRtoNV12-17 (opset17) go the other way: an image [N, H, W, 3], (R, G, B)
+or (B, G, R), u8 or a float, H and W even, to NV12 of its type: with ``single_plane``
+(the default) one plane [N, H * 3 / 2, W, 1], else two outputs, Y [N, H, W, 1] and UV
+[N, H / 2, W / 2, 2].  Each pixel's value is made f32 (an f64 input too) and
+
+    Y = 0.257 R + 0.504 G + 0.098 B + 16
+    U = -0.148 R - 0.291 G + 0.439 B + 128
+    V = 0.439 R - 0.368 G - 0.071 B + 128
+
+in f32, left to right, each clipped to [0, 255] (a u8 result rounded half away from
+zero first) and stored in the output's type; a U, V pair is then the mean of the four
+stored values of its 2x2 block, summed in f32 row by row, divided by 4 and stored again
+(rounded half away from zero for u8).  A bf16 value is stored as OpenVINO's
+``bfloat16(float)`` rounds, which is not to nearest even: it adds half an ulp only where
+the kept last bit is 1, so where that bit is 0 it truncates.  This is OpenVINO's
+reference kernel, bit for bit (checked once over every u8 colour and random floats of
+each type against that kernel compiled from OpenVINO's header).  OpenVINO 2026.4 runs
+the op neither in its CPU plugin nor in ``ov.Model.evaluate`` (both refuse it), so the
+tests compare with a scalar transcription of the kernel and with OpenVINO's shape
+inference.  The shape rule is OpenVINO's: a static odd H or W is an error, an interval
+is taken as it is (H 3..5 gives a single plane of 5..7 rows: H + H / 2 bound
+by bound, H / 2 rounding the lower bound up and the upper down).
 """
 
 from __future__ import annotations
@@ -26,14 +50,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import SimpleNamespace
 
+import ml_dtypes
 import numpy as np
 
+from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import try_merge_dims
 
 TYPES = ("u8", "bf16", "f16", "f32", "f64")
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def _bounds(d: Dim) -> tuple[int, int | None]:
@@ -187,3 +214,86 @@ for _planes, _name, _count in (("nv12", "NV12", 2), ("i420", "I420", 3)):
                   inputs=(1, _count), input_types=(TYPES,) * _count,
                   scratch=per_element(24, 24, 28))
         )  # fmt: skip
+
+
+def _even(d: Dim, what: str) -> None:
+    if isinstance(d, int) and d % 2:
+        raise ShapeError(f"the image's {what} {d} must be even")
+
+
+def _half(d: Dim) -> Dim:
+    """``d / 2``: an interval's lower bound rounded up, its upper down (as OpenVINO)."""
+    lo, hi = _bounds(d)
+    return _dim(-(-lo // 2), None if hi is None else hi // 2)
+
+
+def _to_nv12_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    (info,) = inputs
+    et = info.element_type
+    shape = _four_d(info, "the image", 3)
+    if shape is None:
+        n = h = w = DYNAMIC
+    else:
+        n, h, w = shape[:3]
+        _even(h, "height")
+        _even(w, "width")
+    if a.single_plane:
+        lo, hi = _bounds(h)
+        half = _bounds(_half(h))
+        rows = _dim(lo + half[0], None if hi is None else hi + half[1])
+        return [TensorInfo((n, rows, w, 1), et)]
+    return [TensorInfo((n, h, w, 1), et), TensorInfo((n, _half(h), _half(w), 2), et)]
+
+
+def _ov_bf16(x: np.ndarray) -> np.ndarray:
+    """f32 as bf16 the way OpenVINO's ``bfloat16(float)`` rounds: half an ulp is added
+    only where the kept last bit is 1, so a value whose kept last bit is 0 truncates."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    kept = (bits + ((bits & np.uint32(0x10000)) >> np.uint32(1))) >> np.uint32(16)
+    return kept.astype(np.uint16).view(ml_dtypes.bfloat16)
+
+
+def _stored(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """f32 values clipped to [0, 255] as ``dtype`` (u8: rounded half away from zero; bf16
+    as OpenVINO's kernels round)."""
+    f = np.float32
+    if dtype.kind in "iu":
+        x = np.sign(x) * np.floor(np.abs(x) + f(0.5))
+    x = np.clip(x, f(0), f(255))
+    return _ov_bf16(x) if dtype == _BF16 else x.astype(dtype)
+
+
+def _to_nv12_kernel(bgr: bool):
+    def kernel(a: SimpleNamespace, image: np.ndarray) -> tuple[np.ndarray, ...]:
+        _to_nv12_infer(a, [TensorInfo(image.shape, None)])
+        f = np.float32
+        dtype = image.dtype
+        pixels = image.astype(f)
+        r, g, b = (pixels[..., k] for k in ((2, 1, 0) if bgr else (0, 1, 2)))
+        y = _stored(f(0.257) * r + f(0.504) * g + f(0.098) * b + f(16), dtype)
+        u = _stored(f(-0.148) * r - f(0.291) * g + f(0.439) * b + f(128), dtype)
+        v = _stored(f(0.439) * r - f(0.368) * g - f(0.071) * b + f(128), dtype)
+        n, h, w = y.shape
+
+        def mean(plane: np.ndarray) -> np.ndarray:
+            blocks = plane.astype(f).reshape(n, h // 2, 2, w // 2, 2)
+            total = blocks[:, :, 0, :, 0] + blocks[:, :, 0, :, 1]
+            total = total + blocks[:, :, 1, :, 0]
+            total = total + blocks[:, :, 1, :, 1]
+            return _stored(total / f(4), dtype)
+
+        uv = np.stack([mean(u), mean(v)], axis=-1)  # [N, H/2, W/2, 2]
+        if not a.single_plane:
+            return y[..., None], uv
+        return (np.concatenate([y, uv.reshape(n, h // 2, w)], axis=1)[..., None],)
+
+    return kernel
+
+
+for _bgr in (False, True):
+    register(
+        OpDef(type=f"{'BGR' if _bgr else 'RGB'}toNV12", version=17, since_opset=17,
+              attrs=(Attr("single_plane", "bool", True),), infer=_to_nv12_infer,
+              kernel=_to_nv12_kernel(_bgr), input_types=(TYPES,),
+              scratch=per_element(40, 40, 40))
+    )  # fmt: skip

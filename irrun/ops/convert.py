@@ -39,11 +39,20 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.element_types import ElementType
-from ..ir.registry import OpDef, TensorInfo, register
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import largest
 
 
+def _no_strings(source: ElementType | None, target: ElementType | None) -> None:
+    """OpenVINO reads a Convert from or to string but runs none (not even string to
+    string): refused, as irrun could only make up what it does."""
+    if "string" in (getattr(source, "name", None), getattr(target, "name", None)):
+        raise ShapeError(f"converts {source or 'dynamic'} to {target or 'dynamic'}: OpenVINO "
+                         "runs no Convert of string tensors")  # fmt: skip
+
+
 def _convert_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    _no_strings(inputs[0].element_type, a.destination_type)
     return [TensorInfo(inputs[0].shape, a.destination_type)]
 
 
@@ -265,6 +274,7 @@ def _convert(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _convert_like_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    _no_strings(inputs[0].element_type, inputs[1].element_type)
     return [TensorInfo(inputs[0].shape, inputs[1].element_type)]
 
 

@@ -209,7 +209,7 @@ def _cumsum_kernel(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray) -> tuple
 
 
 # OpenVINO's arithmetic reductions take any number type, its logical ones booleans.
-NUMBERS = tuple(name for name in ELEMENT_TYPES if name != "boolean")
+NUMBERS = tuple(name for name in ELEMENT_TYPES if name not in ("boolean", "string"))
 for _type, _fn, _since in (
     ("ReduceMean", _mean, 1), ("ReduceMax", _max, 1), ("ReduceSum", _sum, 1),
     ("ReduceProd", _prod, 1), ("ReduceMin", _min, 1), ("ReduceL1", _l1, 4),

@@ -85,7 +85,22 @@ def write_npz(f: Any, arrays: dict[str, np.ndarray]) -> None:
             info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16  # what unzip gives the extracted .npy
             with archive.open(info, "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+                np.lib.format.write_array(member, _storable(name, np.asanyarray(array)),
+                                          allow_pickle=False)  # fmt: skip
+
+
+def _storable(name: str, array: np.ndarray) -> np.ndarray:
+    """``array`` as a .npy holds it without pickle: a string tensor (an object array of
+    str) as fixed-width ``<U``, refused where that would cut a trailing NUL character."""
+    if array.dtype != np.dtype(object):
+        return array
+    values = array.reshape(-1).tolist()
+    if any(not isinstance(v, str) for v in values):
+        raise IrrunError(f"{name}: an object array that is no string tensor cannot be saved")
+    if any(v.endswith("\x00") for v in values):
+        raise IrrunError(f"{name}: a string ending in NUL cannot be saved (.npy's fixed-width "
+                         "strings drop it)")  # fmt: skip
+    return np.array(values, dtype=str).reshape(array.shape)
 
 
 def write_atomically(path: Path, write: Callable[[Any], object], binary: bool = False) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..core.model import Model
 from ..errors import IrrunError, LayerRef, Location
+from ..ir import element_types
 from .common import NPY_MAGIC, ZIP_MAGIC, check_magic, load_array_file
 from .compare_results import _some
 
@@ -294,7 +295,7 @@ def openvino_reference(
     try:
         compiled = core.compile_model(ovm, "CPU", config)
         request = compiled.create_infer_request()
-        request.infer(inputs)
+        request.infer({i: _ov_input(a) for i, a in inputs.items()})
     except Exception as exc:
         where = Location(str(model.path))
         raise IrrunError(f"OpenVINO refused to run it: {_ov_message(exc)}", where) from None
@@ -321,10 +322,28 @@ def _array(tensor: Any) -> np.ndarray:
     tensor's bits to NumPy as float16, which has no bf16: they are reinterpreted as
     ml_dtypes' bfloat16, as irrun computes it.
     """
+    if tensor.get_element_type().get_type_name() == "string":  # bytes, as irrun holds them
+        values = [b.decode("utf-8", "surrogateescape") for b in tensor.bytes_data.reshape(-1)]
+        out = np.empty(len(values), object)
+        out[:] = values
+        return out.reshape(tuple(tensor.shape))
     data = tensor.data
     if tensor.get_element_type().get_type_name() == "bf16":
         data = data.view(np.uint16).view(ml_dtypes.bfloat16)
     return data
+
+
+def _ov_input(array: np.ndarray) -> Any:
+    """An input as OpenVINO takes it: a string tensor (irrun's object array of str) as
+    its bytes, any other array as it is."""
+    if array.dtype != np.dtype(object):
+        return array
+    import openvino as ov
+
+    tensor = ov.Tensor(ov.Type.string, list(array.shape))
+    if array.size:
+        tensor.bytes_data = [element_types.encode_string(v) for v in array.reshape(-1).tolist()]
+    return tensor
 
 
 def _config_for(ovm: Any, notes: list[str]) -> dict[str, Any]:

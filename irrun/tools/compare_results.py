@@ -303,6 +303,19 @@ def compare_arrays(
         # (i32 against i64 indices) from a wrong value.
         result.passed = False
         result.problem = f"element type mismatch: irrun {actual.dtype}, reference {expected.dtype}"
+    if np.dtype(object) in (actual.dtype, expected.dtype):  # string tensors: equal or not
+        pairs = zip(actual.reshape(-1).tolist(), expected.reshape(-1).tolist(), strict=True)
+        bad = np.array([x != y for x, y in pairs], bool).reshape(actual.shape)
+        result.mismatches = int(np.count_nonzero(bad))
+        result.passed = result.passed and not result.mismatches
+        result.max_abs = result.mean_abs = result.max_rel = result.mean_rel = 0.0
+        result.stat_abs = result.stat_rel = 0.0
+        if result.mismatches:
+            worst = np.unravel_index(int(np.argmax(bad)), actual.shape)
+            result.worst = tuple(int(i) for i in worst)
+            result.worst_values = (actual[worst], expected[worst])
+            result.problem = result.problem or f"{result.mismatches} strings differ"
+        return result
     a, b = _as_float(actual), _as_float(expected)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         # Equal elements, NaN against NaN and an infinity against the same one, have no error.

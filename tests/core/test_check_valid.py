@@ -126,6 +126,16 @@ def _outputs(make):
     return build
 
 
+def _strings(make):
+    """Layers of a string input [2, 3]."""
+
+    def build():
+        s = param([2, 3], ov.Type.string, name="s")
+        return list(make(s)), [s]
+
+    return build
+
+
 def _logical(make):
     return _binary(lambda x, y: make(o1.convert(x, "boolean"), o1.convert(y, "boolean")))
 
@@ -887,6 +897,13 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     **{(name, 8): _unary(lambda x, f=f: f(o1.reshape(x, const([1, 12, 16, 1]), False)))
        for name, f in (("NV12toRGB", o8.nv12_to_rgb), ("NV12toBGR", o8.nv12_to_bgr),
                        ("I420toRGB", o8.i420_to_rgb), ("I420toBGR", o8.i420_to_bgr))},
+    **{(name, 17): _outputs(lambda x, name=name: NodeFactory("opset17").create(
+        name, [o1.reshape(x, const([1, 8, 8, 3]), False).output(0)],
+        {"single_plane": name == "RGBtoNV12"})) for name in ("RGBtoNV12", "BGRtoNV12")},
+    # irrun/ops/strings.py: a string input unpacked and packed again
+    ("StringTensorUnpack", 15): _strings(lambda s: o15.string_tensor_unpack(s).outputs()),
+    ("StringTensorPack", 15): _strings(
+        lambda s: [o15.string_tensor_pack(*o15.string_tensor_unpack(s).outputs())]),
     ("CTCGreedyDecoder", 1): _unary(lambda x: o1.ctc_greedy_decoder(
         o1.reshape(x, const([8, 6, 4]), False), const(np.ones((8, 6)), F32), True)),
     ("CTCGreedyDecoderSeqLen", 6): _outputs(lambda x: o6.ctc_greedy_decoder_seq_len(

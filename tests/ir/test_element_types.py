@@ -119,10 +119,10 @@ def test_decoded_elements():
     assert dec("u6", 0x01, 0x2F, 0x03).tolist() == [0, 1, 2, 63]
 
 
-# Every precision schemas/ir.xsd lists (every name OpenVINO reads) but string and the
-# dynamic ones, which irrun does not take.
+# Every precision schemas/ir.xsd lists (every name OpenVINO reads) but the dynamic ones,
+# which irrun does not take.
 NAMES = [n for n in schema._schema().precisions
-         if n not in ("STRING", "string", "UNSPECIFIED", "undefined", "dynamic")]  # fmt: skip
+         if n not in ("UNSPECIFIED", "undefined", "dynamic")]  # fmt: skip
 
 
 def test_the_schema_lists_the_new_names():

@@ -134,6 +134,16 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
         for name in ("NV12toRGB", "I420toBGR"):
             yield r(name, "opset8"), NS(), [yuv]
         yield r("NV12toBGR", "opset8"), NS(), [yuv[:, :64], yuv[:, 64:].reshape(2, 32, 64, 2)]
+        rgb = np.abs(x).astype(dtype).reshape(-1)[:2 * 32 * 170 * 3].reshape(2, 32, 170, 3)
+        yield r("RGBtoNV12", "opset17"), NS(single_plane=True), [rgb]
+        yield r("BGRtoNV12", "opset17"), NS(single_plane=False), [rgb]
+    if dtype == np.float32:
+        words = np.array([f"w{i % 1000}" for i in range(1 << 15)], object).reshape(256, 128)
+        yield r("StringTensorUnpack", "opset15"), NS(), [words]
+        symbols = np.frombuffer(b"".join(w.encode() for w in words.reshape(-1)), np.uint8)
+        ends = np.cumsum([len(w) for w in words.reshape(-1)]).reshape(256, 128)
+        yield (r("StringTensorPack", "opset15"), NS(),
+               [ends - np.vectorize(len)(words), ends, symbols])
     if dtype.kind == "f":
         seq = x.reshape(16, 64, 32)  # [N, T, C]
         lengths = rng.integers(1, 65, 16)
