@@ -67,6 +67,7 @@ Images and detection:
     grid_sample           GridSample
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign
+    nms_family            MulticlassNms
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered
@@ -107,6 +108,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     matmul,
     max_pool,
     movement,
+    nms_family,
     non_zero,
     normalization,
     patches,

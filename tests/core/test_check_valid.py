@@ -374,6 +374,22 @@ def _nms(opset):
     return build
 
 
+def _multiclass_nms(version):
+    def build():
+        if version == 8:
+            boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
+            scores = o1.parameter([2, 3, 6], np.float32, name="scores")
+            nms = o8.multiclass_nms(boxes, scores, iou_threshold=0.5, keep_top_k=5)
+            return list(nms.outputs()), [boxes, scores]
+        boxes = o1.parameter([3, 6, 4], np.float32, name="boxes")
+        scores = o1.parameter([3, 6], np.float32, name="scores")
+        rois = o1.parameter([2], np.int32, name="roisnum")
+        nms = o9.multiclass_nms(boxes, scores, rois, iou_threshold=0.5, sort_result_type="score")
+        return list(nms.outputs()), [boxes, scores, rois]
+
+    return build
+
+
 def _old_nms(opset):
     def build():
         boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
@@ -739,6 +755,8 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("NonMaxSuppression", 4): _old_nms(o4),
     ("NonMaxSuppression", 5): _nms(o5),
     ("NonMaxSuppression", 9): _nms(o9),
+    ("MulticlassNms", 8): _multiclass_nms(8),
+    ("MulticlassNms", 9): _multiclass_nms(9),
     ("PriorBox", 1): _prior_box(1),
     ("PriorBox", 8): _prior_box(8),
     ("PriorBoxClustered", 1): _prior_box(0),

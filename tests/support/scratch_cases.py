@@ -240,6 +240,16 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
                NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
                [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
         yield from _recurrent(rng, dtype)
+        yield (r("MulticlassNms", "opset8"),
+               NS(sort_result_type="score", sort_result_across_batch=True, output_type=ET["i64"],
+                  iou_threshold=0.5, score_threshold=0.1, nms_top_k=-1, keep_top_k=-1,
+                  background_class=-1, nms_eta=0.9, normalized=True), [boxes, scores])
+        yield (r("MulticlassNms", "opset9"),
+               NS(sort_result_type="classid", sort_result_across_batch=False,
+                  output_type=ET["i32"], iou_threshold=0.5, score_threshold=0.1, nms_top_k=-1,
+                  keep_top_k=-1, background_class=0, nms_eta=1.0, normalized=False),
+               [boxes.reshape(4, 250, 4), scores.reshape(-1)[:1000].reshape(4, 250),
+                np.array([100, 0, 150], np.int32)])
         yield (r("NonMaxSuppression", "opset4"),
                NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
                [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])

@@ -1,0 +1,287 @@
+"""The NMS family beside NonMaxSuppression: MulticlassNms-8 and -9.
+
+MulticlassNms works per (image, class), skipping ``background_class``: boxes scoring at
+least ``score_threshold`` are candidates; the ``nms_top_k`` best of them (highest score,
+then lowest box index; -1: all) are taken in that order, and each is selected unless its
+IoU with a box already selected in that class is at or above the (adaptive) IoU threshold.
+The threshold starts at ``iou_threshold``; with ``nms_eta`` below 1 it is multiplied by
+``nms_eta`` after each selection while it is above 0.5, and a candidate is compared with
+the threshold of its own turn.  IoU takes the boxes as given (no reordering of corners);
+with ``normalized=false`` every side is one longer (pixel boxes).  It is 0 where either
+area is not positive.
+
+The selections of an image are sorted by score (highest first, then class, then box
+index) and cut to ``keep_top_k`` (-1: all).  ``sort_result_type`` then orders them:
+``score`` and ``none`` keep that order, ``classid`` sorts by class, then score, then box;
+with ``sort_result_across_batch`` the images are mixed: ``score`` sorts all by score, then
+image, class, box; ``classid`` by class, then image, score, box (``none`` keeps image by
+image).  ``selected_outputs`` rows are ``[class, score, x1, y1, x2, y2]`` in the boxes'
+element type, ``selected_indices`` the box's row in the flattened boxes, and
+``valid_outputs`` the count of each image.  Outputs have exactly as many rows as were
+selected (OpenVINO's shape rule gives the upper bound).
+
+Two input forms: boxes ``[N, M, 4]`` shared by the classes with scores ``[N, C, M]``
+(both versions), or (version 9 only) per-class boxes ``[C, M, 4]``, scores ``[C, M]`` and
+``roisnum [N]``: image ``n`` owns the ``roisnum[n]`` boxes after those of the images before
+it.  In that form the index is ``(first box of the image + box) * C + class``.
+
+Where irrun differs from OpenVINO:
+
+* Ties: OpenVINO's sorts after NMS treat scores within 1e-6 as equal (a comparison that is
+  no order, so their result depends on the sort's path); irrun compares scores exactly.
+* A candidate scoring exactly ``score_threshold``: OpenVINO's reference kernel, and its CPU
+  plugin when ``nms_eta < 1``, compare it with the last selected box only (their loop stops
+  once the score is not above the threshold); irrun compares it with every selected box, as
+  the plugin does with ``nms_eta = 1`` and as the specification reads.
+* ``nms_top_k = 0`` selects nothing; the plugin then leaves its outputs unwritten.  With
+  no boxes at all, ``valid_outputs`` holds a 0 per image; the plugin leaves it unwritten.
+* The shape rule bounds the rows by ``nms_top_k`` even when the number of boxes is
+  unbounded; OpenVINO's then gives no bound.
+* A negative ``roisnum`` or ``roisnum`` summing past M is refused (the kernels read out of
+  range or skip the image inconsistently).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..errors import KernelError
+from ..ir import element_types
+from ..ir.attributes import Attr
+from ..ir.dims import DYNAMIC, Dim, Interval
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._shapes import merge_dims
+from .detection import FLOATS
+
+INDEX_TYPES = ("i32", "i64")
+I64 = element_types.ELEMENT_TYPES["i64"]
+
+MULTICLASS_ATTRS = (
+    Attr("sort_result_type", "enum", "none", ("score", "classid", "none")),
+    Attr("sort_result_across_batch", "bool", False),
+    Attr("output_type", "element_type", I64),
+    Attr("iou_threshold", "float", 0.0),
+    Attr("score_threshold", "float", 0.0),
+    Attr("nms_top_k", "int", -1),
+    Attr("keep_top_k", "int", -1),
+    Attr("background_class", "int", -1),
+    Attr("nms_eta", "float", 1.0),
+    Attr("normalized", "bool", True),
+)
+
+
+def _check_multiclass(a: SimpleNamespace) -> None:
+    if a.output_type.name not in INDEX_TYPES:
+        raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
+    for name in ("nms_top_k", "keep_top_k", "background_class"):
+        if getattr(a, name) < -1:
+            raise KernelError(f"{name} must be -1 or more, got {getattr(a, name)}")
+    if not 0 <= a.nms_eta <= 1:
+        raise KernelError(f"nms_eta must lie in [0, 1], got {a.nms_eta}")
+
+
+def _hi(d: Dim) -> int | None:
+    return d if isinstance(d, int) else d.hi
+
+
+def _multiclass_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    boxes, scores = inputs[0].shape, inputs[1].shape
+    types = [i.element_type for i in inputs[:2] if i.element_type is not None]
+    if len(types) == 2 and types[0] != types[1]:
+        raise ShapeError(f"boxes and scores must have the same element type, got "
+                         f"{types[0].name} and {types[1].name}")  # fmt: skip
+    rois = len(inputs) == 3
+    if boxes is not None and len(boxes) != 3:
+        raise ShapeError(f"boxes must be 3-D, got shape {list(boxes)}")
+    if scores is not None and len(scores) != (2 if rois else 3):
+        form = "[classes, boxes] with roisnum" if rois else "[batches, classes, boxes]"
+        raise ShapeError(f"scores must be {form}, got shape {list(scores)}")
+    roisnum = inputs[2].shape if rois else None
+    if roisnum is not None and len(roisnum) != 1:
+        raise ShapeError(f"roisnum must be 1-D, got shape {list(roisnum)}")
+    selected: Dim = DYNAMIC
+    images: Dim = DYNAMIC
+    if boxes is not None:
+        if boxes[2] != 4 and not (isinstance(boxes[2], Interval) and boxes[2].contains(4)):
+            raise ShapeError(f"boxes' last dim must be 4, got {boxes[2]}")
+        if scores is not None:
+            merge_dims(boxes[0], scores[0], "boxes and scores must agree on dim 0 (the "
+                       + ("classes)" if rois else "batches)"))
+            merge_dims(boxes[1], scores[1 if rois else 2], "boxes and scores must agree on "
+                                                           "the number of boxes")  # fmt: skip
+        images = (roisnum[0] if roisnum is not None else DYNAMIC) if rois else boxes[0]
+        if scores is not None and not rois:
+            images = merge_dims(boxes[0], scores[0], "batches")
+        classes = boxes[0] if rois else (scores[1] if scores is not None else DYNAMIC)
+        per_class = a.nms_top_k if a.nms_top_k > -1 else None
+        m = _hi(boxes[1])
+        if m is not None:
+            per_class = m if per_class is None else min(per_class, m)
+        if scores is not None and (not rois or roisnum is not None):
+            bound = None if per_class is None or _hi(classes) is None else per_class * _hi(classes)
+            if a.keep_top_k > -1 and (bound is None or a.keep_top_k < bound):
+                bound = a.keep_top_k
+            n = _hi(images)
+            selected = Interval(0, None if bound is None or n is None else bound * n)
+            if selected.hi == 0:
+                selected = 0
+    out_type = inputs[0].element_type or inputs[1].element_type
+    return [TensorInfo((selected, 6), out_type), TensorInfo((selected, 1), a.output_type),
+            TensorInfo((images,), a.output_type)]  # fmt: skip
+
+
+def pair_iou(a: np.ndarray, b: np.ndarray, normalized: bool) -> np.ndarray:
+    """IoU of boxes ``a [..., 4]`` and ``b [..., 4]`` (broadcast), taken as given, in f32
+    as OpenVINO's MulticlassNms computes it: sides one longer unless ``normalized``, and
+    0 where either area is not positive.
+
+    >>> b = np.array([[0, 0, 2, 2], [1, 1, 3, 3]], np.float32)
+    >>> pair_iou(b[0], b[1], True).item(), pair_iou(b[0], b[1], False).item()
+    (0.1428571492433548, 0.2857142984867096)
+    """
+    norm = np.float32(0 if normalized else 1)
+    area_a = (a[..., 2] - a[..., 0] + norm) * (a[..., 3] - a[..., 1] + norm)
+    area_b = (b[..., 2] - b[..., 0] + norm) * (b[..., 3] - b[..., 1] + norm)
+    zero = np.float32(0)
+    h = np.maximum(np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]) + norm, zero)
+    w = np.maximum(np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]) + norm, zero)
+    inter = h * w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area_a + area_b - inter)
+    return np.where((area_a <= 0) | (area_b <= 0), zero, iou).astype(np.float32)
+
+
+def greedy_nms(boxes: np.ndarray, scores: np.ndarray, candidate: np.ndarray, top_k: int,
+               iou_threshold: float, eta: float, normalized: bool) -> np.ndarray:  # fmt: skip
+    """Which boxes each group keeps: ``boxes [G, M, 4]``, ``scores [G, M]``, ``candidate
+    [G, M]`` (bool); the candidates in order of score (then index), the first ``top_k``
+    (-1: all), each kept unless its IoU with a kept box reaches the threshold of its turn.
+    Returns ``kept [G, M]`` (bool)."""
+    groups, m = scores.shape
+    order = np.lexsort((np.broadcast_to(np.arange(m), (groups, m)), -scores.astype(np.float64),
+                        ~candidate), axis=-1)  # fmt: skip
+    count = candidate.sum(axis=1)
+    if top_k > -1:
+        count = np.minimum(count, top_k)
+    kept = np.zeros((groups, m), bool)
+    threshold = np.full(groups, np.float32(iou_threshold), np.float32)
+    rows = np.arange(groups)
+    adaptive = eta < 1
+    for k in range(int(count.max(initial=0))):
+        turn = k < count
+        c = order[:, k]
+        iou = pair_iou(boxes[rows, c][:, None, :], boxes, normalized)
+        suppressed = (kept & (iou >= threshold[:, None])).any(axis=1)
+        take = turn & ~suppressed
+        kept[rows[take], c[take]] = True
+        if adaptive:
+            shrink = take & (threshold > np.float32(0.5))
+            threshold = np.where(shrink, threshold * np.float32(eta), threshold)
+    return kept
+
+
+def _multiclass_kernel(a: SimpleNamespace, boxes: np.ndarray, scores: np.ndarray,
+                       roisnum: np.ndarray | None = None) -> tuple[np.ndarray, ...]:  # fmt: skip
+    shared = roisnum is None
+    if boxes.ndim != 3 or boxes.shape[2] != 4 or scores.ndim != (3 if shared else 2):
+        raise ShapeError(f"boxes {list(boxes.shape)} and scores {list(scores.shape)} do not "
+                         "fit MulticlassNms")  # fmt: skip
+    f32 = boxes.astype(np.float32)
+    s32 = scores.astype(np.float32)
+    if shared:
+        images, classes, m = s32.shape
+        if boxes.shape[:2] != (images, m):
+            raise ShapeError(f"boxes {list(boxes.shape)} and scores {list(scores.shape)} "
+                             "disagree")  # fmt: skip
+        # [image, class, box]: the boxes shared by the classes of an image.
+        group_boxes = np.broadcast_to(f32[:, None], (images, classes, m, 4))
+        group_scores = s32
+        valid = np.ones((images, classes, m), bool)
+    else:
+        classes, total = s32.shape
+        if boxes.shape[:2] != (classes, total):
+            raise ShapeError(f"boxes {list(boxes.shape)} and scores {list(scores.shape)} "
+                             "disagree")  # fmt: skip
+        counts = roisnum.astype(np.int64).reshape(-1)
+        if (counts < 0).any() or counts.sum() > total:
+            raise KernelError(f"roisnum {counts.tolist()} must be counts summing to at most "
+                              f"{total} boxes")  # fmt: skip
+        images = len(counts)
+        m = int(counts.max(initial=0))
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        local = np.arange(m)
+        valid_im = local[None, :] < counts[:, None]  # [image, box]
+        column = np.where(valid_im, first[:, None] + local[None, :], 0)
+        group_boxes = f32[:, column].transpose(1, 0, 2, 3)  # [image, class, box, 4]
+        group_scores = s32[:, column].transpose(1, 0, 2)
+        valid = np.broadcast_to(valid_im[:, None, :], (images, classes, m))
+    candidate = valid & (group_scores >= np.float32(a.score_threshold))
+    if 0 <= a.background_class < classes:
+        candidate[:, a.background_class] = False
+    if a.nms_top_k == 0:
+        candidate[:] = False
+    groups = images * classes
+    kept = greedy_nms(group_boxes.reshape(groups, m, 4), group_scores.reshape(groups, m),
+                      candidate.reshape(groups, m), a.nms_top_k, a.iou_threshold, a.nms_eta,
+                      a.normalized).reshape(images, classes, m)  # fmt: skip
+    image, cls, box = np.nonzero(kept)
+    score = group_scores[image, cls, box]
+    # Per image: by score, class, box; then keep_top_k of each image.
+    order = np.lexsort((box, cls, -score.astype(np.float64), image))
+    image, cls, box, score = image[order], cls[order], box[order], score[order]
+    rank = np.arange(len(image)) - np.searchsorted(image, image)
+    if a.keep_top_k > -1:
+        keep = rank < a.keep_top_k
+        image, cls, box, score = image[keep], cls[keep], box[keep], score[keep]
+    neg = -score.astype(np.float64)
+    if a.sort_result_across_batch:
+        if a.sort_result_type == "score":
+            order = np.lexsort((box, cls, image, neg))
+        elif a.sort_result_type == "classid":
+            order = np.lexsort((box, neg, image, cls))
+        else:
+            order = np.arange(len(image))
+    elif a.sort_result_type == "classid":
+        order = np.lexsort((box, neg, cls, image))
+    else:
+        order = np.arange(len(image))
+    image, cls, box, score = image[order], cls[order], box[order], score[order]
+    if shared:
+        index = image * m + box
+        coords = boxes[image, box]
+    else:
+        index = (first[image] + box) * classes + cls
+        coords = boxes[cls, first[image] + box]
+    out = np.concatenate([cls[:, None].astype(np.float32), score[:, None].astype(np.float32),
+                          coords.astype(np.float32)], axis=1)  # fmt: skip
+    itype = a.output_type.dtype
+    valid_outputs = np.bincount(image, minlength=images).astype(itype)
+    return out.astype(boxes.dtype), index[:, None].astype(itype), valid_outputs
+
+
+def _multiclass_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                        outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """Per score (a box in a class): its box and score in f32 gathered per group, its
+    order, one step's IoU temporaries, and the selected rows (at most one per score)."""
+    shape = inputs[1].shape
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return 0
+    if len(inputs) == 2:
+        return 200 * math.prod(shape)
+    # The roisnum form pads every image to the largest: at most all boxes per image.
+    images = inputs[2].shape
+    if images is None or not isinstance(images[0], int):
+        return 0
+    return 200 * math.prod(shape) * max(1, images[0])
+
+
+for _version in (8, 9):
+    register(OpDef(type="MulticlassNms", version=_version, since_opset=_version,
+                   attrs=MULTICLASS_ATTRS, infer=_multiclass_infer, kernel=_multiclass_kernel,
+                   inputs=(2, 3 if _version == 9 else 2), check=_check_multiclass,
+                   input_types=(FLOATS, FLOATS, INDEX_TYPES)[: 3 if _version == 9 else 2],
+                   scratch=_multiclass_scratch))  # fmt: skip
