@@ -67,7 +67,7 @@ Images and detection:
     grid_sample           GridSample
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign
-    nms_family            MulticlassNms
+    nms_family            MulticlassNms, MatrixNms
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered

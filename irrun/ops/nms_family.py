@@ -1,4 +1,4 @@
-"""The NMS family beside NonMaxSuppression: MulticlassNms-8 and -9.
+"""The NMS family beside NonMaxSuppression: MulticlassNms-8 and -9, MatrixNms-8.
 
 MulticlassNms works per (image, class), skipping ``background_class``: boxes scoring at
 least ``score_threshold`` are candidates; the ``nms_top_k`` best of them (highest score,
@@ -25,7 +25,7 @@ Two input forms: boxes ``[N, M, 4]`` shared by the classes with scores ``[N, C, 
 ``roisnum [N]``: image ``n`` owns the ``roisnum[n]`` boxes after those of the images before
 it.  In that form the index is ``(first box of the image + box) * C + class``.
 
-Where irrun differs from OpenVINO:
+Where irrun differs from OpenVINO's MulticlassNms:
 
 * Ties: OpenVINO's sorts after NMS treat scores within 1e-6 as equal (a comparison that is
   no order, so their result depends on the sort's path); irrun compares scores exactly.
@@ -278,6 +278,153 @@ def _multiclass_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
         return 0
     return 200 * math.prod(shape) * max(1, images[0])
 
+
+# --------------------------------------------------------------------------- MatrixNms
+
+MATRIX_ATTRS = (
+    Attr("sort_result_type", "enum", "none", ("score", "classid", "none")),
+    Attr("sort_result_across_batch", "bool", False),
+    Attr("output_type", "element_type", I64),
+    Attr("score_threshold", "float", 0.0),
+    Attr("nms_top_k", "int", -1),
+    Attr("keep_top_k", "int", -1),
+    Attr("background_class", "int", -1),
+    Attr("decay_function", "enum", "linear", ("gaussian", "linear")),
+    Attr("gaussian_sigma", "float", 2.0),
+    Attr("post_threshold", "float", 0.0),
+    Attr("normalized", "bool", True),
+)
+# Candidate pairs MatrixNms decays at once ([groups, K, K] IoU and decay matrices).
+PAIRS_AT_ONCE = 1 << 22
+
+
+def _check_matrix(a: SimpleNamespace) -> None:
+    if a.output_type.name not in INDEX_TYPES:
+        raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
+    for name in ("nms_top_k", "keep_top_k", "background_class"):
+        if getattr(a, name) < -1:
+            raise KernelError(f"{name} must be -1 or more, got {getattr(a, name)}")
+
+
+def matrix_iou(a: np.ndarray, b: np.ndarray, normalized: bool) -> np.ndarray:
+    """IoU of boxes ``a`` and ``b`` ``[..., 4]`` (broadcast) as MatrixNms takes it, f32:
+    0 if they do not touch, a reversed box's area 0, NaN or inf where the union is 0."""
+    norm = np.float32(0 if normalized else 1)
+    zero = np.float32(0)
+
+    def area(x):
+        w, h = x[..., 2] - x[..., 0], x[..., 3] - x[..., 1]
+        return np.where((w < 0) | (h < 0), zero, (w + norm) * (h + norm))
+
+    apart = ((b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3])
+             | (b[..., 3] < a[..., 1]))  # fmt: skip
+    w = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]) + norm
+    h = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]) + norm
+    inter = w * h
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        iou = inter / (area(a) + area(b) - inter)
+    return np.where(apart, zero, iou).astype(np.float32)
+
+
+def matrix_decay(boxes: np.ndarray, scores: np.ndarray, a: SimpleNamespace) -> np.ndarray:
+    """Decayed scores ``[G, K]`` of candidates ``boxes [G, K, 4]`` in order of score,
+    ``scores [G, K]``; padding beyond a group's candidates may hold anything."""
+    k = scores.shape[1]
+    iou = matrix_iou(boxes[:, :, None], boxes[:, None, :], a.normalized)  # [G, i, j]
+    better = np.tri(k, k, -1, dtype=bool)  # j < i
+    iou_max = np.where(better & ~np.isnan(iou), iou, np.float32(0)).max(axis=2, initial=0)
+    iou_max = np.maximum(iou_max, np.float32(0))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if a.decay_function == "linear":
+            decay = ((1.0 - iou.astype(np.float64))
+                     / (1.0 - iou_max.astype(np.float64)[:, None, :] + float(np.float32(1e-10))))
+            decay = decay.astype(np.float32)
+        else:
+            m = iou_max[:, None, :]
+            decay = np.exp((m * m - iou * iou) * np.float32(a.gaussian_sigma)).astype(np.float32)
+    smallest = np.where(better & ~np.isnan(decay), decay, np.float32(1)).min(axis=2, initial=1)
+    return (np.minimum(smallest, np.float32(1)) * scores).astype(np.float32)
+
+
+def _matrix_kernel(a: SimpleNamespace, boxes: np.ndarray,
+                   scores: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+    if boxes.ndim != 3 or boxes.shape[2] != 4 or scores.ndim != 3:
+        raise ShapeError(f"boxes {list(boxes.shape)} and scores {list(scores.shape)} do not "
+                         "fit MatrixNms")  # fmt: skip
+    images, classes, m = scores.shape
+    if boxes.shape[:2] != (images, m):
+        raise ShapeError(f"boxes {list(boxes.shape)} and scores {list(scores.shape)} disagree")
+    f32 = boxes.astype(np.float32)
+    s32 = scores.astype(np.float32).reshape(images * classes, m)
+    candidate = s32 > np.float32(a.score_threshold)
+    if 0 <= a.background_class < classes:
+        candidate.reshape(images, classes, m)[:, a.background_class] = False
+    count = candidate.sum(axis=1)
+    if a.nms_top_k > -1:
+        count = np.minimum(count, a.nms_top_k)
+    k = int(count.max(initial=0))
+    order = np.lexsort((np.broadcast_to(np.arange(m), s32.shape), -s32.astype(np.float64),
+                        ~candidate), axis=-1)[:, :k]  # fmt: skip
+    groups = np.arange(images * classes)
+    image_of = groups // classes
+    decayed = np.zeros((len(groups), k), np.float32)
+    step = max(1, PAIRS_AT_ONCE // max(1, k * k))
+    for first in range(0, len(groups), step):
+        part = groups[first : first + step]
+        decayed[part] = matrix_decay(f32[image_of[part][:, None], order[part]],
+                                     s32[part[:, None], order[part]], a)  # fmt: skip
+    taken = (np.arange(k)[None, :] < count[:, None]) & (decayed > np.float32(a.post_threshold))
+    group, rank = np.nonzero(taken)
+    image, cls, box = group // classes, group % classes, order[group, rank]
+    score = decayed[group, rank]
+    return _sorted_outputs(a, boxes, image, cls, box, score, images, image * m + box,
+                           boxes[image, box])  # fmt: skip
+
+
+def _sorted_outputs(a, boxes, image, cls, box, score, images, index, coords):
+    """The outputs of selections (image, class, box, score, index, box coordinates):
+    per image by score, class, box; ``keep_top_k`` per image; then ``sort_result_type``."""
+    order = np.lexsort((box, cls, -score.astype(np.float64), image))
+    image, cls, box, score = image[order], cls[order], box[order], score[order]
+    index, coords = index[order], coords[order]
+    if a.keep_top_k > -1:
+        keep = np.arange(len(image)) - np.searchsorted(image, image) < a.keep_top_k
+        image, cls, box, score, index, coords = (x[keep] for x in (image, cls, box, score,
+                                                                   index, coords))  # fmt: skip
+    neg = -score.astype(np.float64)
+    order = np.arange(len(image))
+    if a.sort_result_across_batch:
+        if a.sort_result_type == "score":
+            order = np.lexsort((box, cls, image, neg))
+        elif a.sort_result_type == "classid":
+            order = np.lexsort((box, neg, image, cls))
+    elif a.sort_result_type == "classid":
+        order = np.lexsort((box, neg, cls, image))
+    image, cls, score, index, coords = (x[order] for x in (image, cls, score, index, coords))
+    out = np.concatenate([cls[:, None].astype(np.float32), score[:, None].astype(np.float32),
+                          coords.astype(np.float32).reshape(-1, 4)], axis=1)  # fmt: skip
+    itype = a.output_type.dtype
+    valid_outputs = np.bincount(image, minlength=images).astype(itype)
+    return out.astype(boxes.dtype), index[:, None].astype(itype), valid_outputs
+
+
+def _matrix_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                    outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """Per score: its order, decayed score and the selected rows; and the pair matrices
+    (IoU, decay and their temporaries, about 40 bytes a pair) of PAIRS_AT_ONCE pairs, or
+    of one group's if more."""
+    shape = inputs[1].shape
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return 0
+    k = shape[2] if a.nms_top_k < 0 else min(shape[2], a.nms_top_k)
+    pairs = max(min(PAIRS_AT_ONCE, shape[0] * shape[1] * k * k), k * k)
+    return 120 * math.prod(shape) + 48 * pairs
+
+
+register(OpDef(type="MatrixNms", version=8, since_opset=8, attrs=MATRIX_ATTRS,
+               infer=_multiclass_infer, kernel=_matrix_kernel, inputs=(2, 2),
+               check=_check_matrix, input_types=(FLOATS, FLOATS),
+               scratch=_matrix_scratch))  # fmt: skip
 
 for _version in (8, 9):
     register(OpDef(type="MulticlassNms", version=_version, since_opset=_version,

@@ -390,6 +390,13 @@ def _multiclass_nms(version):
     return build
 
 
+def _matrix_nms():
+    boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
+    scores = o1.parameter([2, 3, 6], np.float32, name="scores")
+    nms = o8.matrix_nms(boxes, scores, decay_function="gaussian", post_threshold=0.1)
+    return list(nms.outputs()), [boxes, scores]
+
+
 def _old_nms(opset):
     def build():
         boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
@@ -757,6 +764,7 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("NonMaxSuppression", 9): _nms(o9),
     ("MulticlassNms", 8): _multiclass_nms(8),
     ("MulticlassNms", 9): _multiclass_nms(9),
+    ("MatrixNms", 8): _matrix_nms,
     ("PriorBox", 1): _prior_box(1),
     ("PriorBox", 8): _prior_box(8),
     ("PriorBoxClustered", 1): _prior_box(0),

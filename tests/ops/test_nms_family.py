@@ -1,10 +1,12 @@
-"""MulticlassNms-8 and -9 against OpenVINO's CPU plugin, by hand, and their shape rules.
+"""MulticlassNms-8 and -9 and MatrixNms-8 against OpenVINO's CPU plugin, by hand, and their shape rules.
 
-``ov.Model.evaluate`` cannot run MulticlassNms (OpenVINO's core has no evaluate for it),
-so the values are compared with the CPU plugin.  Scores are drawn from multiples of 1/8,
-so that ties are frequent and exact (the plugin's sorts treat scores within 1e-6 as
-equal, which irrun does not; see ``irrun/ops/nms_family.py``).  All outputs are compared
-exactly: the selected scores and boxes are input values.
+``ov.Model.evaluate`` cannot run either (OpenVINO's core has no evaluate for them), so the
+values are compared with the CPU plugin.  MulticlassNms scores are drawn from multiples of
+1/8, so that ties are frequent and exact (the plugin's sorts treat scores within 1e-6 as
+equal, which irrun does not; see ``irrun/ops/nms_family.py``), and all outputs are
+compared exactly: the selected scores and boxes are input values.  MatrixNms scores are
+drawn without ties within a class (the plugin's order among equal scores is unspecified),
+and its decayed scores compared to rtol 1e-6 (gaussian decays go through exp).
 """
 
 from __future__ import annotations
@@ -248,6 +250,96 @@ def test_empty_inputs_select_nothing(tmp_path):
     model = one_op_model(multiclass(9), inputs, 3)
     out, index, valid = run_saved(model, inputs, tmp_path)
     assert out.shape == (0, 6) and index.shape == (0, 1) and valid.tolist() == [0, 0, 0]
+
+
+# --------------------------------------------------------------------------- MatrixNms
+
+MATRIX_ATTRS = st.fixed_dictionaries({
+    "sort_result_type": st.sampled_from(["none", "score", "classid"]),
+    "sort_result_across_batch": st.booleans(),
+    "output_type": st.sampled_from(["i32", "i64"]),
+    "score_threshold": st.sampled_from([0.0, 0.2, 0.55]),
+    "post_threshold": st.sampled_from([0.0, 0.1, 0.3]),
+    "nms_top_k": st.sampled_from([-1, 1, 3, 20]),
+    "keep_top_k": st.sampled_from([-1, 2, 5]),
+    "background_class": st.sampled_from([-1, 0, 2, 7]),
+    "decay_function": st.sampled_from(["linear", "gaussian"]),
+    "gaussian_sigma": st.sampled_from([2.0, 0.5]),
+    "normalized": st.booleans(),
+})  # fmt: skip
+
+
+def matrix(**kw):
+    return lambda *inputs: opset8.matrix_nms(*inputs, **kw)
+
+
+def assert_matrix_same(got, want):
+    assert_close(got[0], want[0], rtol=1e-6, what="selected_outputs")
+    assert_close(got[1], want[1], what="selected_indices")
+    assert_close(got[2], want[2], what="valid_outputs")
+
+
+@settings(max_examples=50, deadline=None)
+@given(attrs=MATRIX_ATTRS, seed=st.integers(0, 2**32 - 1),
+       dims=st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 30)))  # fmt: skip
+def test_matrix_nms_matches_the_plugin(attrs, seed, dims, tmp_path_factory):
+    # Every image selects a box: where none does, the plugin corrupts its memory and a
+    # later inference of the process crashes.
+    if dims[1] == 1 and attrs["background_class"] == 0:
+        attrs["background_class"] = -1
+    boxes, _ = random_case(np.random.default_rng(seed), *dims)
+    scores = np.random.default_rng(seed + 1).random((dims[0], dims[1], dims[2]), np.float32)
+    scores[:, 1 if attrs["background_class"] == 0 else 0, 0] = 0.99
+    got, want = run_both(matrix(**attrs), [boxes, scores], tmp_path_factory.mktemp("m"), 3)
+    assert_matrix_same(got, want)
+
+
+@pytest.mark.parametrize(("attrs", "rows"), [
+    # Sorted b0, b1, b2; max IoU with a better box: 0, 1/7, 4/4.4 (b2 with b0).
+    # linear: b1 0.8 * (1 - 1/7); b2 0.7 * min((1 - 4/4.4) / 1, (1 - 1/6) / (1 - 1/7)).
+    ({"decay_function": "linear"}, [(0.9, 0), (0.8 * 6 / 7, 1), (0.7 * 0.4 / 4.4, 2)]),
+    ({"decay_function": "linear", "post_threshold": 0.1}, [(0.9, 0), (0.8 * 6 / 7, 1)]),
+    # gaussian (sigma 2): b1 0.8 * exp(-2 / 49); b2 0.7 * exp(-2 * (4 / 4.4)**2).
+    ({"decay_function": "gaussian", "post_threshold": 0.1},
+     [(0.9, 0), (0.8 * np.exp(-2 / 49), 1), (0.7 * np.exp(-2 * (4 / 4.4) ** 2), 2)]),
+    ({"decay_function": "linear", "nms_top_k": 2}, [(0.9, 0), (0.8 * 6 / 7, 1)]),
+])  # fmt: skip
+def test_matrix_nms_by_hand(attrs, rows, tmp_path):
+    scores = HAND_SCORES[:, :1]
+    model = one_op_model(matrix(**attrs), [HAND_BOXES, scores], 3)
+    out, index, valid = run_saved(model, [HAND_BOXES, scores], tmp_path)
+    np.testing.assert_allclose(out[:, 1], [s for s, _ in rows], rtol=1e-6)
+    np.testing.assert_array_equal(out[:, 2:], HAND_BOXES[0, [b for _, b in rows]])
+    assert index.ravel().tolist() == [b for _, b in rows] and valid.tolist() == [len(rows)]
+    got, want = run_both(matrix(**attrs), [HAND_BOXES, scores], tmp_path, 3)
+    assert_matrix_same(got, want)
+
+
+def test_matrix_nms_shape_rule_matches_openvino():
+    cases = [([2, 7, 4], [2, 3, 7], {}), ([2, 7, 4], [2, 3, 7], {"nms_top_k": 4, "keep_top_k": 5}),
+             ([-1, 7, 4], [-1, 3, 7], {"background_class": 1})]  # fmt: skip
+    for boxes, scores, attrs in cases:
+        b = opset1.parameter(ov.PartialShape(boxes), ov.Type.f32)
+        s = opset1.parameter(ov.PartialShape(scores), ov.Type.f32)
+        want = [from_ov_shape(o.get_partial_shape()) for o in matrix(**attrs)(b, s).outputs()]
+        full = dict(output_type=ET["i64"], nms_top_k=-1, keep_top_k=-1, background_class=-1)
+        full.update(attrs)
+        infos = [TensorInfo(from_ov_shape(ov.PartialShape(x)), ET["f32"]) for x in (boxes, scores)]
+        got = [o.shape for o in resolve("MatrixNms", "opset8").infer(SimpleNamespace(**full), infos)]
+        assert got == want
+
+
+def test_validate_checks_matrix_nms(tmp_path):
+    model = one_op_model(matrix(), [HAND_BOXES, HAND_SCORES], 3)
+    bad = saved(model, tmp_path, lambda t: t.replace('keep_top_k="-1"', 'keep_top_k="-3"'))
+    found = [d for d in irrun.validate(bad) if d.layer is not None
+             and d.layer.type == "MatrixNms"]  # fmt: skip
+    assert [d.message for d in found] == ["keep_top_k must be -1 or more, got -3"]
+    bad = saved(model, tmp_path, lambda t: t.replace('decay_function="linear"',
+                                                     'decay_function="cosine"'))  # fmt: skip
+    found = [d for d in irrun.validate(bad) if d.layer is not None
+             and d.layer.type == "MatrixNms"]  # fmt: skip
+    assert [d.code for d in found] == ["bad-attribute"]
 
 
 def test_roisnum_out_of_range_is_refused(tmp_path):

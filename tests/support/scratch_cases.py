@@ -244,6 +244,12 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
                NS(sort_result_type="score", sort_result_across_batch=True, output_type=ET["i64"],
                   iou_threshold=0.5, score_threshold=0.1, nms_top_k=-1, keep_top_k=-1,
                   background_class=-1, nms_eta=0.9, normalized=True), [boxes, scores])
+        for decay in ("linear", "gaussian"):
+            yield (r("MatrixNms", "opset8"),
+                   NS(sort_result_type="score", sort_result_across_batch=False,
+                      output_type=ET["i64"], score_threshold=0.1, nms_top_k=-1, keep_top_k=-1,
+                      background_class=-1, decay_function=decay, gaussian_sigma=2.0,
+                      post_threshold=0.05, normalized=True), [boxes, scores])
         yield (r("MulticlassNms", "opset9"),
                NS(sort_result_type="classid", sort_result_across_batch=False,
                   output_type=ET["i32"], iou_threshold=0.5, score_threshold=0.1, nms_top_k=-1,
