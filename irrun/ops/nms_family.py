@@ -230,37 +230,12 @@ def _multiclass_kernel(a: SimpleNamespace, boxes: np.ndarray, scores: np.ndarray
                       a.normalized).reshape(images, classes, m)  # fmt: skip
     image, cls, box = np.nonzero(kept)
     score = group_scores[image, cls, box]
-    # Per image: by score, class, box; then keep_top_k of each image.
-    order = np.lexsort((box, cls, -score.astype(np.float64), image))
-    image, cls, box, score = image[order], cls[order], box[order], score[order]
-    rank = np.arange(len(image)) - np.searchsorted(image, image)
-    if a.keep_top_k > -1:
-        keep = rank < a.keep_top_k
-        image, cls, box, score = image[keep], cls[keep], box[keep], score[keep]
-    neg = -score.astype(np.float64)
-    if a.sort_result_across_batch:
-        if a.sort_result_type == "score":
-            order = np.lexsort((box, cls, image, neg))
-        elif a.sort_result_type == "classid":
-            order = np.lexsort((box, neg, image, cls))
-        else:
-            order = np.arange(len(image))
-    elif a.sort_result_type == "classid":
-        order = np.lexsort((box, neg, cls, image))
-    else:
-        order = np.arange(len(image))
-    image, cls, box, score = image[order], cls[order], box[order], score[order]
     if shared:
-        index = image * m + box
-        coords = boxes[image, box]
+        index, coords = image * m + box, boxes[image, box]
     else:
         index = (first[image] + box) * classes + cls
         coords = boxes[cls, first[image] + box]
-    out = np.concatenate([cls[:, None].astype(np.float32), score[:, None].astype(np.float32),
-                          coords.astype(np.float32)], axis=1)  # fmt: skip
-    itype = a.output_type.dtype
-    valid_outputs = np.bincount(image, minlength=images).astype(itype)
-    return out.astype(boxes.dtype), index[:, None].astype(itype), valid_outputs
+    return _sorted_outputs(a, boxes, image, cls, box, score, images, index, coords, True)
 
 
 def _multiclass_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
@@ -378,12 +353,13 @@ def _matrix_kernel(a: SimpleNamespace, boxes: np.ndarray,
     image, cls, box = group // classes, group % classes, order[group, rank]
     score = decayed[group, rank]
     return _sorted_outputs(a, boxes, image, cls, box, score, images, image * m + box,
-                           boxes[image, box])  # fmt: skip
+                           boxes[image, box], False)  # fmt: skip
 
 
-def _sorted_outputs(a, boxes, image, cls, box, score, images, index, coords):
+def _sorted_outputs(a, boxes, image, cls, box, score, images, index, coords, by_class):
     """The outputs of selections (image, class, box, score, index, box coordinates):
-    per image by score, class, box; ``keep_top_k`` per image; then ``sort_result_type``."""
+    per image by score, class, box; ``keep_top_k`` per image; then ``sort_result_type``
+    (``classid`` sorts within each image only if ``by_class``)."""
     order = np.lexsort((box, cls, -score.astype(np.float64), image))
     image, cls, box, score = image[order], cls[order], box[order], score[order]
     index, coords = index[order], coords[order]
@@ -398,7 +374,7 @@ def _sorted_outputs(a, boxes, image, cls, box, score, images, index, coords):
             order = np.lexsort((box, cls, image, neg))
         elif a.sort_result_type == "classid":
             order = np.lexsort((box, neg, image, cls))
-    elif a.sort_result_type == "classid":
+    elif a.sort_result_type == "classid" and by_class:
         order = np.lexsort((box, neg, cls, image))
     image, cls, score, index, coords = (x[order] for x in (image, cls, score, index, coords))
     out = np.concatenate([cls[:, None].astype(np.float32), score[:, None].astype(np.float32),
