@@ -67,7 +67,7 @@ Images and detection:
     grid_sample           GridSample
     color                 NV12toRGB, NV12toBGR, I420toRGB, I420toBGR
     detection             NonMaxSuppression, ROIAlign
-    nms_family            MulticlassNms, MatrixNms
+    nms_family            MulticlassNms, MatrixNms, NMSRotated
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered

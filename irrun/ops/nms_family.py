@@ -1,4 +1,4 @@
-"""The NMS family beside NonMaxSuppression: MulticlassNms-8 and -9, MatrixNms-8.
+"""The NMS family beside NonMaxSuppression: MulticlassNms-8 and -9, MatrixNms-8, NMSRotated-13.
 
 MulticlassNms works per (image, class), skipping ``background_class``: boxes scoring at
 least ``score_threshold`` are candidates; the ``nms_top_k`` best of them (highest score,
@@ -55,7 +55,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._shapes import merge_dims
-from .detection import FLOATS
+from .detection import FLOATS, INTEGERS, _nms_infer
 
 INDEX_TYPES = ("i32", "i64")
 I64 = element_types.ELEMENT_TYPES["i64"]
@@ -408,3 +408,175 @@ for _version in (8, 9):
                    inputs=(2, 3 if _version == 9 else 2), check=_check_multiclass,
                    input_types=(FLOATS, FLOATS, INDEX_TYPES)[: 3 if _version == 9 else 2],
                    scratch=_multiclass_scratch))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- NMSRotated
+
+ROTATED_ATTRS = (
+    Attr("sort_result_descending", "bool", True),
+    Attr("output_type", "element_type", I64),
+    Attr("clockwise", "bool", True),
+)
+ROTATED_INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold",
+                  "score_threshold")  # fmt: skip
+
+
+def _check_rotated(a: SimpleNamespace) -> None:
+    if a.output_type.name not in INDEX_TYPES:
+        raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
+
+
+def _rotated_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    boxes = inputs[0].shape
+    if boxes is not None:
+        if len(boxes) != 3:
+            raise ShapeError(f"boxes must be 3-D [batches, boxes, 5], got shape {list(boxes)}")
+        if boxes[2] != 5 and not (isinstance(boxes[2], Interval) and boxes[2].contains(5)):
+            raise ShapeError(f"boxes' last dim must be 5 (x, y, w, h, angle), got {boxes[2]}")
+        # NonMaxSuppression-9's rule, on corner boxes of the same count.
+        inputs = [TensorInfo((boxes[0], boxes[1], 4), inputs[0].element_type), *inputs[1:]]
+    return _nms_infer(a, inputs)
+
+
+def rotated_corners(boxes: np.ndarray, clockwise: bool) -> np.ndarray:
+    """The corners ``[..., 4, 2]`` of boxes ``[..., 5]``, counterclockwise in x-right,
+    y-up terms (f32)."""
+    x, y, w, h, angle = (boxes[..., i].astype(np.float32) for i in range(5))
+    if not clockwise:
+        angle = -angle
+    cos, sin = np.cos(angle), np.sin(angle)
+    half = np.array([[-0.5, -0.5], [0.5, -0.5], [0.5, 0.5], [-0.5, 0.5]], np.float32)
+    dx = half[:, 0] * w[..., None]
+    dy = half[:, 1] * h[..., None]
+    # A clockwise turn by ``angle`` in the image's y-down frame.
+    px = x[..., None] + dx * cos[..., None] - dy * sin[..., None]
+    py = y[..., None] + dx * sin[..., None] + dy * cos[..., None]
+    return np.stack([px, py], axis=-1).astype(np.float32)
+
+
+def _cross(o: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a[..., 0] - o[..., 0]) * (b[..., 1] - o[..., 1]) - (a[..., 1] - o[..., 1]) * (
+        b[..., 0] - o[..., 0])
+
+
+def _clip_all(poly: np.ndarray, count: np.ndarray, q: np.ndarray, sign: np.ndarray,
+              slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Polygons ``poly [P, 8, 2]`` of ``count`` vertices clipped by the four edges of
+    ``q`` (inside: the side ``sign`` says)."""
+    pairs = poly.shape[0]
+    for e in range(4):
+        a, b = q[:, e][:, None], q[:, (e + 1) % 4][:, None]
+        nxt = np.take_along_axis(poly, ((slots[None] + 1) % np.maximum(count, 1)[:, None])
+                                 [..., None].repeat(2, -1), axis=1)  # fmt: skip
+        side = _cross(a, b, poly) * sign[:, None]
+        side_next = _cross(a, b, nxt) * sign[:, None]
+        live = slots[None] < count[:, None]
+        inside, inside_next = side >= 0, side_next >= 0
+        t = side / (side - side_next)
+        crossing = poly + t[..., None] * (nxt - poly)
+        keep = np.stack([live & inside, live & (inside != inside_next)], axis=2)  # [P, 8, 2]
+        points = np.stack([poly, crossing], axis=2).astype(np.float32)  # [P, 8, 2, 2]
+        keep, points = keep.reshape(pairs, 16), points.reshape(pairs, 16, 2)
+        order = np.argsort(~keep, axis=1, kind="stable")[:, :8]
+        poly = np.take_along_axis(points, order[..., None].repeat(2, -1), axis=1)
+        count = np.minimum(keep.sum(axis=1), 8)
+    return poly, count
+
+
+def intersection_area(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Area of the intersection of convex quadrilaterals ``p`` and ``q`` ``[P, 4, 2]``
+    (either orientation): ``p`` clipped by each edge of ``q`` in turn."""
+    pairs = p.shape[0]
+    poly = np.zeros((pairs, 8, 2), np.float32)
+    poly[:, :4] = p
+    count = np.full(pairs, 4)
+    # Which side of q's edges is inside: q's orientation.
+    sign = np.where(_cross(q[:, 0], q[:, 1], q[:, 2]) < 0, np.float32(-1), np.float32(1))
+    slots = np.arange(8)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        poly, count = _clip_all(poly, count, q, sign, slots)
+        nxt = np.take_along_axis(poly, ((slots[None] + 1) % np.maximum(count, 1)[:, None])
+                                 [..., None].repeat(2, -1), axis=1)  # fmt: skip
+        terms = poly[..., 0] * nxt[..., 1] - poly[..., 1] * nxt[..., 0]
+    area = np.abs(np.where(slots[None] < count[:, None], terms, np.float32(0)).sum(axis=1))
+    return np.where(count >= 3, area * np.float32(0.5), np.float32(0)).astype(np.float32)
+
+
+def rotated_iou(boxes: np.ndarray, corners: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """IoU of every box ``[G, N, 5]`` (corners ``[G, N, 4, 2]``) with its group's chosen
+    box index ``[G]``."""
+    groups, n = boxes.shape[:2]
+    rows = np.arange(groups)
+    c = np.broadcast_to(corners[rows, chosen][:, None], corners.shape)
+    inter = intersection_area(corners.reshape(-1, 4, 2), c.reshape(-1, 4, 2)).reshape(groups, n)
+    area = boxes[..., 2] * boxes[..., 3]
+    c_area = area[rows, chosen][:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / (area + c_area - inter)
+    return np.where((area <= 0) | (c_area <= 0), np.float32(0), iou).astype(np.float32)
+
+
+def _rotated_kernel(a: SimpleNamespace, boxes: np.ndarray, scores: np.ndarray,
+                    per_class_in: np.ndarray, iou_in: np.ndarray,
+                    score_in: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+    for name, x in zip(ROTATED_INPUTS[2:], (per_class_in, iou_in, score_in), strict=True):
+        if np.size(x) != 1:
+            raise ShapeError(f"{name} must hold one value, got shape {list(np.shape(x))}")
+    if boxes.ndim != 3 or scores.ndim != 3 or boxes.shape[2] != 5:
+        raise ShapeError(f"boxes {list(boxes.shape)} and scores {list(scores.shape)} must "
+                         "be [batches, boxes, 5] and [batches, classes, boxes]")  # fmt: skip
+    if boxes.shape[0] != scores.shape[0] or boxes.shape[1] != scores.shape[2]:
+        raise ShapeError(f"boxes {list(boxes.shape)} and scores {list(scores.shape)} "
+                         "disagree on the number of batches or boxes")  # fmt: skip
+    per_class = int(np.asarray(per_class_in).reshape(-1)[0])
+    thr_iou = np.float32(np.asarray(iou_in).reshape(-1)[0])
+    thr_score = np.float32(np.asarray(score_in).reshape(-1)[0])
+    batches, classes, n = scores.shape
+    groups = batches * classes
+    b32 = boxes.astype(np.float32)
+    group_boxes = np.broadcast_to(b32[:, None], (batches, classes, n, 5)).reshape(groups, n, 5)
+    corners = rotated_corners(group_boxes, a.clockwise)
+    current = scores.astype(np.float32).reshape(groups, n)
+    alive = current > thr_score
+    rows = np.arange(groups)
+    picks, steps = [], []
+    for _ in range(max(0, min(per_class, n))):
+        has = alive.any(axis=1)
+        if not has.any():
+            break
+        pick = np.argmax(np.where(alive, current, np.float32(-np.inf)), axis=1)
+        steps.append(has)
+        picks.append(pick)
+        alive[rows, pick] = False
+        alive &= ~(rotated_iou(group_boxes, corners, pick) > thr_iou) & has[:, None]
+    itype = a.output_type.dtype
+    if not steps:
+        return (np.zeros((0, 3), itype), np.zeros((0, 3), np.float32), np.zeros(1, itype))
+    taken = np.stack(steps, axis=1)
+    group = np.broadcast_to(rows[:, None], taken.shape)[taken]
+    box = np.stack(picks, axis=1)[taken]
+    score = current[group, box]
+    selected = np.stack([group // classes, group % classes, box], axis=1).astype(np.int64)
+    if a.sort_result_descending:
+        order = np.lexsort((selected[:, 2], selected[:, 1], selected[:, 0], -score))
+        selected, score = selected[order], score[order]
+    out_scores = np.concatenate([selected[:, :2].astype(np.float32), score[:, None]], axis=1)
+    return (selected.astype(itype), out_scores.astype(np.float32),
+            np.array([len(selected)], itype))  # fmt: skip
+
+
+def _rotated_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                     outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """Per score (a box in a class): its box, corners and state, and one step's clipping
+    of it against the chosen box (16 candidate points and their masks, about 1 KB)."""
+    shape = inputs[1].shape
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        return 0
+    return 1536 * math.prod(shape)
+
+
+register(OpDef(type="NMSRotated", version=13, since_opset=13, attrs=ROTATED_ATTRS,
+               infer=_rotated_infer, kernel=_rotated_kernel, inputs=(5, 5),
+               check=_check_rotated,
+               input_types=(FLOATS, FLOATS, INTEGERS, FLOATS, FLOATS),
+               scratch=_rotated_scratch))  # fmt: skip

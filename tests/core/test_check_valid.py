@@ -397,6 +397,14 @@ def _matrix_nms():
     return list(nms.outputs()), [boxes, scores]
 
 
+def _nms_rotated():
+    boxes = o1.parameter([2, 6, 5], np.float32, name="boxes")
+    scores = o1.parameter([2, 3, 6], np.float32, name="scores")
+    nms = o13.nms_rotated(boxes, scores, o1.constant(np.int64(4)),
+                          o1.constant(np.float32(0.5)), o1.constant(np.float32(0.1)))
+    return list(nms.outputs()), [boxes, scores]
+
+
 def _old_nms(opset):
     def build():
         boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
@@ -765,6 +773,7 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("MulticlassNms", 8): _multiclass_nms(8),
     ("MulticlassNms", 9): _multiclass_nms(9),
     ("MatrixNms", 8): _matrix_nms,
+    ("NMSRotated", 13): _nms_rotated,
     ("PriorBox", 1): _prior_box(1),
     ("PriorBox", 8): _prior_box(8),
     ("PriorBoxClustered", 1): _prior_box(0),

@@ -1,4 +1,4 @@
-"""MulticlassNms-8 and -9 and MatrixNms-8 against OpenVINO's CPU plugin, by hand, and their shape rules.
+"""MulticlassNms-8 and -9, MatrixNms-8 and NMSRotated-13 against OpenVINO's CPU plugin, by hand, and their shape rules.
 
 ``ov.Model.evaluate`` cannot run either (OpenVINO's core has no evaluate for them), so the
 values are compared with the CPU plugin.  MulticlassNms scores are drawn from multiples of
@@ -7,6 +7,8 @@ equal, which irrun does not; see ``irrun/ops/nms_family.py``), and all outputs a
 compared exactly: the selected scores and boxes are input values.  MatrixNms scores are
 drawn without ties within a class (the plugin's order among equal scores is unspecified),
 and its decayed scores compared to rtol 1e-6 (gaussian decays go through exp).
+NMSRotated is compared exactly: its scores are input scores, and its IoUs (which differ
+from OpenVINO's by rounding) decide nothing in random data.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import openvino as ov
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openvino import opset1, opset8, opset9
+from openvino import opset1, opset8, opset9, opset13
 from support.ov_oneop import assert_close, one_op_model, run_both, run_saved
 from support.ov_shapes import from_ov_shape
 
@@ -340,6 +342,115 @@ def test_validate_checks_matrix_nms(tmp_path):
     found = [d for d in irrun.validate(bad) if d.layer is not None
              and d.layer.type == "MatrixNms"]  # fmt: skip
     assert [d.code for d in found] == ["bad-attribute"]
+
+
+# --------------------------------------------------------------------------- NMSRotated
+
+
+def rotated(per_class=4, iou=0.5, score=0.0, **kw):
+    def build(boxes, scores):
+        return opset13.nms_rotated(boxes, scores, opset1.constant(np.int64(per_class)),
+                                   opset1.constant(np.float32(iou)),
+                                   opset1.constant(np.float32(score)), **kw)  # fmt: skip
+
+    return build
+
+
+def rotated_boxes(rng, batches, n, dtype=np.float32):
+    centre = rng.random((batches, n, 2)) * 4
+    size = rng.random((batches, n, 2)) * 3 + 0.2
+    angle = (rng.random((batches, n, 1)) - 0.5) * 4
+    return np.concatenate([centre, size, angle], -1).astype(dtype)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), per_class=st.sampled_from([1, 3, 20]),
+       iou=st.sampled_from([0.0, 0.3, 0.5, 0.8]), score=st.sampled_from([0.0, 0.3]),
+       descending=st.booleans(), clockwise=st.booleans(),
+       output_type=st.sampled_from(["i32", "i64"]),
+       dims=st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 12)))  # fmt: skip
+def test_nms_rotated_matches_the_plugin(seed, per_class, iou, score, descending, clockwise,
+                                        output_type, dims, tmp_path_factory):  # fmt: skip
+    rng = np.random.default_rng(seed)
+    boxes = rotated_boxes(rng, dims[0], dims[2])
+    scores = rng.random(dims).astype(np.float32)
+    if seed % 3 == 0:
+        scores = np.round(scores * 4) / 4  # ties
+    build = rotated(per_class, iou, score, sort_result_descending=descending,
+                    clockwise=clockwise, output_type=output_type)  # fmt: skip
+    got, want = run_both(build, [boxes, scores], tmp_path_factory.mktemp("m"), 3)
+    for name, g, w in zip(("selected_indices", "selected_scores", "valid_outputs"), got, want,
+                          strict=True):  # fmt: skip
+        assert_close(g, w, what=name)
+
+
+def test_nms_rotated_f16_matches_the_plugin(tmp_path):
+    rng = np.random.default_rng(5)
+    boxes, scores = rotated_boxes(rng, 2, 9, np.float16), rng.random((2, 2, 9)).astype(np.float16)
+    got, want = run_both(rotated(5, 0.3), [boxes, scores], tmp_path, 3)
+    for g, w in zip(got, want, strict=True):
+        assert_close(g, w)
+
+
+@pytest.mark.parametrize(("clockwise", "kept"), [(True, [0]), (False, [0, 1])])
+def test_nms_rotated_turns_as_told(clockwise, kept, tmp_path):
+    """Box 1 overlaps box 0 by IoU 0.396 when the angles turn clockwise (in the image's
+    y-down frame) and 0.374 when they turn counterclockwise: threshold 0.385 tells."""
+    boxes = np.array([[[1, 1, 2, 1, 0.5], [1.5, 1.2, 2, 1, -0.3]]], np.float32)
+    scores = np.array([[[0.9, 0.8]]], np.float32)
+    got, want = run_both(rotated(5, 0.385, clockwise=clockwise), [boxes, scores], tmp_path, 3)
+    assert got[0][:, 2].tolist() == kept
+    for g, w in zip(got, want, strict=True):
+        assert_close(g, w)
+
+
+def test_nms_rotated_zero_per_class_selects_nothing(tmp_path):
+    """The plugin leaves valid_outputs unwritten there; irrun counts 0."""
+    boxes, scores = rotated_boxes(np.random.default_rng(0), 1, 3), HAND_SCORES
+    model = one_op_model(rotated(0), [boxes, scores], 3)
+    got = run_saved(model, [boxes, scores], tmp_path)
+    assert [g.shape for g in got] == [(0, 3), (0, 3), (1,)] and got[2].tolist() == [0]
+
+
+def test_rotated_intersection_by_hand():
+    """Two unit squares, one turned by 45 degrees about the same centre: their
+    intersection is a regular octagon of area 2 * (sqrt(2) - 1); a square and itself
+    shifted by half a side overlap by half."""
+    from irrun.ops.nms_family import intersection_area, rotated_corners
+
+    a = np.array([[0, 0, 1, 1, 0], [0, 0, 1, 1, 0]], np.float32)
+    b = np.array([[0, 0, 1, 1, np.pi / 4], [0.5, 0, 1, 1, 0]], np.float32)
+    area = intersection_area(rotated_corners(a, True), rotated_corners(b, True))
+    np.testing.assert_allclose(area, [2 * (np.sqrt(2) - 1), 0.5], rtol=1e-6)
+
+
+@pytest.mark.parametrize(("boxes", "says"), [
+    ((2, 6, 4), "last dim must be 5"),
+    ((2, 6), "boxes must be 3-D"),
+])  # fmt: skip
+def test_nms_rotated_shape_rule(boxes, says):
+    op = resolve("NMSRotated", "opset13")
+    attrs = SimpleNamespace(sort_result_descending=True, output_type=ET["i32"], clockwise=True)
+    f32 = ET["f32"]
+    infos = [TensorInfo((2, 6, 5), f32), TensorInfo((2, 3, 6), f32),
+             TensorInfo((), ET["i64"], np.int64(4)), TensorInfo((), f32), TensorInfo((), f32)]
+    got = [(o.shape, o.element_type.name) for o in op.infer(attrs, infos)]
+    b = opset1.parameter([2, 6, 5], ov.Type.f32)
+    s = opset1.parameter([2, 3, 6], ov.Type.f32)
+    node = rotated(4, output_type="i32")(b, s)
+    assert got == [(from_ov_shape(o.get_partial_shape()), o.get_element_type().get_type_name())
+                   for o in node.outputs()]  # fmt: skip
+    with pytest.raises(ShapeError, match=says):
+        op.infer(attrs, [TensorInfo(boxes, f32), *infos[1:]])
+
+
+def test_validate_checks_nms_rotated(tmp_path):
+    boxes = np.zeros((1, 3, 5), np.float32)
+    model = one_op_model(rotated(2), [boxes, HAND_SCORES], 3)
+    bad = saved(model, tmp_path, lambda t: t.replace('output_type="i64"', 'output_type="f32"'))
+    found = [d for d in irrun.validate(bad) if d.layer is not None
+             and d.layer.type == "NMSRotated"]  # fmt: skip
+    assert [d.message for d in found] == ["output_type must be i32 or i64, got f32"]
 
 
 def test_roisnum_out_of_range_is_refused(tmp_path):

@@ -244,6 +244,12 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
                NS(sort_result_type="score", sort_result_across_batch=True, output_type=ET["i64"],
                   iou_threshold=0.5, score_threshold=0.1, nms_top_k=-1, keep_top_k=-1,
                   background_class=-1, nms_eta=0.9, normalized=True), [boxes, scores])
+        rotated = np.concatenate([boxes[..., :2], np.abs(boxes[..., 2:]) % 20 + 1,
+                                  boxes[..., :1] / 50], -1)
+        yield (r("NMSRotated", "opset13"),
+               NS(sort_result_descending=True, output_type=ET["i64"], clockwise=True),
+               [rotated[:, :200], scores[..., :200], np.int64(50), np.float32(0.5),
+                np.float32(0.1)])
         for decay in ("linear", "gaussian"):
             yield (r("MatrixNms", "opset8"),
                    NS(sort_result_type="score", sort_result_across_batch=False,
