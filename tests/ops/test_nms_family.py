@@ -179,6 +179,18 @@ def test_nms_eta_shrinks_the_threshold(tmp_path):
         assert_same(got, want)
 
 
+def test_score_at_the_threshold_meets_every_selected_box(tmp_path):
+    """Box 2 scores exactly score_threshold and overlaps box 0 (IoU 4/4.2), not box 1:
+    irrun drops it, as the plugin does with nms_eta = 1; with nms_eta < 1 the plugin
+    (like the reference) compares it with the last selected box only and keeps it."""
+    boxes = np.array([[[0, 0, 2, 2], [5, 5, 6, 6], [0, 0, 2, 2.1]]], np.float32)
+    scores = np.array([[[0.9, 0.8, 0.5]]], np.float32)
+    for eta, plugin in ((1.0, [0, 1]), (0.99, [0, 1, 2])):
+        build = multiclass(8, iou_threshold=0.5, score_threshold=0.5, nms_eta=eta)
+        got, want = run_both(build, [boxes, scores], tmp_path, 3)
+        assert got[1].ravel().tolist() == [0, 1] and want[1].ravel().tolist() == plugin
+
+
 # --------------------------------------------------------------------------- shapes
 
 
@@ -293,6 +305,15 @@ def test_matrix_nms_matches_the_plugin(attrs, seed, dims, tmp_path_factory):
     scores = np.random.default_rng(seed + 1).random((dims[0], dims[1], dims[2]), np.float32)
     scores[:, 1 if attrs["background_class"] == 0 else 0, 0] = 0.99
     got, want = run_both(matrix(**attrs), [boxes, scores], tmp_path_factory.mktemp("m"), 3)
+    assert_matrix_same(got, want)
+
+
+def test_matrix_nms_f16_matches_the_plugin(tmp_path):
+    rng = np.random.default_rng(1)
+    boxes = np.sort(rng.random((2, 7, 4)), -1).astype(np.float16)
+    scores = rng.random((2, 3, 7)).astype(np.float16)
+    got, want = run_both(matrix(decay_function="gaussian"), [boxes, scores], tmp_path, 3)
+    assert got[0].dtype == np.float16
     assert_matrix_same(got, want)
 
 
