@@ -32,9 +32,10 @@ Where irrun differs from OpenVINO's MulticlassNms:
 * A candidate scoring exactly ``score_threshold``: OpenVINO's reference kernel, and its CPU
   plugin when ``nms_eta < 1``, compare it with the last selected box only (their loop stops
   once the score is not above the threshold); irrun compares it with every selected box, as
-  the plugin does with ``nms_eta = 1`` and as the specification reads.
-* ``nms_top_k = 0`` selects nothing; the plugin then leaves its outputs unwritten.  With
-  no boxes at all, ``valid_outputs`` holds a 0 per image; the plugin leaves it unwritten.
+  the plugin does with ``nms_eta = 1``.
+* ``nms_top_k = 0`` selects nothing; the plugin's kernel then returns before writing
+  ``valid_outputs`` (it held zeros where tested).  With no boxes at all,
+  ``valid_outputs`` holds a 0 per image; the plugin leaves it unwritten.
 * The shape rule bounds the rows by ``nms_top_k`` even when the number of boxes is
   unbounded; OpenVINO's then gives no bound.
 * A negative ``roisnum`` or ``roisnum`` summing past M is refused (the kernels read out of
