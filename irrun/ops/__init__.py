@@ -76,6 +76,7 @@ Images and detection:
                           ExperimentalDetectronGenerateProposalsSingleImage,
                           ExperimentalDetectronDetectionOutput, GenerateProposals
     detection_output      DetectionOutput
+    nms_family            MulticlassNms, MatrixNms, NMSRotated
 Random numbers:
     random                RandomUniform, Multinomial
     priors                PriorBox, PriorBoxClustered
@@ -121,6 +122,7 @@ from . import (  # noqa: F401  (importing a module registers its ops)
     matmul,
     max_pool,
     movement,
+    nms_family,
     non_zero,
     normalization,
     patches,

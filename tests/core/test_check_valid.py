@@ -384,6 +384,37 @@ def _nms(opset):
     return build
 
 
+def _multiclass_nms(version):
+    def build():
+        if version == 8:
+            boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
+            scores = o1.parameter([2, 3, 6], np.float32, name="scores")
+            nms = o8.multiclass_nms(boxes, scores, iou_threshold=0.5, keep_top_k=5)
+            return list(nms.outputs()), [boxes, scores]
+        boxes = o1.parameter([3, 6, 4], np.float32, name="boxes")
+        scores = o1.parameter([3, 6], np.float32, name="scores")
+        rois = o1.parameter([2], np.int32, name="roisnum")
+        nms = o9.multiclass_nms(boxes, scores, rois, iou_threshold=0.5, sort_result_type="score")
+        return list(nms.outputs()), [boxes, scores, rois]
+
+    return build
+
+
+def _matrix_nms():
+    boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
+    scores = o1.parameter([2, 3, 6], np.float32, name="scores")
+    nms = o8.matrix_nms(boxes, scores, decay_function="gaussian", post_threshold=0.1)
+    return list(nms.outputs()), [boxes, scores]
+
+
+def _nms_rotated():
+    boxes = o1.parameter([2, 6, 5], np.float32, name="boxes")
+    scores = o1.parameter([2, 3, 6], np.float32, name="scores")
+    nms = o13.nms_rotated(boxes, scores, o1.constant(np.int64(4)),
+                          o1.constant(np.float32(0.5)), o1.constant(np.float32(0.1)))
+    return list(nms.outputs()), [boxes, scores]
+
+
 def _old_nms(opset):
     def build():
         boxes = o1.parameter([2, 6, 4], np.float32, name="boxes")
@@ -806,6 +837,10 @@ BUILDERS: dict[tuple[str, int], Callable] = {
     ("NonMaxSuppression", 4): _old_nms(o4),
     ("NonMaxSuppression", 5): _nms(o5),
     ("NonMaxSuppression", 9): _nms(o9),
+    ("MulticlassNms", 8): _multiclass_nms(8),
+    ("MulticlassNms", 9): _multiclass_nms(9),
+    ("MatrixNms", 8): _matrix_nms,
+    ("NMSRotated", 13): _nms_rotated,
     ("PriorBox", 1): _prior_box(1),
     ("PriorBox", 8): _prior_box(8),
     ("PriorBoxClustered", 1): _prior_box(0),

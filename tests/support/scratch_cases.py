@@ -289,6 +289,28 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
                NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
                [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
         yield from _recurrent(rng, dtype)
+        yield (r("MulticlassNms", "opset8"),
+               NS(sort_result_type="score", sort_result_across_batch=True, output_type=ET["i64"],
+                  iou_threshold=0.5, score_threshold=0.1, nms_top_k=-1, keep_top_k=-1,
+                  background_class=-1, nms_eta=0.9, normalized=True), [boxes, scores])
+        rotated = np.concatenate([boxes[..., :2], np.abs(boxes[..., 2:]) % 20 + 1,
+                                  boxes[..., :1] / 50], -1)
+        yield (r("NMSRotated", "opset13"),
+               NS(sort_result_descending=True, output_type=ET["i64"], clockwise=True),
+               [rotated[:, :200], scores[..., :200], np.int64(50), np.float32(0.5),
+                np.float32(0.1)])
+        for decay in ("linear", "gaussian"):
+            yield (r("MatrixNms", "opset8"),
+                   NS(sort_result_type="score", sort_result_across_batch=False,
+                      output_type=ET["i64"], score_threshold=0.1, nms_top_k=-1, keep_top_k=-1,
+                      background_class=-1, decay_function=decay, gaussian_sigma=2.0,
+                      post_threshold=0.05, normalized=True), [boxes, scores])
+        yield (r("MulticlassNms", "opset9"),
+               NS(sort_result_type="classid", sort_result_across_batch=False,
+                  output_type=ET["i32"], iou_threshold=0.5, score_threshold=0.1, nms_top_k=-1,
+                  keep_top_k=-1, background_class=0, nms_eta=1.0, normalized=False),
+               [boxes.reshape(4, 250, 4), scores.reshape(-1)[:1000].reshape(4, 250),
+                np.array([100, 0, 150], np.int32)])
         yield (r("NonMaxSuppression", "opset4"),
                NS(box_encoding="corner", sort_result_descending=True, output_type=ET["i64"]),
                [boxes, scores, np.int64(200), np.float32(0.5), np.float32(0.1)])
