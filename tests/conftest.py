@@ -13,6 +13,12 @@ import os
 import pytest
 from hypothesis import settings
 
+# Every op registered before any test runs, as irrun.load does on first use: `import irrun` is
+# lazy, so a test that looks an op up in the registry would otherwise depend on whether an
+# earlier test in its process happened to load a model (pytest-xdist deals tests out freely).
+import irrun.core.subgraphs  # If, Loop and TensorIterator register there
+import irrun.ops  # noqa: F401
+
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
@@ -48,7 +54,6 @@ def without_ops(monkeypatch):
     """``without_ops("BinaryConvolution", ...)``: the test runs as if irrun lacked those op
     types (their registrations are taken out of the registry until it ends), so that the
     paths for an op irrun does not run stay tested whatever ops it runs."""
-    import irrun.ops  # noqa: F401  (every op registered before some are taken out)
     from irrun.ir import registry
 
     def remove(*types: str) -> None:
