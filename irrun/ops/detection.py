@@ -431,28 +431,37 @@ def _check_roi(a: SimpleNamespace) -> None:
                          "its CPU plugin refuses to compile)")  # fmt: skip
 
 
-def _roi_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    data, rois, indices = (i.shape for i in inputs)
-    data_et, rois_et = inputs[0].element_type, inputs[1].element_type
-    if data_et is not None and rois_et is not None and data_et != rois_et:
-        raise ShapeError(f"data and rois must have the same element type, got {data_et.name} "
-                         f"and {rois_et.name}")  # fmt: skip
-    if data is not None and len(data) != 4:
-        raise ShapeError(f"data must be 4-D [N, C, H, W], got shape {list(data)}")
-    if rois is not None and len(rois) != 2:
-        raise ShapeError(f"rois must be 2-D [num_rois, 4], got shape {list(rois)}")
-    if indices is not None and len(indices) != 1:
-        raise ShapeError(f"batch_indices must be 1-D [num_rois], got shape {list(indices)}")
-    count: Dim = DYNAMIC
-    if rois is not None:
-        if not _may_be(rois[1], 4):
-            raise ShapeError(f"rois' dim 1 must be 4 (x1, y1, x2, y2), got {rois[1]}")
-        count = rois[0]
-    if indices is not None:
-        count = merge_dims(count, indices[0], "rois and batch_indices must have as many rows")
-    channels = DYNAMIC if data is None else data[1]
-    shape: Shape = (count, channels, a.pooled_h, a.pooled_w)
-    return [TensorInfo(shape, data_et if data_et is not None else rois_et)]
+def _roi_infer_of(columns: int, fields: str):
+    """The shape rule of ROIAlign (regions of 4 ``fields``) and ROIAlignRotated (5): one
+    ``[pooled_h, pooled_w]`` map of the data's channels per region."""
+
+    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+        data, rois, indices = (i.shape for i in inputs)
+        data_et, rois_et = inputs[0].element_type, inputs[1].element_type
+        if data_et is not None and rois_et is not None and data_et != rois_et:
+            raise ShapeError(f"data and rois must have the same element type, got "
+                             f"{data_et.name} and {rois_et.name}")  # fmt: skip
+        if data is not None and len(data) != 4:
+            raise ShapeError(f"data must be 4-D [N, C, H, W], got shape {list(data)}")
+        if rois is not None and len(rois) != 2:
+            raise ShapeError(f"rois must be 2-D [num_rois, {columns}], got shape {list(rois)}")
+        if indices is not None and len(indices) != 1:
+            raise ShapeError(f"batch_indices must be 1-D [num_rois], got shape {list(indices)}")
+        count: Dim = DYNAMIC
+        if rois is not None:
+            if not _may_be(rois[1], columns):
+                raise ShapeError(f"rois' dim 1 must be {columns} ({fields}), got {rois[1]}")
+            count = rois[0]
+        if indices is not None:
+            count = merge_dims(count, indices[0], "rois and batch_indices must have as many rows")
+        channels = DYNAMIC if data is None else data[1]
+        shape: Shape = (count, channels, a.pooled_h, a.pooled_w)
+        return [TensorInfo(shape, data_et if data_et is not None else rois_et)]
+
+    return infer
+
+
+_roi_infer = _roi_infer_of(4, "x1, y1, x2, y2")
 
 
 def _roi_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
@@ -610,29 +619,7 @@ ROTATED_ATTRS = (
 )
 
 
-def _rotated_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    data, rois, indices = (i.shape for i in inputs)
-    data_et, rois_et = inputs[0].element_type, inputs[1].element_type
-    if data_et is not None and rois_et is not None and data_et != rois_et:
-        raise ShapeError(f"data and rois must have the same element type, got {data_et.name} "
-                         f"and {rois_et.name}")  # fmt: skip
-    if data is not None and len(data) != 4:
-        raise ShapeError(f"data must be 4-D [N, C, H, W], got shape {list(data)}")
-    if rois is not None and len(rois) != 2:
-        raise ShapeError(f"rois must be 2-D [num_rois, 5], got shape {list(rois)}")
-    if indices is not None and len(indices) != 1:
-        raise ShapeError(f"batch_indices must be 1-D [num_rois], got shape {list(indices)}")
-    count: Dim = DYNAMIC
-    if rois is not None:
-        if not _may_be(rois[1], 5):
-            raise ShapeError(f"rois' dim 1 must be 5 (x_center, y_center, width, height, "
-                             f"angle), got {rois[1]}")  # fmt: skip
-        count = rois[0]
-    if indices is not None:
-        count = merge_dims(count, indices[0], "rois and batch_indices must have as many rows")
-    channels = DYNAMIC if data is None else data[1]
-    shape: Shape = (count, channels, a.pooled_h, a.pooled_w)
-    return [TensorInfo(shape, data_et if data_et is not None else rois_et)]
+_rotated_infer = _roi_infer_of(5, "x_center, y_center, width, height, angle")
 
 
 def _rotated_kernel(a: SimpleNamespace, data: np.ndarray, rois: np.ndarray,
