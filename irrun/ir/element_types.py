@@ -116,6 +116,49 @@ _BY_DTYPE[np.dtype(ml_dtypes.float4_e2m1fn)] = ELEMENT_TYPES["f4e2m1"]
 _BY_DTYPE[np.dtype(np.uint8)] = ELEMENT_TYPES["u8"]
 _BY_DTYPE[np.dtype(np.int8)] = ELEMENT_TYPES["i8"]
 
+# Named sets of element types, in which ops declare what each input port takes
+# (``OpDef.input_types``) and ``irrun ops`` describes it.
+FLOATS = ("f64", "f32", "f16", "bf16")
+LOW_FLOATS = ("f8e4m3", "f8e5m2", "f8e8m0", "f4e2m1")
+INTEGERS = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8")
+PACKED_INTEGERS = ("i4", "u1", "u2", "u3", "u4", "u6")
+INDEX_TYPES = ("i32", "i64")
+NUMBERS = (*FLOATS, *INTEGERS)
+# What arithmetic takes: the numbers, the low-precision floats and the packed integers
+# (unpacked to a byte each); not boolean, nf4 (codes, not numbers) or string.
+ALL_NUMBERS = (*NUMBERS, *LOW_FLOATS, *PACKED_INTEGERS)
+ANY = tuple(ELEMENT_TYPES)
+# Largest first: a description names the largest sets that a port takes whole.
+TYPE_GROUPS = {
+    "any": ANY,
+    "all numbers": ALL_NUMBERS,
+    "numbers": NUMBERS,
+    "floats": FLOATS,
+    "integers": INTEGERS,
+    "low floats": LOW_FLOATS,
+    "packed integers": PACKED_INTEGERS,
+}
+
+
+def describe_types(names: tuple[str, ...] | None) -> str:
+    """``names`` in words: the groups of :data:`TYPE_GROUPS` it holds whole, then the rest
+    in the order of :data:`ELEMENT_TYPES` (None: any).
+
+    >>> describe_types(("i64", "i32", "f16", "f32", "f64", "bf16", "boolean"))
+    'floats, i64, i32, boolean'
+    >>> describe_types(None), describe_types(("i32", "i64"))
+    ('any', 'i64, i32')
+    """
+    if names is None:
+        return "any"
+    left = [name for name in ELEMENT_TYPES if name in names]
+    words = []
+    for word, group in TYPE_GROUPS.items():
+        if all(name in left for name in group):
+            words.append(word)
+            left = [name for name in left if name not in group]
+    return ", ".join(words + left)
+
 
 def supported_names() -> str:
     return ", ".join(ELEMENT_TYPES)

@@ -58,6 +58,10 @@ Scratch = Callable[[SimpleNamespace, Sequence[TensorInfo], Sequence[TensorInfo]]
 Warn = Callable[[SimpleNamespace, Sequence[TensorInfo]], list[str]]
 
 
+# ``OpDef.inputs[1]`` at least this: no upper bound on the number of inputs.
+VARIADIC = 1 << 16
+
+
 @dataclass(frozen=True)
 class OpDef:
     type: str
@@ -75,8 +79,11 @@ class OpDef:
     # run computes, the executor calls ``kernel(attrs, *inputs, needed=mask)`` with
     # one bool per output (never all True) and ignores what it returns for the others.
     optional_outputs: bool = False
-    # The element types each input port takes (names; None or absent: any).  A shape
-    # rule never sees another: :func:`register` checks them first, for every op alike.
+    # The element types each input port takes (names, in the sets of
+    # irrun.ir.element_types; None: any), one entry per port; an op with no upper bound
+    # on its inputs (Concat) declares its last entry for all the ports from there on.
+    # A shape rule never sees another type: :func:`register` checks them first, for every
+    # op alike, and ``irrun ops`` lists them.
     input_types: tuple[tuple[str, ...] | None, ...] = ()
 
     # Facts about the op that the passes, the folding, the memory plan and the checker
@@ -106,14 +113,26 @@ class OpDef:
     def label(self) -> str:
         return f"{self.type}-v{self.version}"
 
+    @property
+    def variadic(self) -> bool:
+        """The op takes any number of inputs from its least (Concat, Einsum)."""
+        return self.inputs[1] >= VARIADIC
+
+    def port_types(self, port: int) -> tuple[str, ...] | None:
+        """The element types input ``port`` takes (None: any)."""
+        declared = self.input_types
+        if port < len(declared):
+            return declared[port]
+        return declared[-1] if declared and self.variadic else None
+
 
 def _typed(op: OpDef) -> ShapeRule:
     """``op``'s shape rule behind a check of its inputs' element types."""
-    rule, accepted = op.infer, op.input_types
+    rule = op.infer
 
     def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-        for port, (info, types) in enumerate(zip(inputs, accepted, strict=False)):
-            et = info.element_type
+        for port, info in enumerate(inputs):
+            et, types = info.element_type, op.port_types(port)
             if types is not None and et is not None and et.name not in types:
                 raise ShapeError(
                     f"input {port} is {et.name}, which {op.label} does not take "

@@ -1,13 +1,15 @@
 """``irrun ops``: which of OpenVINO's ops irrun runs, version by version.
 
-Every op type of OpenVINO's opsets 1 to 16 (``irrun.ir.opsets``, read off OpenVINO's
-IR reader) with the opsets that introduced each of its versions, and which of those
-versions irrun's registry holds.  A version is named by the opset that introduced it,
+Every op type of OpenVINO's opsets 1 to 17 (``irrun.ir.opsets``, read off OpenVINO's
+IR reader) with the opsets that introduced each of its versions, which of those
+versions irrun's registry holds, and the element types each version's input ports take
+(``OpDef.input_types``).  A version is named by the opset that introduced it,
 as OpenVINO's documentation names them (ScaledDotProductAttention-13, Range-4).
 ``--markdown`` prints the table docs/ops.md holds (``tests/tools/test_ops.py`` checks
 that it is current); ``--json`` is for scripts; ``--missing`` keeps the versions irrun
-lacks.  ``--fast`` lists the fast kernels instead (:mod:`irrun.fast`): for each, the op
-versions it implements, when it applies, and how close to the reference kernel it is.
+lacks, and prints nothing when it lacks none (``--json``: an empty list).  ``--fast``
+lists the fast kernels instead (:mod:`irrun.fast`): for each, the op versions it
+implements, when it applies, and how close to the reference kernel it is.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from ..fast import fast_kernels
 from ..ir import registry
+from ..ir.element_types import describe_types
 from ..ir.opsets import OPSETS
 from .common import Parents, dump_json
 
@@ -26,8 +29,8 @@ def register(sub: Any, parents: Parents) -> None:
     """Add the ``ops`` subcommand to the parser ``cli`` builds."""
     parser = sub.add_parser(
         "ops",
-        description="List every op type of OpenVINO's opsets 1 to 16 with the opsets that "
-        "introduced its versions, and the versions irrun runs.",
+        description="List every op type of OpenVINO's opsets 1 to 17 with the opsets that "
+        "introduced its versions, the versions irrun runs and the element types they take.",
         epilog="examples:\n"
         "  irrun ops\n"
         "  irrun ops --missing\n"
@@ -50,25 +53,59 @@ def register(sub: Any, parents: Parents) -> None:
     parser.set_defaults(handler=_handle)
 
 
-def coverage() -> list[dict[str, Any]]:
-    """One entry per OpenVINO op type: its versions and the ones irrun runs.
+def input_types(op: registry.OpDef) -> str:
+    """The element types each input port of ``op`` takes, ports that take the same
+    together (``0..``: that port and all after it, on an op of any number of inputs).
 
-    >>> [e for e in coverage() if e["type"] == "MaxPool"]
-    [{'type': 'MaxPool', 'opsets': 'opset1..16', 'versions': [1, 8, 14], 'irrun': [1, 8, 14]}]
+    >>> input_types(registry.resolve("CTCLoss", "opset4"))
+    '0: floats; 1-4: i64, i32'
+    >>> input_types(registry.resolve("Concat", "opset1"))
+    '0..: any'
     """
-    ours: dict[str, set[int]] = {}
+    ports = op.inputs[0] if op.variadic else op.inputs[1]
+    if ports == 0:
+        return "-"
+    runs: list[tuple[int, int, str]] = []
+    for port in range(ports):
+        words = describe_types(op.port_types(port))
+        if runs and runs[-1][2] == words:
+            runs[-1] = (runs[-1][0], port, words)
+        else:
+            runs.append((port, port, words))
+    parts = []
+    for first, last, words in runs:
+        where = str(first) if first == last else f"{first}-{last}"
+        if op.variadic and last == ports - 1:
+            where = f"{first}.."
+        parts.append(f"{where}: {words}")
+    return "; ".join(parts)
+
+
+def coverage() -> list[dict[str, Any]]:
+    """One entry per OpenVINO op type: its versions, the ones irrun runs and the element
+    types of their input ports, by version.
+
+    >>> entry = [e for e in coverage() if e["type"] == "MaxPool"][0]
+    >>> entry["opsets"], entry["versions"], entry["irrun"]
+    ('opset1..16', [1, 8, 14], [1, 8, 14])
+    >>> entry["input_types"]["14"]
+    '0: numbers, boolean'
+    """
+    ours: dict[str, dict[int, registry.OpDef]] = {}
     for op in registry.supported_ops():
         name = registry.openvino_type(op.type)
         if name is not None:
-            ours.setdefault(name, set()).add(op.since_opset)
+            ours.setdefault(name, {})[op.since_opset] = op
     table = []
     for name in sorted(OPSETS, key=str.lower):
         versions = list(OPSETS[name][1])
+        have = ours.get(name, {})
         table.append({
             "type": name,
             "opsets": registry.describe_opsets(registry.openvino_opsets(name)),
             "versions": versions,
-            "irrun": [v for v in versions if v in ours.get(name, ())],
+            "irrun": [v for v in versions if v in have],
+            "input_types": {str(v): input_types(have[v]) for v in versions if v in have},
         })  # fmt: skip
     return table
 
@@ -91,18 +128,27 @@ def _irrun_text(entry: dict[str, Any]) -> str:
     return ", ".join(map(str, entry["irrun"])) or "-"
 
 
+def _types_text(entry: dict[str, Any]) -> str:
+    by_version = entry["input_types"]
+    if len(set(by_version.values())) <= 1:
+        return next(iter(by_version.values()), "-")
+    return "<br>".join(f"{entry['type']}-{v}: {text}" for v, text in by_version.items())
+
+
 def markdown(table: list[dict[str, Any]]) -> str:
-    """The table of docs/ops.md: type, versions by opset of introduction, what irrun runs."""
+    """The table of docs/ops.md: type, versions by opset of introduction, what irrun runs,
+    and the element types each input port takes."""
     lines = [
         summary(table) + ".",
         "",
-        "| op type | versions (opset that introduced them) | irrun |",
-        "|---|---|---|",
+        "| op type | versions (opset that introduced them) | irrun | element types by input port |",
+        "|---|---|---|---|",
     ]
     for e in table:
         irrun = _irrun_text(e)
         mark = f"**{irrun}**" if e["irrun"] else "-"
-        lines.append(f"| {e['type']} | {', '.join(map(str, e['versions']))} | {mark} |")
+        versions = ", ".join(map(str, e["versions"]))
+        lines.append(f"| {e['type']} | {versions} | {mark} | {_types_text(e)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -148,6 +194,8 @@ def _handle(args: argparse.Namespace) -> int:
         return _handle_fast(args)
     table = coverage()
     shown = _missing(table) if args.missing else table
+    if args.missing and not shown and not args.json:
+        return 0
     if args.json:
         dump_json({"summary": summary(table), "ops": shown}, sys.stdout)
     elif args.markdown:

@@ -63,7 +63,8 @@ def test_coverage_by_hand():
     table = {e["type"]: e for e in ops.coverage()}
     assert table["MaxPool"]["versions"] == [1, 8, 14] == table["MaxPool"]["irrun"]
     assert table["CTCGreedyDecoder"] == {"type": "CTCGreedyDecoder", "opsets": "opset1..16",
-                                         "versions": [1], "irrun": [1]}  # fmt: skip
+                                         "versions": [1], "irrun": [1],
+                                         "input_types": {"1": "0-1: floats"}}  # fmt: skip
     assert table["ShuffleChannels"]["opsets"] == "opset1, opset3..16"
     assert table["Identity"]["opsets"] == "opset16"
     assert "Const" not in table and "Constant" in table and table["Constant"]["irrun"] == [1]
@@ -71,14 +72,15 @@ def test_coverage_by_hand():
 
 def test_markdown_rows():
     text = ops.markdown(ops.coverage())
-    assert "| AvgPool | 1, 14, 16 | **all** |" in text
-    assert "| Abs | 1 | **yes** |" in text
-    assert "| CTCGreedyDecoder | 1 | **yes** |" in text
+    assert "| AvgPool | 1, 14, 16 | **all** | 0: numbers, boolean |" in text
+    assert "| Abs | 1 | **yes** | 0: all numbers |" in text
+    assert "| CTCGreedyDecoder | 1 | **yes** | 0-1: floats |" in text
+    assert "| DeformableConvolution | 1, 8 | **all** | DeformableConvolution-1: 0-2: floats<br>" in text
     # An op type irrun lacks in every version has a row that says so.
     for entry in ops.coverage():
         if not entry["irrun"]:
             versions = ", ".join(map(str, entry["versions"]))
-            assert f"| {entry['type']} | {versions} | - |" in text
+            assert f"| {entry['type']} | {versions} | - | - |" in text
     assert text.startswith("irrun runs ")
 
 
@@ -90,6 +92,9 @@ def test_cli_json_and_missing(capsys):
     missing = {e["type"]: e for e in json.loads(capsys.readouterr().out)["ops"]}
     lacking = {e["type"] for e in ops.coverage() if e["irrun"] != e["versions"]}
     assert "MaxPool" not in missing and set(missing) == lacking
+    assert main(["ops", "--missing"]) == 0
+    # Every version of opsets 1 to 17 runs, so nothing is printed, not even a header.
+    assert lacking == set() and capsys.readouterr() == ("", "")
     assert main(["ops"]) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines()[0].split() == ["op", "type", "versions", "irrun"]
