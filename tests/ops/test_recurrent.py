@@ -704,3 +704,32 @@ def test_versions_follow_the_factories():
                              ("LSTMSequence", "lstm_sequence"), ("GatherTree", "gather_tree")):  # fmt: skip
         assert_versions_follow_factories(op_type, factory)
     assert re.fullmatch(r"RNNCell-v1", resolve("RNNCell", "opset3").label)
+
+
+# ---------------------------------------------------------------- converted models
+
+SEQUENCE_MODELS = Path(__file__).resolve().parents[1] / "sequence_models"
+_EXPECTED = np.load(SEQUENCE_MODELS / "expected.npz")
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("keras_rnn", "Loop"), ("onnx_lstm", "LSTMSequence"), ("onnx_gru", "GRUSequence"),
+    ("onnx_rnn", "RNNSequence"), ("onnx_lstm_bidirectional", "LSTMSequence"),
+    ("onnx_gru_reverse", "GRUSequence"),
+])  # fmt: skip
+def test_converted_sequence_models(name, kind):
+    """Keras's LSTM/GRU (Loops over the cells) and ONNX's LSTM, GRU and RNN (the Sequence
+    ops) as OpenVINO's converters make them, against Keras's or ONNX's reference
+    evaluator's outputs, or the CPU plugin's where ONNX's evaluator ignores direction,
+    lengths and clip (tests/sequence_models/make_sequence_models.py).  Tolerance: the f32
+    one of this file (sums of a few products in another order)."""
+    xml = SEQUENCE_MODELS / f"{name}.xml"
+    assert f'type="{kind}"' in xml.read_text()
+    feeds = {k.split("/")[2]: _EXPECTED[k] for k in _EXPECTED.files if k.startswith(f"{name}/in/")}
+    expected = [_EXPECTED[k] for k in sorted(
+        (k for k in _EXPECTED.files if k.startswith(f"{name}/out/")),
+        key=lambda k: int(k.rsplit("/", 1)[1]))]  # fmt: skip
+    got = list(irrun.load(xml).run(feeds).values())
+    assert len(got) == len(expected) > 0
+    for have, want in zip(got, expected, strict=True):
+        np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-5)
