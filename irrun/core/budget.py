@@ -272,7 +272,7 @@ def _info_bytes(info: TensorInfo | None) -> int | None:
         if hi is None:
             return None
         dims.append(hi)
-    return tensor_bytes(dims, info.element_type.dtype.itemsize)
+    return tensor_bytes(dims, info.element_type.item_bytes)
 
 
 def _describe_tensor(info: TensorInfo | None) -> str:

@@ -335,4 +335,4 @@ def _static_bytes(info: TensorInfo | None) -> int | None:
     """A tensor's bytes, when its shape and type are known (a constant's always are)."""
     if info is None or info.element_type is None or not is_static(info.shape):
         return None
-    return tensor_bytes(info.shape, info.element_type.dtype.itemsize)  # type: ignore[arg-type]
+    return tensor_bytes(info.shape, info.element_type.item_bytes)  # type: ignore[arg-type]

@@ -168,7 +168,7 @@ def random_inputs(
         assert attrs is not None
         shape = shapes_by_name[name]
         dtype = attrs.element_type.dtype
-        planned.append((name, shape, dtype, tensor_bytes(shape, dtype.itemsize)))
+        planned.append((name, shape, dtype, tensor_bytes(shape, attrs.element_type.item_bytes)))
         shapes[node.layer.id] = shape
         nodes[name] = node
     if graph is not None and not all(is_static(declared) for *_, declared in inputs):

@@ -227,7 +227,7 @@ def _impossible_size(info: TensorInfo) -> int | None:
     """The bytes of a tensor too large for any machine, else None."""
     if info.element_type is None or not is_static(info.shape):
         return None
-    size = tensor_bytes(info.shape, info.element_type.dtype.itemsize)  # type: ignore[arg-type]
+    size = tensor_bytes(info.shape, info.element_type.item_bytes)  # type: ignore[arg-type]
     return size if size >= IMPOSSIBLE_BYTES else None
 
 

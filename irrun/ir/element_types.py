@@ -34,12 +34,23 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
+# A string element's bytes in a budget (see ElementType.item_bytes).
+STRING_ITEM_BYTES = 8 + 64
+
 
 @dataclass(frozen=True)
 class ElementType:
     name: str  # canonical OpenVINO name
     dtype: np.dtype  # dtype of the decoded array
     bits: int  # storage bits per element in a .bin file (0: string, of varying size)
+
+    @property
+    def item_bytes(self) -> int:
+        """Bytes irrun holds per element once decoded, for memory budgets: the dtype's
+        size, and for a string the object array's pointer and a Python ``str`` of up to
+        15 ASCII characters (64 bytes in CPython), so that a budget counts the text too:
+        longer strings are undercounted, but no longer by a factor of ten."""
+        return STRING_ITEM_BYTES if self.bits == 0 else self.dtype.itemsize
 
     @property
     def packed(self) -> bool:

@@ -269,3 +269,20 @@ def test_folded_weights_are_not_tensors_of_the_run(tmp_path, capsys):
     found = irrun.validate(path, max_memory="30K")
     assert [(d.code, d.layer.type) for d in found] == [("over-budget", "Subtract")]
     assert "a run needs 96.2 KiB of tensors at this layer" in found[0].message
+
+
+def test_string_tensors_are_counted_with_their_text(tmp_path):
+    # A string element is an object array's pointer and a Python str: 8 + 64 bytes for
+    # one of up to 15 ASCII characters (sys.getsizeof("x" * 15) is 64 in CPython).
+    ov = pytest.importorskip("openvino")
+    x = ov.opset1.parameter([1000], ov.Type.string, name="x")
+    x.output(0).get_tensor().set_names({"x"})
+    path = tmp_path / "strings.xml"
+    ov.save_model(ov.Model([ov.opset1.concat([x, x], 0)], [x], "s"), path)
+    text = np.array([f"word {i}" for i in range(1000)], object)
+    # The user's input is theirs: the run holds the Concat's 2000 strings.
+    m = irrun.load(path, max_memory=2000 * 72)
+    assert m.run({"x": text})[0].tolist() == text.tolist() * 2
+    m.max_memory = 2000 * 72 - 1
+    with pytest.raises(irrun.IrrunError, match=r"needs 141 KiB of tensors .* output string\[2000\]"):
+        m.run({"x": text})
