@@ -171,6 +171,18 @@ def describe_types(names: tuple[str, ...] | None) -> str:
     return ", ".join(words + left)
 
 
+def dtype_name(dtype: np.dtype) -> str:
+    """The name reports give an array's dtype: NumPy's, but ``string`` for the object
+    arrays that hold strings and ``nf4`` for nf4's codes.
+
+    >>> dtype_name(np.dtype(np.float32)), dtype_name(STRING), dtype_name(NF4)
+    ('float32', 'string', 'nf4')
+    """
+    if dtype == STRING:
+        return "string"
+    return "nf4" if dtype == NF4 else str(dtype)
+
+
 def supported_names() -> str:
     return ", ".join(ELEMENT_TYPES)
 

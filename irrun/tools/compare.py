@@ -39,6 +39,7 @@ import numpy as np
 
 from ..core.model import Model, load
 from ..errors import IrrunError, UsageError
+from ..ir.element_types import dtype_name
 from ..text import count
 from .common import (
     Parents,
@@ -205,7 +206,7 @@ def compare(
             "source": source,
             "seed": seed if source == "random" else None,
             "tensors": [{"name": name, "shape": list(np.shape(value)),
-                         "dtype": str(np.asarray(value).dtype)}
+                         "dtype": dtype_name(np.asarray(value).dtype)}
                         for name, value in feeds.items()],
             "hint": _inputs_hint(model, reference, ref) if source == "random" else None,
         }  # fmt: skip

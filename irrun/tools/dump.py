@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.model import LayerRun
 from ..errors import IrrunError, Location
+from ..ir.element_types import dtype_name
 from .common import save_npz, write_atomically
 
 MANIFEST = "manifest.json"
@@ -143,7 +144,7 @@ class LayerDump:
                     "port": port,
                     "file": name,
                     "shape": list(array.shape),
-                    "dtype": str(array.dtype),
+                    "dtype": dtype_name(array.dtype),
                 }
             )  # fmt: skip
 

@@ -21,6 +21,7 @@ from ..core.memory import parse_size
 from ..core.model import LayerRun, Model, load
 from ..errors import IrrunError, UsageError
 from ..ir.dims import format_shape
+from ..ir.element_types import dtype_name
 from ..version import __version__
 from . import batch, common, dump
 from . import profile as profiling
@@ -335,7 +336,7 @@ def inputs_report(model: Model, feeds: dict[str, np.ndarray]) -> list[dict[str, 
     types = {spec.name: spec.element_type for spec in model.inputs}
     return [
         {"name": name, "shape": list(np.shape(v)), "element_type": types.get(name),
-         "dtype": str(np.asarray(v).dtype)}
+         "dtype": dtype_name(np.asarray(v).dtype)}
         for name, v in feeds.items()
     ]  # fmt: skip
 
@@ -352,7 +353,8 @@ def run_report(path: str, model: Model, feeds: dict[str, np.ndarray], source: st
         "input_source": source,
         "threads": model.threads,
         "outputs": [
-            {"name": name, "shape": list(arr.shape), "dtype": str(arr.dtype), **output_stats(arr)}
+            {"name": name, "shape": list(arr.shape), "dtype": dtype_name(arr.dtype),
+             **output_stats(arr)}
             for name, arr in outputs.items()
         ],
     }
@@ -395,7 +397,7 @@ def summary_table(outputs: dict[str, np.ndarray]) -> str:
                 stats = [f"{arr.min():.5g}", f"{arr.max():.5g}", f"{mean:.5g}"]
         else:
             stats = ["-", "-", "-"]
-        rows.append((name, str(list(arr.shape)), str(arr.dtype), *stats))
+        rows.append((name, str(list(arr.shape)), dtype_name(arr.dtype), *stats))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
