@@ -5,7 +5,7 @@
 strings as object arrays of ``str``); ``to_ov`` and ``from_ov`` turn them into OpenVINO
 tensors and back through :mod:`support.ov_packed`, which packs as OpenVINO does,
 independently of irrun's decoder.  ``evaluate`` runs ``ov.Model.evaluate`` on such
-inputs and ``assert_same`` compares two results element for element (floats by their
+inputs, ``cpu`` the CPU plugin, and ``assert_same`` compares two results element for element (floats by their
 bits, so that NaNs and signed zeros count).
 """
 
@@ -17,6 +17,7 @@ import openvino as ov
 import irrun
 from irrun.ir.element_types import ELEMENT_TYPES, NF4
 
+from .ov_oneop import CORE, CPU_CONFIG
 from .ov_packed import array, tensor
 
 # The largest value each packed integer type holds (i4: -8..7).
@@ -74,6 +75,14 @@ def evaluate(model: ov.Model, inputs: list[np.ndarray], types: list[str]) -> lis
     assert model.evaluate(outs, [to_ov(x, t) for x, t in zip(inputs, types, strict=True)])
     names = [o.get_element_type().get_type_name() for o in model.outputs]
     return [from_ov(o, _name(n)) for o, n in zip(outs, names, strict=True)]
+
+
+def cpu(model: ov.Model, inputs: list[np.ndarray], types: list[str]) -> list[np.ndarray]:
+    """The CPU plugin's outputs of ``model`` (f32 precision, one thread)."""
+    request = CORE.compile_model(model, "CPU", CPU_CONFIG).create_infer_request()
+    request.infer({i: to_ov(x, t) for i, (x, t) in enumerate(zip(inputs, types, strict=True))})
+    outs = [request.get_output_tensor(k) for k in range(len(model.outputs))]
+    return [from_ov(o, _name(o.get_element_type().get_type_name())) for o in outs]
 
 
 def _name(ov_name: str) -> str:
