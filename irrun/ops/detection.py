@@ -89,6 +89,14 @@ plugin to about 1e-5 relative (it sums the bilinear terms in its own order);
 f16 and bf16 inputs are computed in f32 and rounded once, as the plugin does (the
 reference kernel computes in the input's type).
 
+Element types: NonMaxSuppression's boxes, scores and thresholds f32, f16 or bf16
+(versions 5 and 9 refuse f64; 1, 3 and 4 check no type, but the plugin runs none of them
+in f64), its ``max_output_boxes_per_class`` any number or boolean (OpenVINO checks no
+type; the value is truncated to an integer).  ROIAlign's and ROIAlignRotated's data and
+regions one float type of f64, f32, f16 and bf16 (OpenVINO also takes the 8- and 4-bit
+floats, which irrun refuses: nothing here compares them with OpenVINO), their
+``batch_indices`` any integer type, the packed ones too, as OpenVINO's check.
+
 ROIAlignRotated pools rotated regions ``[x_c, y_c, w, h, angle]`` with ROIAlign's
 sampling (``avg`` only; see its kernel's docstring); the samples are rotated about
 the region's centre into the map.  Its values agree with the CPU plugin to about 1e-7

@@ -42,6 +42,10 @@ GenerateProposals is ExperimentalDetectronGenerateProposalsSingleImage for a bat
 images, with sizes ``normalized`` or not, ``min_size`` scaled by the image's scale and
 outputs of the boxes kept, image after image (see its kernel).
 
+Element types: every input of these ops is one float type (f64, f32, f16 or bf16), as
+OpenVINO checks (it also takes the 8- and 4-bit floats, which irrun refuses: nothing here
+compares them with OpenVINO).
+
 OpenVINO's reference kernels of these ops do not run from ``ov.Model.evaluate``; the
 tests compare with the CPU plugin.
 """
