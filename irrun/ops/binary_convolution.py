@@ -44,13 +44,12 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, format_shape
-from ..ir.element_types import ELEMENT_TYPES
+from ..ir.element_types import ELEMENT_TYPES, FLOATS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .convolution import SHAPE_ATTRS, _infer, _scratch, check_attrs, convolve
 from .window import AUTO_PADS
 
 F32 = ELEMENT_TYPES["f32"]
-FLOATS = ("f16", "bf16", "f32", "f64")
 
 ATTRS = (
     Attr("strides", "ints"),

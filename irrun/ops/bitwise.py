@@ -41,12 +41,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..ir.element_types import INTEGERS
 from ..ir.registry import OpDef, TensorInfo, register
 from ._scratch import nothing, per_element
 from ._shapes import BROADCAST_ATTR, infer_unary
 from .arithmetic import binary_kernel, infer_binary
 
-INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 BOOLEAN_OR_INTEGERS = ("boolean", *INTEGERS)
 
 

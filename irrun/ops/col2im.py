@@ -31,12 +31,10 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
+from ..ir.element_types import INDEX_TYPES, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
 from ._shapes import int_values
-
-INDEX_TYPES = ("i32", "i64")
-DATA_TYPES = ("bf16", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 
 
 def _check_col2im(a: SimpleNamespace) -> None:
@@ -149,7 +147,7 @@ register(
           attrs=(Attr("strides", "ints", (1, 1)), Attr("dilations", "ints", (1, 1)),
                  Attr("pads_begin", "ints", (0, 0)), Attr("pads_end", "ints", (0, 0))),
           infer=_col2im_infer, kernel=_col2im, inputs=(3, 3), check=_check_col2im,
-          input_types=(DATA_TYPES, INDEX_TYPES, INDEX_TYPES),
+          input_types=(NUMBERS, INDEX_TYPES, INDEX_TYPES),
           shape_attrs=("strides", "dilations", "pads_begin", "pads_end"),
           scratch=_col2im_scratch)
 )  # fmt: skip

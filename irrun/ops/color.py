@@ -55,11 +55,12 @@ import numpy as np
 
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, format_shape
+from ..ir.element_types import FLOATS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import try_merge_dims
 
-TYPES = ("u8", "bf16", "f16", "f32", "f64")
+TYPES = (*FLOATS, "u8")
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 

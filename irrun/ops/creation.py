@@ -49,20 +49,22 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim
-from ..ir.element_types import ELEMENT_TYPES, ElementType
-from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from ._scratch import nothing, per_element
-from ._shapes import (
+from ..ir.element_types import (
+    ANY,
+    ELEMENT_TYPES,
     INDEX_TYPES,
     INTEGERS,
     NUMBERS,
-    flat_ints,
-    fmt,
-    int_values,
-    normalize_axis,
-    one_d,
-    scalar_like,
+    PACKED_INTEGERS,
+    ElementType,
 )
+from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ._scratch import nothing, per_element
+from ._shapes import flat_ints, fmt, int_values, normalize_axis, one_d, scalar_like
+
+# OneHot's indices and depth: OpenVINO takes any integral type (boolean too; nf4's codes
+# and strings it counts as integral, but they are no numbers to compare).
+ONE_HOT_INDICES = (*INTEGERS, *PACKED_INTEGERS, "boolean")
 
 # --------------------------------------------------------------------------- Range
 
@@ -257,7 +259,7 @@ register(
 # OpenVINO leaves an absent OneHot axis uninitialised: irrun requires it.
 register(OpDef(type="OneHot", version=1, since_opset=1, attrs=(Attr("axis", "int"),),
                infer=_one_hot_infer, kernel=_one_hot, inputs=(4, 4),
-               input_types=(INTEGERS, INTEGERS), shape_attrs=("axis",),
+               input_types=(ONE_HOT_INDICES, ONE_HOT_INDICES, ANY, ANY), shape_attrs=("axis",),
                scratch=per_element(8)))  # fmt: skip
 # OpenVINO leaves an absent OneHot axis uninitialised: irrun requires it.
 register(OpDef(type="OneHot", version=16, since_opset=16,
@@ -265,5 +267,5 @@ register(OpDef(type="OneHot", version=16, since_opset=16,
                       Attr("negative_indices_mode", "enum", "ignore_negative",
                            ("ignore_negative", "normalize"))),
                infer=_one_hot_infer, kernel=_one_hot, inputs=(4, 4),
-               input_types=(INTEGERS, INTEGERS), shape_attrs=("axis",),
+               input_types=(ONE_HOT_INDICES, ONE_HOT_INDICES, ANY, ANY), shape_attrs=("axis",),
                scratch=per_element(8)))  # fmt: skip

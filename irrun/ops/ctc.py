@@ -60,12 +60,11 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
+from ..ir.element_types import FLOATS, INDEX_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element, static_shape
 from ._shapes import merge_dims
 
-FLOATS = ("bf16", "f16", "f32", "f64")
-INDEX_TYPES = ("i32", "i64")
 ET = element_types.ELEMENT_TYPES
 
 

@@ -55,12 +55,11 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Interval, format_shape
+from ..ir.element_types import FLOATS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._shapes import merge_dims, same_element_type, try_merge_dims
 from .convolution import check_attrs, work_type
 from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
-
-FLOATS = ("f16", "bf16", "f32", "f64")
 
 ATTRS_V1 = (
     Attr("strides", "ints"),

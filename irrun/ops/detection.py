@@ -89,6 +89,14 @@ plugin to about 1e-5 relative (it sums the bilinear terms in its own order);
 f16 and bf16 inputs are computed in f32 and rounded once, as the plugin does (the
 reference kernel computes in the input's type).
 
+Element types: NonMaxSuppression's boxes, scores and thresholds f32, f16 or bf16
+(versions 5 and 9 refuse f64; 1, 3 and 4 check no type, but the plugin runs none of them
+in f64), its ``max_output_boxes_per_class`` any number or boolean (OpenVINO checks no
+type; the value is truncated to an integer).  ROIAlign's and ROIAlignRotated's data and
+regions one float type of f64, f32, f16 and bf16 (OpenVINO also takes the 8- and 4-bit
+floats, which irrun refuses: nothing here compares them with OpenVINO), their
+``batch_indices`` any integer type, the packed ones too, as OpenVINO's check.
+
 ROIAlignRotated pools rotated regions ``[x_c, y_c, w, h, angle]`` with ROIAlign's
 sampling (``avg`` only; see its kernel's docstring); the samples are rotated about
 the region's centre into the map.  Its values agree with the CPU plugin to about 1e-7
@@ -107,13 +115,18 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape
+from ..ir.element_types import FLOATS, INDEX_TYPES, INTEGERS, NUMBERS, PACKED_INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
 from ._shapes import int_values, merge_dims
 
-FLOATS = ("bf16", "f16", "f32")
-REALS = (*FLOATS, "f64")
-INTEGERS = ("i4", "i8", "i16", "i32", "i64", "u1", "u4", "u8", "u16", "u32", "u64")
+# NonMaxSuppression's boxes, scores and thresholds: not f64, which versions 5 and 9
+# refuse (versions 1, 3 and 4 check no type, but the CPU plugin does not run them in f64).
+NMS_FLOATS = ("f32", "f16", "bf16")
+# max_output_boxes_per_class: OpenVINO checks no type; its value is read as an integer.
+NMS_COUNTS = (*NUMBERS, "boolean")
+# ROIAlign's batch_indices: any integral number (as OpenVINO's check).
+BATCH_INDICES = (*INTEGERS, *PACKED_INTEGERS)
 
 # --------------------------------------------------------------------------- NonMaxSuppression
 
@@ -127,7 +140,7 @@ NMS_INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold",
 
 
 def _check_nms(a: SimpleNamespace) -> None:
-    if a.output_type.name not in ("i32", "i64"):
+    if a.output_type.name not in INDEX_TYPES:
         raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
 
 
@@ -382,14 +395,15 @@ for _version in (1, 3, 4):
                    attrs=NMS_ATTRS[:2] + (NMS_ATTRS[2:] if _version > 1 else ()),
                    infer=_old_nms_infer(_version), kernel=_old_nms_kernel(_version),
                    inputs=(2, 5), check=_check_nms if _version > 1 else None,
-                   input_types=(FLOATS, FLOATS, None, FLOATS, FLOATS),
+                   input_types=(NMS_FLOATS, NMS_FLOATS, NMS_COUNTS, NMS_FLOATS, NMS_FLOATS),
                    scratch=_old_nms_scratch))  # fmt: skip
 
 for _version in (5, 9):
     register(OpDef(type="NonMaxSuppression", version=_version, since_opset=_version,
                    attrs=NMS_ATTRS, infer=_nms_infer, kernel=_nms_kernel(_version),
                    inputs=(2, 6), check=_check_nms,
-                   input_types=(FLOATS, FLOATS, None, FLOATS, FLOATS, FLOATS),
+                   input_types=(NMS_FLOATS, NMS_FLOATS, NMS_COUNTS, NMS_FLOATS, NMS_FLOATS,
+                                NMS_FLOATS),
                    scratch=_nms_scratch))  # fmt: skip
 
 
@@ -604,7 +618,7 @@ for _version in (3, 9):
     register(OpDef(type="ROIAlign", version=_version, since_opset=_version,
                    attrs=_roi_attrs(_version), infer=_roi_infer, kernel=_roi_kernel,
                    inputs=(3, 3), check=_check_roi,
-                   input_types=(REALS, REALS, INTEGERS),
+                   input_types=(FLOATS, FLOATS, BATCH_INDICES),
                    shape_attrs=("pooled_h", "pooled_w"), scratch=_roi_scratch))  # fmt: skip
 
 
@@ -694,5 +708,5 @@ def _rotated_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
 
 register(OpDef(type="ROIAlignRotated", version=15, since_opset=15, attrs=ROTATED_ATTRS,
                infer=_rotated_infer, kernel=_rotated_kernel, inputs=(3, 3), check=_check_roi,
-               input_types=(REALS, REALS, INTEGERS),
+               input_types=(FLOATS, FLOATS, BATCH_INDICES),
                shape_attrs=("pooled_h", "pooled_w"), scratch=_rotated_scratch))  # fmt: skip

@@ -57,9 +57,10 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, format_shape
+from ..ir.element_types import INDEX_TYPES, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
-from ._shapes import INDEX_TYPES, NUMBERS, merge_dims, normalized_indices, scalar_like
+from ._shapes import merge_dims, normalized_indices, scalar_like
 
 REDUCTIONS = ("sum", "mean")
 

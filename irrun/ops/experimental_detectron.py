@@ -42,6 +42,10 @@ GenerateProposals is ExperimentalDetectronGenerateProposalsSingleImage for a bat
 images, with sizes ``normalized`` or not, ``min_size`` scaled by the image's scale and
 outputs of the boxes kept, image after image (see its kernel).
 
+Element types: every input of these ops is one float type (f64, f32, f16 or bf16), as
+OpenVINO checks (it also takes the 8- and 4-bit floats, which irrun refuses: nothing here
+compares them with OpenVINO).
+
 OpenVINO's reference kernels of these ops do not run from ``ov.Model.evaluate``; the
 tests compare with the CPU plugin.
 """
@@ -58,12 +62,11 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape
+from ..ir.element_types import FLOATS, INDEX_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element, static_shape
 from ._shapes import merge_dims, try_merge_dims
 from .detection import SAMPLES_AT_ONCE, pool_regions
-
-REALS = ("bf16", "f16", "f32", "f64")
 
 
 def _may_be(d: Dim, n: int) -> bool:
@@ -104,6 +107,10 @@ def _check_grid(a: SimpleNamespace) -> None:
 
 
 def _grid_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
+    types = {i.element_type for i in inputs if i.element_type is not None}
+    if len(types) > 1:
+        raise ShapeError(f"priors, feature_map and im_data must have one element type, got "
+                         f"{', '.join(sorted(t.name for t in types))}")  # fmt: skip
     priors, featmap, image = (i.shape for i in inputs)
     _check_rank(priors, 2, "priors")
     _check_rank(featmap, 4, "feature_map")
@@ -155,7 +162,7 @@ def _grid_kernel(a: SimpleNamespace, priors: np.ndarray, featmap: np.ndarray,
 
 register(OpDef(type="ExperimentalDetectronPriorGridGenerator", version=6, since_opset=6,
                attrs=GRID_ATTRS, infer=_grid_infer, kernel=_grid_kernel, inputs=(3, 3),
-               check=_check_grid, input_types=(REALS, None, None),
+               check=_check_grid, input_types=(FLOATS, FLOATS, FLOATS),
                shape_attrs=("h", "w"), scratch=per_element(4)))  # fmt: skip
 
 
@@ -197,7 +204,7 @@ def _topk_kernel(a: SimpleNamespace, rois: np.ndarray,
 
 register(OpDef(type="ExperimentalDetectronTopKROIs", version=6, since_opset=6,
                attrs=(Attr("max_rois", "int", 0),), infer=_topk_infer, kernel=_topk_kernel,
-               inputs=(2, 2), check=_check_topk, input_types=(REALS, REALS),
+               inputs=(2, 2), check=_check_topk, input_types=(FLOATS, FLOATS),
                shape_attrs=("max_rois",), scratch=per_element(8)))  # fmt: skip
 
 
@@ -346,7 +353,7 @@ def _features_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
 
 register(OpDef(type="ExperimentalDetectronROIFeatureExtractor", version=6, since_opset=6,
                attrs=FEATURE_ATTRS, infer=_features_infer, kernel=_features_kernel,
-               inputs=(2, 1 << 30), check=_check_features, input_types=(REALS,),
+               inputs=(2, 1 << 30), check=_check_features, input_types=(FLOATS, FLOATS),
                shape_attrs=("output_size",), scratch=_features_scratch))  # fmt: skip
 
 
@@ -485,7 +492,7 @@ def _proposals_kernel(a: SimpleNamespace, im_info: np.ndarray, anchors: np.ndarr
 register(OpDef(type="ExperimentalDetectronGenerateProposalsSingleImage", version=6,
                since_opset=6, attrs=PROPOSAL_ATTRS, infer=_proposals_infer,
                kernel=_proposals_kernel, inputs=(4, 4), check=_check_proposals,
-               input_types=(REALS, REALS, REALS, REALS), shape_attrs=("post_nms_count",),
+               input_types=(FLOATS, FLOATS, FLOATS, FLOATS), shape_attrs=("post_nms_count",),
                scratch=per_element(48)))  # fmt: skip
 
 
@@ -636,7 +643,7 @@ def _detection_kernel(a: SimpleNamespace, rois: np.ndarray, deltas: np.ndarray,
 
 register(OpDef(type="ExperimentalDetectronDetectionOutput", version=6, since_opset=6,
                attrs=DETECTION_ATTRS, infer=_detection_infer, kernel=_detection_kernel,
-               inputs=(4, 4), check=_check_detection, input_types=(REALS, REALS, REALS, REALS),
+               inputs=(4, 4), check=_check_detection, input_types=(FLOATS, FLOATS, FLOATS, FLOATS),
                shape_attrs=("num_classes", "max_detections_per_image"),
                scratch=per_element(64)))  # fmt: skip
 
@@ -661,7 +668,7 @@ def _check_generate(a: SimpleNamespace) -> None:
                           f"{a.pre_nms_count} and {a.post_nms_count}")  # fmt: skip
     if a.nms_eta != 1.0:
         raise KernelError(f"nms_eta must be 1.0 (OpenVINO has no adaptive NMS), got {a.nms_eta}")
-    if a.roi_num_type.name not in ("i32", "i64"):
+    if a.roi_num_type.name not in INDEX_TYPES:
         raise KernelError(f"roi_num_type must be i32 or i64, got {a.roi_num_type.name}")
 
 
@@ -757,5 +764,5 @@ def _generate_kernel(a: SimpleNamespace, im_info: np.ndarray, anchors: np.ndarra
 
 register(OpDef(type="GenerateProposals", version=9, since_opset=9, attrs=GENERATE_ATTRS,
                infer=_generate_infer, kernel=_generate_kernel, inputs=(4, 4),
-               check=_check_generate, input_types=(REALS, REALS, REALS, REALS),
+               check=_check_generate, input_types=(FLOATS, FLOATS, FLOATS, FLOATS),
                shape_attrs=("post_nms_count",), scratch=per_element(64)))  # fmt: skip

@@ -2,6 +2,9 @@
 
 A Parameter is an input a run is given, a Result an output it returns, a Const a tensor
 read from the weights file.
+
+Parameter and Const have no input port (their ``input_types`` are empty: their element
+type is an attribute); a Result takes a tensor of any element type.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.attributes import Attr
+from ..ir.element_types import ANY
 from ..ir.registry import OpDef, TensorInfo, register
 from ._scratch import nothing
 
@@ -64,7 +68,7 @@ register(
 )
 register(
     OpDef(type="Result", version=1, since_opset=1, attrs=(), infer=_result_infer, kernel=_result,
-          foldable=False,
+          input_types=(ANY,), foldable=False,
           scratch=nothing)
 )
 register(

@@ -52,14 +52,13 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Shape, format_shape
+from ..ir.element_types import FLOATS, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
 from ._shapes import merge_dims, try_merge_dims
 
 MODES = ("bilinear", "bicubic", "nearest")
 PADDINGS = ("zeros", "border", "reflection")
-DATA_TYPES = ("bf16", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-GRID_TYPES = ("bf16", "f16", "f32", "f64")
 # Positions are clipped to +-FAR pixels (2**30, far past any image), so that their
 # integer taps stay within int64 whatever the grid holds.
 FAR = float(1 << 30)
@@ -202,6 +201,6 @@ register(
                  Attr("mode", "enum", "bilinear", MODES),
                  Attr("padding_mode", "enum", "zeros", PADDINGS)),
           infer=_grid_infer, kernel=_grid_sample, inputs=(2, 2),
-          input_types=(DATA_TYPES, GRID_TYPES),
+          input_types=(NUMBERS, FLOATS),
           shape_attrs=("mode", "padding_mode"), scratch=_grid_scratch)
 )  # fmt: skip

@@ -42,12 +42,11 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.dims import format_shape
+from ..ir.element_types import INDEX_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import flat_ints, int_values, same_element_type, try_merge_dims
 from .arithmetic import ARITHMETIC
-
-OFFSET_TYPES = ("i32", "i64")
 
 
 def _merge(a, b, what: str, sa, sb):
@@ -64,7 +63,7 @@ def infer_grouped_matmul(attrs: SimpleNamespace, inputs: Sequence[TensorInfo]) -
     offsets = inputs[2] if len(inputs) > 2 else None
     et = same_element_type([a, b])
     offsets_type = offsets.element_type if offsets is not None else None
-    if offsets_type is not None and offsets_type.name not in OFFSET_TYPES:
+    if offsets_type is not None and offsets_type.name not in INDEX_TYPES:
         raise ShapeError(f"offsets must be i32 or i64, got {offsets_type.name}")
     if a.shape is None or b.shape is None:
         return [TensorInfo(None, et)]
@@ -147,7 +146,7 @@ register(
     OpDef(
         type="GroupedMatMul", version=17, since_opset=17, attrs=(),
         infer=infer_grouped_matmul, kernel=grouped_matmul, inputs=(2, 3),
-        input_types=(ARITHMETIC, ARITHMETIC, OFFSET_TYPES), warn=warn_grouped_matmul,
+        input_types=(ARITHMETIC, ARITHMETIC, INDEX_TYPES), warn=warn_grouped_matmul,
         fresh_output=True,
         scratch=per_element(8, 16),  # a group's product beside the output; f16 in f32
     )

@@ -36,10 +36,9 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
+from ..ir.element_types import FLOATS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-
-FLOATS = ("f64", "f32", "f16", "bf16")
 
 
 def infer_inverse(attrs: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:

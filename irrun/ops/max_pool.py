@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
+from ..ir.element_types import INDEX_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .pool_checks import warn_empty_windows
 from .window import (
@@ -77,7 +78,7 @@ def lowest(dtype: np.dtype) -> np.generic:
 def _check(version: int):
     def check(a: SimpleNamespace) -> None:
         check_pool_attributes(with_defaults(a), allow_ceil_torch=version >= 14)
-        if version >= 8 and a.index_element_type.name not in ("i32", "i64"):
+        if version >= 8 and a.index_element_type.name not in INDEX_TYPES:
             raise KernelError(
                 f"index_element_type must be i32 or i64, got {a.index_element_type.name}"
             )

@@ -54,11 +54,11 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
+from ..ir.element_types import INDEX_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._shapes import merge_dims
 from .detection import FLOATS, INTEGERS, _nms_infer
 
-INDEX_TYPES = ("i32", "i64")
 I64 = element_types.ELEMENT_TYPES["i64"]
 
 MULTICLASS_ATTRS = (

@@ -55,11 +55,13 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC
+from ..ir.element_types import INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
 from ._shapes import int_values
 
-INTEGERS = ("i4", "i8", "i16", "i32", "i64", "u1", "u4", "u8", "u16", "u32", "u64")
+# The sizes: the integers and three of the packed ones (i4, u4, u1).
+SIZE_TYPES = (*INTEGERS, "i4", "u4", "u1")
 F32 = np.float32
 
 PRIOR_BOX_ATTRS = (
@@ -329,10 +331,10 @@ for _version in (1, 8):
     )
     register(OpDef(type="PriorBox", version=_version, since_opset=_version, attrs=_attrs,
                    infer=_infer(number_of_priors), kernel=_prior_box_kernel, inputs=(2, 2),
-                   check=_check_prior_box, input_types=(INTEGERS, INTEGERS),
+                   check=_check_prior_box, input_types=(SIZE_TYPES, SIZE_TYPES),
                    scratch=_scratch))  # fmt: skip
 
 register(OpDef(type="PriorBoxClustered", version=1, since_opset=1, attrs=CLUSTERED_ATTRS,
                infer=_infer(lambda a: len(a.width)), kernel=_clustered_kernel, inputs=(2, 2),
-               check=_check_clustered, input_types=(INTEGERS, INTEGERS),
+               check=_check_clustered, input_types=(SIZE_TYPES, SIZE_TYPES),
                scratch=_scratch))  # fmt: skip

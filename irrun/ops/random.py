@@ -88,11 +88,11 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim
+from ..ir.element_types import FLOATS, INDEX_TYPES, INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from ._shapes import INDEX_TYPES, INTEGERS, check_vector, flat_ints, fmt, int_values
+from ._shapes import check_vector, flat_ints, fmt, int_values
 
-OUTPUT_TYPES = ("f32", "f16", "bf16", "f64", "i32", "i64")
-FLOATS = ("f32", "f16", "bf16", "f64")
+OUTPUT_TYPES = (*FLOATS, *INDEX_TYPES)
 ALIGNMENTS = ("tensorflow", "pytorch")
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)

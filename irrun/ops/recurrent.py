@@ -60,11 +60,11 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval, format_shape
+from ..ir.element_types import FLOATS, INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from ._shapes import INTEGERS, merge_dims, same_element_type
+from ._shapes import merge_dims, same_element_type
 
-FLOATS = ("f64", "f32", "f16", "bf16")
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 UNKNOWN: Dim = Interval()
 

@@ -38,10 +38,10 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, format_shape
-from ..ir.element_types import ELEMENT_TYPES
+from ..ir.element_types import ELEMENT_TYPES, INDEX_TYPES, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from ._shapes import INDEX_TYPES, NUMBERS, element_count, int_values, merge_dims
+from ._shapes import element_count, int_values, merge_dims
 
 FILL_MODES = ("zero", "lowest")
 

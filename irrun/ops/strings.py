@@ -39,12 +39,10 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.dims import DYNAMIC, format_shape
-from ..ir.element_types import ELEMENT_TYPES, STRING, encode_string
+from ..ir.element_types import ELEMENT_TYPES, INDEX_TYPES, STRING, encode_string
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import largest
 from ._shapes import try_merge_dims
-
-INDEX = ("i32", "i64")
 
 
 def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
@@ -142,7 +140,7 @@ def _unpack(a: SimpleNamespace, data: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="StringTensorPack", version=15, since_opset=15, attrs=(), infer=_pack_infer,
-          kernel=_pack, inputs=(3, 3), input_types=(INDEX, INDEX, ("u8",)),
+          kernel=_pack, inputs=(3, 3), input_types=(INDEX_TYPES, INDEX_TYPES, ("u8",)),
           scratch=_scratch)
 )  # fmt: skip
 register(

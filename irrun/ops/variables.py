@@ -20,9 +20,9 @@ are those of the initialising input.  ReadValue-6 declares ``variable_type`` and
 output has them (the initial value's shape when the variable's rank is dynamic), as
 in OpenVINO's ``ReadValue::validate_and_infer_types`` (irrun refuses only an initial
 shape that cannot fit: its own inference of that shape may know less than OpenVINO's).
-Assign-6's input must be compatible with them.  Checks between the layers of one
-variable (a ReadValue without its Assign, two that disagree, a cycle) are
-in :mod:`irrun.core.variable_checks`.
+Assign-6's input must be compatible with them.  A variable may hold any element type.
+Checks between the layers of one variable (a ReadValue without its Assign, two that
+disagree, a cycle) are in :mod:`irrun.core.variable_checks`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
-from ..ir.element_types import ElementType
+from ..ir.element_types import ANY, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing
 
@@ -138,7 +138,8 @@ _ID = Attr("variable_id", "str")
 register(
     OpDef(
         type="ReadValue", version=3, since_opset=3, attrs=(_ID,), infer=_read_value_v3_infer,
-        kernel=_read_value, check=_check_id, shape_attrs=("variable_id",), foldable=False,
+        kernel=_read_value, check=_check_id, input_types=(ANY,), shape_attrs=("variable_id",),
+        foldable=False,
         doc="the variable's value, or its initial value (input 0) while it is unset",
         scratch=nothing,
     )
@@ -149,7 +150,7 @@ register(
         attrs=(_ID, Attr("variable_type", "str", "dynamic"),
                Attr("variable_shape", "partial_shape", None)),
         infer=_read_value_v6_infer, kernel=_read_value, inputs=(0, 1), check=_check_v6,
-        shape_attrs=("variable_id",), foldable=False,
+        input_types=(ANY,), shape_attrs=("variable_id",), foldable=False,
         doc="the variable's value, or its initial value (input 0, or zeros) while it is unset",
         scratch=nothing,
     )
@@ -158,8 +159,8 @@ for _version in (3, 6):  # alike: Assign-6 only finds its variable by id, not th
     register(
         OpDef(
             type="Assign", version=_version, since_opset=_version, attrs=(_ID,),
-            infer=_assign_infer, kernel=_assign, check=_check_id, shape_attrs=("variable_id",),
-            foldable=False,
+            infer=_assign_infer, kernel=_assign, check=_check_id, input_types=(ANY,),
+            shape_attrs=("variable_id",), foldable=False,
             doc="gives the variable the value the next run reads",
             scratch=nothing,
         )

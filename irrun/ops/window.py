@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.dims import DYNAMIC, Dim, Shape, map_bounds
+from ..ir.element_types import NUMBERS
 from ..ir.registry import ShapeError
 
 ROUNDING_TYPES = ("floor", "ceil", "ceil_torch")
@@ -37,8 +38,7 @@ _TAME_VALUE = 2**31
 # The element types of the data every pool op takes.  OpenVINO's op classes check
 # none (any type infers), so these are the types its CPU plugin compiles a pool for
 # and irrun computes as the plugin does; f8, u4/i4 and the rest are refused.
-POOL_TYPES = ("f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8",
-              "boolean")
+POOL_TYPES = (*NUMBERS, "boolean")
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 # The plugin pools these in another type: booleans as u8, bf16 in f32, and 16-bit

@@ -17,9 +17,9 @@ check it (its kernels then mix batches up or copy part of the map) and irrun ref
 other maps at run time.  OpenVINO's reference kernel of the YOLO v3 mode copies only
 the first batch of the map before transforming it in place (the other batches are
 read from uninitialized memory); the CPU plugin computes every batch, and so does
-irrun.  Element types: f16, bf16 and f32 (the plugin's), computed in f32 and rounded
-once as the plugin does; the softmax sums in its own order: f32 results agree with
-the plugin to about 1e-6 relative.
+irrun.  Element types: f64, f32, f16 and bf16, computed in f32 and rounded once as the
+plugin does (f64 too: the plugin computes it in f32); the softmax sums in its own order:
+f32 results agree with the plugin to about 1e-6 relative.
 
 ReorgYolo (``stride`` s: only the first value counts) reorders ``[N, C, H, W]`` into
 ``[N, C * s * s, H / s, W / s]`` as Darknet's reorg does: the output, read with the
@@ -39,11 +39,10 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval
+from ..ir.element_types import ANY, FLOATS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing, per_element
 from ._shapes import fmt, normalize_axis
-
-FLOATS = ("bf16", "f16", "f32")
 
 # --------------------------------------------------------------------------- RegionYolo
 
@@ -185,4 +184,4 @@ def _reorg_kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray]:
 
 register(OpDef(type="ReorgYolo", version=2, since_opset=2, attrs=REORG_ATTRS,
                infer=_reorg_infer, kernel=_reorg_kernel, inputs=(1, 1), check=_check_reorg,
-               shape_attrs=("stride",), scratch=nothing))  # fmt: skip
+               input_types=(ANY,), shape_attrs=("stride",), scratch=nothing))  # fmt: skip

@@ -13,9 +13,9 @@ from support.arrays import DTYPES, ET
 
 import irrun
 from irrun.ir.dims import DYNAMIC, Interval
-from irrun.ir.element_types import ELEMENT_TYPES
+from irrun.ir.element_types import ANY, ELEMENT_TYPES, INDEX_TYPES, NUMBERS
 from irrun.ir.registry import ShapeError, TensorInfo, attrs_namespace, resolve
-from irrun.ops.creation import range_count
+from irrun.ops.creation import ONE_HOT_INDICES, range_count
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset9, opset12, opset16  # noqa: E402
@@ -30,6 +30,8 @@ from support.ov_oneop import (  # noqa: E402
     run_saved,
 )
 from support.ov_shapes import from_ov_shape  # noqa: E402
+from support.typed_io import assert_same, evaluate, refusals, run_irrun, sample  # noqa: E402
+from support.typed_io import cpu as typed_cpu  # noqa: E402
 
 # --------------------------------------------------------------------------- Eye
 
@@ -270,3 +272,141 @@ def test_one_hot_by_hand(tmp_path):
     assert out.shape == (Interval(1, 4), 3, 4) and out.element_type is f32
     with pytest.raises(ShapeError, match="depth must not be negative"):
         op.infer(a, [TensorInfo((2,), i64), TensorInfo((), i64, np.array(-1)), *scalars[1:]])
+
+
+# --------------------------------------------------------------------------- element types
+
+# The types OpenVINO's reference kernels run OneHot with and get right: indices i32 and
+# i64 only; values of whole bytes (its kernel copies bytes: packed values come out wrong,
+# and a string aborts the process).
+EVALUATED_INDICES = INDEX_TYPES
+EVALUATED_VALUES = tuple(t for t in ANY if ELEMENT_TYPES[t].bits >= 8)
+
+
+def _params(types, shapes):
+    out = []
+    for i, (t, shape) in enumerate(zip(types, shapes, strict=True)):
+        p = opset1.parameter(shape, getattr(ov.Type, t), name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        out.append(p)
+    return out
+
+
+def _one_hot_model(version, types):
+    params = _params(types, [[2, 3], [], [], []])
+    if version == 1:
+        node = opset1.one_hot(*params, -1)
+    else:
+        node = opset16.one_hot(*params, -1, "normalize")
+    return ov.Model([node], params, "one_hot")
+
+
+def _one_hot_by_hand(version, idx, depth, on, off):
+    i = idx.astype(np.int64)
+    n = int(depth)
+    if version == 16:
+        i = np.where((i < 0) & (i >= -n), i + n, i)
+    hot = i[..., None] == np.arange(n)
+    return np.where(hot, on.reshape(()), off.reshape(()))
+
+
+@pytest.mark.parametrize("version", [1, 16])
+@pytest.mark.parametrize("et", ONE_HOT_INDICES)
+def test_one_hot_index_types(version, et, tmp_path):
+    """Indices and depth of every integral type (the same type: OpenVINO's reference
+    kernel runs only i32 and i64, the others are checked by hand)."""
+    rng = np.random.default_rng([version, len(et), ONE_HOT_INDICES.index(et)])
+    idx = sample(et, (2, 3), rng)
+    depth = np.array(1 if et in ("u1", "boolean") else 3, idx.dtype)
+    on, off = np.array(5, np.float32), np.array(-1, np.float32)
+    model = _one_hot_model(version, [et, et, "f32", "f32"])
+    (got,) = run_irrun(model, [idx, depth, on, off], tmp_path)
+    assert_same(got, _one_hot_by_hand(version, idx, depth, on, off).astype(np.float32))
+    if et in EVALUATED_INDICES:
+        (want,) = evaluate(model, [idx, depth, on, off], [et, et, "f32", "f32"])
+        assert_same(got, want)
+
+
+@pytest.mark.parametrize("version", [1, 16])
+@pytest.mark.parametrize("et", ANY)
+def test_one_hot_value_types(version, et, tmp_path):
+    """on_value and off_value of every type, against the reference kernels where they
+    copy whole elements, by hand elsewhere."""
+    rng = np.random.default_rng([version, len(et), ANY.index(et)])
+    idx = np.array([[0, 2, -1], [1, 5, -3]], np.int64)
+    depth = np.array(3, np.int64)
+    on, off = sample(et, (), rng), sample(et, (), rng)
+    model = _one_hot_model(version, ["i64", "i64", et, et])
+    (got,) = run_irrun(model, [idx, depth, on, off], tmp_path)
+    assert_same(got, _one_hot_by_hand(version, idx, depth, on, off), et)
+    if et in EVALUATED_VALUES and et != "string":
+        (want,) = evaluate(model, [idx, depth, on, off], ["i64", "i64", et, et])
+        assert_same(got, want, et)
+
+
+@pytest.mark.parametrize("et", NUMBERS)
+def test_range1_types_match_reference(et, tmp_path):
+    """Range-1 of every numeric type, from inputs that are no constants (the kernel's
+    path), against OpenVINO's reference kernel (the CPU plugin for f16 and bf16, which
+    the reference does not run)."""
+    start, stop, step = (np.array(v, ELEMENT_TYPES[et].dtype) for v in (2, 11, 3))
+    params = _params([et] * 3, [[], [], []])
+    model = ov.Model([opset1.range(*params)], params, "range")
+    (got,) = run_irrun(model, [start, stop, step], tmp_path)
+    oracle = typed_cpu if et in ("f16", "bf16") else evaluate
+    (want,) = oracle(model, [start, stop, step], [et] * 3)
+    assert_same(got, want, et)
+
+
+@pytest.mark.parametrize("et", NUMBERS)
+@pytest.mark.parametrize("out", ["f32", "i32"])
+def test_range4_input_types_match_reference(et, out, tmp_path):
+    """Range-4's start, stop and step of every numeric type, each port in turn beside
+    i32 ones."""
+    dtype = ELEMENT_TYPES[et].dtype
+    for port in range(3):
+        types = ["i32"] * 3
+        types[port] = et
+        values = [np.array(v, ELEMENT_TYPES[t].dtype) for v, t in zip((1, 12, 2), types,
+                                                                       strict=True)]  # fmt: skip
+        values[port] = np.array((1, 12, 2)[port], dtype)
+        params = _params(types, [[], [], []])
+        model = ov.Model([opset12.range(*params, out)], params, "range")
+        (got,) = run_irrun(model, values, tmp_path)
+        (want,) = evaluate(model, values, types)
+        assert_same(got, want, f"{et} at port {port}")
+
+
+@pytest.mark.parametrize("et", INDEX_TYPES)
+def test_eye_input_types_match_reference(et, tmp_path):
+    """Eye-9's four inputs, each port in turn of ``et`` beside i64 ones."""
+    for port in range(4):
+        types = ["i64"] * 4
+        types[port] = et
+        values = [np.array(v, ELEMENT_TYPES[t].dtype) for v, t in zip((3, 4, 1, [2]), types,
+                                                                       strict=True)]  # fmt: skip
+        params = _params(types, [[], [], [], [1]])
+        model = ov.Model([opset9.eye(*params[:3], "f32", params[3])], params, "eye")
+        (got,) = run_irrun(model, values, tmp_path)
+        (want,) = evaluate(model, values, types)
+        assert_same(got, want, f"{et} at port {port}")
+
+
+def _range1(p0, p1, p2):
+    return opset1.range(p0, p1, p2)
+
+
+@pytest.mark.parametrize(("name", "build", "types", "shapes", "port", "bad"), [
+    ("Range-v0", _range1, ["f32"] * 3, [[]] * 3, 0, "boolean"),
+    ("Range-v4", lambda *p: opset12.range(*p, "f32"), ["f32"] * 3, [[]] * 3, 2, "string"),
+    ("Eye-v9", lambda *p: opset9.eye(*p, "f32"), ["i32"] * 3, [[]] * 3, 1, "f32"),
+    ("OneHot-v1", lambda *p: opset1.one_hot(*p, -1), ["i32", "i32", "f32", "f32"],
+     [[2], [], [], []], 0, "f32"),
+    ("OneHot-v16", lambda *p: opset16.one_hot(*p, -1), ["i32", "i32", "f32", "f32"],
+     [[2], [], [], []], 1, "string"),
+])  # fmt: skip
+def test_types_not_taken_are_found(name, build, types, shapes, port, bad, tmp_path):
+    params = _params(types, shapes)
+    model = ov.Model([build(*params)], params, "m")
+    found = refusals(model, tmp_path, {port: bad})
+    assert len(found) == 1 and f"input {port} is {bad}, which {name} does not take" in found[0]

@@ -43,11 +43,15 @@ from support.ov_oneop import (
     run_saved,
 )
 from support.ov_shapes import from_ov_shape
+from support.typed_io import cpu as typed_cpu
+from support.typed_io import refusals, run_irrun
 
 import irrun
 from irrun.ir import element_types
 from irrun.ir.dims import Interval
+from irrun.ir.element_types import FLOATS
 from irrun.ir.registry import ShapeError, TensorInfo, resolve
+from irrun.ops.detection import BATCH_INDICES, NMS_COUNTS
 
 ET = element_types.ELEMENT_TYPES
 MODELS = Path(__file__).resolve().parents[1] / "detection_models"
@@ -1047,3 +1051,143 @@ def test_roi_align_rotated_sweep(ph, pw, ratio, scale, h, w, count, clockwise, s
 
     got, want = run_both(build, [data, rois, indices], tmp_path_factory.mktemp("rot"))
     assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- element types
+
+NMS_FACTORIES = {**OLD_NMS, 5: opset5.non_max_suppression, 9: opset9.non_max_suppression}
+
+
+def _typed_params(types, shapes):
+    out = []
+    for i, (t, shape) in enumerate(zip(types, shapes, strict=True)):
+        p = opset1.parameter(shape, getattr(ov.Type, t), name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        out.append(p)
+    return out
+
+
+def _nms_model(version, types):
+    """NMS of ``version`` with all its inputs parameters of ``types``."""
+    count = 6 if version in (5, 9) else 5
+    params = _typed_params(types[:count], [[2, 6, 4], [2, 3, 6]] + [[]] * (count - 2))
+    node = NMS_FACTORIES[version](*params)
+    outputs = 3 if version in (5, 9) else 1
+    return ov.Model([node.output(k) for k in range(outputs)], params, "nms")
+
+
+def _nms_inputs(version, et, count_type="i64", seed=0):
+    rng = np.random.default_rng(seed)
+    dtype = ET[et].dtype
+    boxes = np.round(random_boxes(rng, 2, 6) * 8).astype(dtype) / dtype.type(8)
+    scores = (np.round(rng.random((2, 3, 6)) * 64) / 64).astype(dtype)
+    rest = [np.array(3, ET[count_type].dtype), np.array(0.5, dtype), np.array(0.25, dtype)]
+    if version in (5, 9):
+        rest.append(np.array(0.0, dtype))
+    return [boxes.astype(dtype), scores, *rest]
+
+
+def _compare_nms(version, got, want):
+    if version in (1, 3):  # the plugin's extra rows (see test_old_nms_matches_the_plugin)
+        got, want = got[:1], [want[0][: len(got[0])]]
+    for g, w in zip(got, want, strict=True):
+        assert_close(g, w)
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 5, 9])
+@pytest.mark.parametrize("et", ["f32", "f16", "bf16"])
+def test_nms_float_types_match_the_plugin(version, et, tmp_path):
+    """Boxes, scores and thresholds of each float type NMS takes (not f64: versions 5 and
+    9 refuse it, and the plugin runs none in it), values that every type holds."""
+    inputs = _nms_inputs(version, et)
+    types = [et, et, "i64"] + [et] * (len(inputs) - 3)
+    model = _nms_model(version, types)
+    got = run_irrun(model, inputs, tmp_path)
+    _compare_nms(version, got, typed_cpu(model, inputs, types))
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 5, 9])
+@pytest.mark.parametrize("count_type", NMS_COUNTS)
+def test_nms_count_types(version, count_type, tmp_path):
+    """max_output_boxes_per_class of every type it takes (OpenVINO checks none; its value
+    counts, truncated): as the plugin selects with the same count as i64."""
+    inputs = _nms_inputs(version, "f32", count_type)
+    if count_type == "boolean":
+        inputs[2] = np.array(True)
+    types = ["f32", "f32", count_type] + ["f32"] * (len(inputs) - 3)
+    got = run_irrun(_nms_model(version, types), inputs, tmp_path)
+    as_i64 = [*inputs[:2], np.array(int(inputs[2]), np.int64), *inputs[3:]]
+    want = typed_cpu(_nms_model(version, [*types[:2], "i64", *types[3:]]), as_i64,
+                     [*types[:2], "i64", *types[3:]])  # fmt: skip
+    _compare_nms(version, got, want)
+
+
+ROI_BUILDERS = {
+    "ROIAlign-v3": lambda d, r, i: opset3.roi_align(d, r, i, 2, 2, 2, 0.5, "avg"),
+    "ROIAlign-v9": lambda d, r, i: opset9.roi_align(d, r, i, 2, 2, 0, 0.5, "max", "half_pixel"),
+    "ROIAlignRotated-v15": lambda d, r, i: opset15.roi_align_rotated(d, r, i, 2, 2, 0, 0.5, True),
+}
+
+
+def _roi_model(label, types):
+    columns = 5 if "Rotated" in label else 4
+    params = _typed_params(types, [[2, 3, 7, 9], [6, columns], [6]])
+    return ov.Model([ROI_BUILDERS[label](*params)], params, "roi")
+
+
+def _roi_inputs(label, et="f32", index_type="i32"):
+    make = rotated_inputs if "Rotated" in label else roi_inputs
+    data, rois, indices = make(5, dtype=np.float32)
+    dtype = ET[et].dtype
+    return [data.astype(dtype), np.round(rois[:6] * 4).astype(dtype) / dtype.type(4),
+            indices[:6].astype(ET[index_type].dtype)]  # fmt: skip
+
+
+@pytest.mark.parametrize("label", ROI_BUILDERS)
+@pytest.mark.parametrize("et", FLOATS)
+def test_roi_align_data_types_match_the_plugin(label, et, tmp_path):
+    """Every float type of data and regions: computed in f32 (f64 in f64) and rounded
+    once; the plugin computes all in f32 and rounds its result.  (The plugin aborts on a
+    bf16 ROIAlignRotated: there its f32 result on the same values is rounded here.)"""
+    inputs = _roi_inputs(label, et)
+    types = [et, et, "i32"]
+    model = _roi_model(label, types)
+    (got,) = run_irrun(model, inputs, tmp_path)
+    if et == "bf16" and "Rotated" in label:
+        wide = [x.astype(np.float32) for x in inputs[:2]] + inputs[2:]
+        (want,) = typed_cpu(_roi_model(label, ["f32", "f32", "i32"]), wide, ["f32", "f32", "i32"])
+        want = want.astype(ET[et].dtype)
+    else:
+        (want,) = typed_cpu(model, inputs, types)
+    assert got.dtype == want.dtype == ET[et].dtype
+    rtol = {"f16": 1e-3, "bf16": 2**-7}.get(et, 1e-5)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                               atol=rtol, err_msg=et)  # fmt: skip
+
+
+@pytest.mark.parametrize("label", ROI_BUILDERS)
+@pytest.mark.parametrize("index_type", BATCH_INDICES)
+def test_roi_align_index_types(label, index_type, tmp_path):
+    """batch_indices of every integral type: as the plugin pools with the same indices
+    as i32 (it runs few of the packed types itself)."""
+    inputs = _roi_inputs(label, "f32", index_type)
+    (got,) = run_irrun(_roi_model(label, ["f32", "f32", index_type]), inputs, tmp_path)
+    as_i32 = [*inputs[:2], inputs[2].astype(np.int32)]
+    (want,) = typed_cpu(_roi_model(label, ["f32", "f32", "i32"]), as_i32, ["f32", "f32", "i32"])
+    assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("label", "port", "bad"), [
+    ("NonMaxSuppression-v1", 0, "f64"), ("NonMaxSuppression-v3", 1, "i32"),
+    ("NonMaxSuppression-v4", 3, "f64"), ("NonMaxSuppression-v5", 0, "f64"),
+    ("NonMaxSuppression-v9", 2, "string"), ("NonMaxSuppression-v9", 5, "i64"),
+    ("ROIAlign-v3", 0, "i32"), ("ROIAlign-v9", 2, "f32"), ("ROIAlignRotated-v15", 2, "boolean"),
+])  # fmt: skip
+def test_types_not_taken_are_found(label, port, bad, tmp_path):
+    if label.startswith("NonMax"):
+        version = int(label.split("-v")[1])
+        model = _nms_model(version, ["f32", "f32", "i64", "f32", "f32", "f32"])
+    else:
+        model = _roi_model(label, ["f32", "f32", "i32"])
+    found = refusals(model, tmp_path, {port: bad})
+    assert len(found) == 1 and f"input {port} is {bad}, which {label} does not take" in found[0]

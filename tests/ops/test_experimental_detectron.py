@@ -15,11 +15,14 @@ from openvino import opset1, opset9
 from openvino.utils.node_factory import NodeFactory
 from support.ov_oneop import assert_close, one_op_model, run_both
 from support.ov_shapes import from_ov_shape
+from support.typed_io import assert_same, refusals, run_irrun
+from support.typed_io import cpu as typed_cpu
 
 import irrun
 import irrun.ops  # registers the ops that resolve looks up
 from irrun.ir import element_types
 from irrun.ir.dims import Interval
+from irrun.ir.element_types import FLOATS
 from irrun.ir.registry import ShapeError, TensorInfo, resolve
 
 ET = element_types.ELEMENT_TYPES
@@ -716,3 +719,145 @@ def test_detection_output_sweep(count, classes, limit, post, score, nms, seed,
                          tmp_path_factory.mktemp("do"), outputs=3)  # fmt: skip
     assert_close(got[0], want[0], rtol=1e-5, atol=1e-5)
     assert (got[1] == want[1]).all() and (got[2] == want[2]).all()
+
+
+# --------------------------------------------------------------------------- element types
+
+
+def typed_both(build, inputs, types, tmp_path, outputs=1):
+    """irrun's and the plugin's outputs of ``build`` on parameters of ``types``."""
+    params = []
+    for i, (x, t) in enumerate(zip(inputs, types, strict=True)):
+        p = opset1.parameter(list(x.shape), getattr(ov.Type, t), name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        params.append(p)
+    node = build(*params)
+    model = ov.Model([node.output(k) for k in range(outputs)], params, "typed")
+    return run_irrun(model, inputs, tmp_path), typed_cpu(model, inputs, types)
+
+
+# Per type: (rtol, atol) against the plugin, which computes in f32 (f64 too) and rounds
+# once; irrun computes bf16 and f16 in f32 and f64 in f64.
+TYPE_TOLERANCES = {"f64": (1e-5, 1e-4), "f32": (1e-5, 1e-4), "f16": (1e-2, 1e-2),
+                   "bf16": (2**-6, 2**-4)}  # fmt: skip
+
+
+def _cast(inputs, et):
+    return [x.astype(np.float32).astype(ET[et].dtype) for x in inputs]
+
+
+@pytest.mark.parametrize("et", FLOATS)
+def test_prior_grid_every_type(et, tmp_path):
+    inputs = _cast(grid_inputs(2), et)
+    got, want = typed_both(lambda *x: make("PriorGridGenerator", *x, **GRID), inputs, [et] * 3,
+                           tmp_path)  # fmt: skip
+    assert got[0].dtype == want[0].dtype == ET[et].dtype
+    rtol, atol = TYPE_TOLERANCES[et]
+    np.testing.assert_allclose(got[0].astype(np.float64), want[0].astype(np.float64),
+                               rtol=rtol, atol=atol)  # fmt: skip
+
+
+@pytest.mark.parametrize("et", FLOATS)
+def test_topk_rois_every_type(et, tmp_path):
+    inputs = _cast(topk_inputs(9), et)
+    got, want = typed_both(lambda r, p: make("TopKROIs", r, p, max_rois=4), inputs, [et] * 2,
+                           tmp_path)  # fmt: skip
+    assert got[0].dtype == want[0].dtype == ET[et].dtype
+    assert_same(got[0], want[0], et)  # rows picked, not computed
+
+
+@pytest.mark.parametrize("et", FLOATS)
+def test_roi_features_every_type(et, tmp_path):
+    inputs = _cast(feature_inputs(6, levels=2), et)
+    attrs = dict(output_size=2, sampling_ratio=2, pyramid_scales=SCALES[:2], aligned=False)
+    got, want = typed_both(features_op(**attrs), inputs, [et] * 3, tmp_path, outputs=2)
+    assert got[0].dtype == want[0].dtype == ET[et].dtype
+    rtol, atol = TYPE_TOLERANCES[et]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
+                                   atol=atol)  # fmt: skip
+
+
+@pytest.mark.parametrize("et", FLOATS)
+def test_single_image_proposals_every_type(et, tmp_path):
+    attrs = dict(min_size=0.0, nms_threshold=0.7, post_nms_count=10, pre_nms_count=30)
+    inputs = _cast(proposal_inputs(2), et)
+    got, want = typed_both(single_image_op(**attrs), inputs, [et] * 4, tmp_path, outputs=2)
+    assert got[0].dtype == want[0].dtype == ET[et].dtype
+    rtol = TYPE_TOLERANCES[et][0]
+    assert_same_proposals([g.astype(np.float64) for g in got],
+                          [w.astype(np.float64) for w in want], rtol=rtol)  # fmt: skip
+
+
+@pytest.mark.parametrize("et", FLOATS)
+def test_detection_output_every_type(et, tmp_path):
+    inputs = _cast(detection_inputs(7), et)
+    got, want = typed_both(detection_op(), inputs, [et] * 4, tmp_path, outputs=3)
+    assert got[0].dtype == want[0].dtype == ET[et].dtype
+    rtol, atol = TYPE_TOLERANCES[et]
+    np.testing.assert_allclose(got[0].astype(np.float64), want[0].astype(np.float64),
+                               rtol=rtol, atol=atol * 10)  # fmt: skip
+    assert (got[1] == want[1]).all()
+    np.testing.assert_allclose(got[2].astype(np.float64), want[2].astype(np.float64),
+                               rtol=rtol, atol=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("et", FLOATS)
+def test_generate_proposals_every_type(et, tmp_path):
+    attrs = dict(min_size=1.0, nms_threshold=0.7, pre_nms_count=30, post_nms_count=10)
+    inputs = _cast(generate_inputs(4), et)
+    got, want = typed_both(generate_op(**attrs), inputs, [et] * 4, tmp_path, outputs=3)
+    assert got[0].dtype == want[0].dtype == ET[et].dtype
+    rtol, atol = TYPE_TOLERANCES[et]
+    for g, w in zip(got[:2], want[:2], strict=True):
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
+                                   atol=atol * 10)  # fmt: skip
+    assert (got[2] == want[2]).all()
+
+
+DETECTRON_CASES = {
+    "ExperimentalDetectronPriorGridGenerator-v6": (
+        lambda *x: make("PriorGridGenerator", *x, **GRID), [[3, 4], [1, 4, 3, 5], [1, 3, 30, 41]]),
+    "ExperimentalDetectronTopKROIs-v6": (
+        lambda r, p: make("TopKROIs", r, p, max_rois=4), [[9, 4], [9]]),
+    "ExperimentalDetectronROIFeatureExtractor-v6": (
+        features_op(output_size=2, sampling_ratio=2, pyramid_scales=SCALES[:2], aligned=False),
+        [[5, 4], [1, 3, 42, 43], [1, 3, 22, 23]]),
+    "ExperimentalDetectronGenerateProposalsSingleImage-v6": (
+        single_image_op(min_size=0.0, nms_threshold=0.7, post_nms_count=10, pre_nms_count=30),
+        [[3], [60, 4], [12, 4, 5], [3, 4, 5]]),
+    "ExperimentalDetectronDetectionOutput-v6": (detection_op(), [[30, 4], [30, 20], [30, 5],
+                                                                 [1, 3]]),
+    "GenerateProposals-v9": (
+        generate_op(min_size=1.0, nms_threshold=0.7, pre_nms_count=30, post_nms_count=10),
+        [[2, 3], [4, 5, 3, 4], [2, 12, 4, 5], [2, 3, 4, 5]]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("label", DETECTRON_CASES)
+@pytest.mark.parametrize("bad", ["i32", "f8e4m3"])
+def test_types_not_taken_are_found(label, bad, tmp_path):
+    build, shapes = DETECTRON_CASES[label]
+    params = []
+    for i, shape in enumerate(shapes):
+        p = opset1.parameter(shape, ov.Type.f32, name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        params.append(p)
+    node = build(*params)
+    model = ov.Model(list(node.outputs()), params, "m")
+    last = len(shapes) - 1  # the last port: PriorGrid's im_data, a feature map...
+    found = refusals(model, tmp_path, {last: bad})
+    assert len(found) == 1 and f"input {last} is {bad}, which {label} does not take" in found[0]
+
+
+def test_prior_grid_inputs_share_one_type():
+    """As OpenVINO checks: the feature map and the image have the priors' type."""
+    op = resolve("ExperimentalDetectronPriorGridGenerator", "opset6")
+    infos = [TensorInfo((3, 4), ET["f32"]), TensorInfo((1, 4, 3, 5), ET["f16"]),
+             TensorInfo((1, 3, 30, 41), ET["f32"])]  # fmt: skip
+    with pytest.raises(ShapeError, match="one element type, got f16, f32"):
+        op.infer(SimpleNamespace(**GRID), infos)
+    with pytest.raises(RuntimeError):  # OpenVINO refuses it too
+        make("PriorGridGenerator", opset1.parameter([3, 4], ov.Type.f32),
+             opset1.parameter([1, 4, 3, 5], ov.Type.f16),
+             opset1.parameter([1, 3, 30, 41], ov.Type.f32), **GRID)  # fmt: skip

@@ -19,11 +19,14 @@ from hypothesis import strategies as st
 from openvino import opset1, opset2, opset4, opset9
 from support.ov_oneop import assert_close, one_op_model, run_both, run_cpu, run_saved
 from support.ov_shapes import from_ov_shape, to_ov_shape
+from support.typed_io import assert_same, refusals, run_irrun, sample
+from support.typed_io import cpu as typed_cpu
 
 import irrun
 from irrun.errors import KernelError
 from irrun.ir import element_types
 from irrun.ir.dims import Interval
+from irrun.ir.element_types import ANY, FLOATS
 from irrun.ir.registry import ShapeError, TensorInfo, resolve
 
 ET = element_types.ELEMENT_TYPES
@@ -299,3 +302,57 @@ def test_a_yolo_graph_matches_the_plugin(version, tmp_path):
     assert_close(got["regions"], want[0], rtol=1e-4, atol=1e-5)
     assert len(got["selected"]) > 2
     assert_close(got["selected"], want[1])
+
+
+# --------------------------------------------------------------------------- element types
+
+# What the CPU plugin runs ReorgYolo with (f64 computed in f32: values that f32 holds).
+REORG_ON_CPU = ("f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2", "f8e8m0", "i64", "i32",
+                "i16", "i8", "u64", "u32", "u16", "u8", "boolean")  # fmt: skip
+
+
+def _parameter(shape, et):
+    p = opset1.parameter(shape, getattr(ov.Type, et), name="in0")
+    p.output(0).get_tensor().set_names({"in0"})
+    return p
+
+
+@pytest.mark.parametrize("et", FLOATS)
+@pytest.mark.parametrize("softmax", [True, False])
+def test_region_yolo_types_match_the_plugin(et, softmax, tmp_path):
+    """Every float type: computed in f32 and rounded once (f64 too, as the plugin
+    computes it), so results agree to f32's rtol, to an ulp of f16, and to two of bf16
+    (where the plugin's logistic rounds otherwise)."""
+    x = region_input(np.random.default_rng(4), 2, 4, 3, 2, 3, 3).astype(ET[et].dtype)
+    p = _parameter(list(x.shape), et)
+    model = ov.Model([region(4, 3, 2, softmax, [0, 1])(p)], [p], "region")
+    (got,) = run_irrun(model, [x], tmp_path)
+    (want,) = typed_cpu(model, [x], [et])
+    assert got.dtype == want.dtype == ET[et].dtype
+    rtol = {"f16": 1e-3, "bf16": 2**-6}.get(et, 1e-5)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                               atol=1e-6, err_msg=et)  # fmt: skip
+
+
+@pytest.mark.parametrize("et", ANY)
+def test_reorg_yolo_types(et, tmp_path):
+    """Every type moves as the reference kernel's loops move it, and as the plugin does
+    where it runs the type."""
+    x = sample(et, (1, 8, 4, 6), np.random.default_rng(len(et)))
+    if et == "f64":
+        x = x.astype(np.float32).astype(np.float64)
+    p = _parameter([1, 8, 4, 6], et)
+    model = ov.Model([opset2.reorg_yolo(p, [2])], [p], "reorg")
+    (got,) = run_irrun(model, [x], tmp_path)
+    assert_same(got, reorg_by_hand(x, 2), et)
+    if et in REORG_ON_CPU:
+        assert_same(got, typed_cpu(model, [x], [et])[0], et)
+
+
+@pytest.mark.parametrize("bad", ["i32", "u8", "f8e4m3", "boolean"])
+def test_region_yolo_finds_types_it_does_not_take(bad, tmp_path):
+    p = _parameter([1, 12, 3, 3], "f32")
+    model = ov.Model([region(4, 1, 2, True, [0, 1])(p)], [p], "region")
+    found = refusals(model, tmp_path, {0: bad})
+    assert len(found) == 1 and f"input 0 is {bad}, which RegionYolo-v1 does not take" in found[0]
+    assert "(it takes f64, f32, f16, bf16)" in found[0]
