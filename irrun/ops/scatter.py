@@ -30,6 +30,8 @@ Where irrun follows the reference kernels rather than the CPU plugin:
 * integer ``mean``: the plugin truncates toward zero (-3/2 gives -1), the
   reference rounds down (-2);
 * i64 data: the plugin runs it as i32 (2**33 + 5 plus 1 gives 6);
+* bf16 reductions: the plugin rounds to bf16 after every step (256 plus eight 1s and
+  eight 0.5s gives 256), the reference folds in f32 (268) as it does f16;
 * boolean reductions: the plugin reduces booleans as numbers, so ScatterNDUpdate's
   sub of two trues from false gives true (0 - 1 - 1), where the reference's xor
   gives false;
@@ -137,7 +139,7 @@ def _scatter_to(out: np.ndarray, offsets: np.ndarray, values: np.ndarray, reduct
         keep = _last_wins(offsets)
         out[offsets[keep]] = values[keep]
         return
-    if out.dtype.kind == "f" and out.dtype.itemsize < 4:
+    if out.dtype.itemsize == 2 and out.dtype.kind in "fV":  # f16, and bf16 (ml_dtypes: "V")
         # OpenVINO folds f16 (and bf16) in f32 and rounds once at the end.
         wide = out.astype(np.float32)
         _scatter_to(wide, offsets, values.astype(np.float32), reduction, use_init_val)

@@ -769,3 +769,25 @@ def test_reductions_of_the_other_number_types(t, tmp_path):
         (got,) = run_typed(build, [(data, t), (upd, t)], tmp_path)
         want = {"sum": [4, 8, 2, 7, 9, 4], "max": [3, 5, 2, 7, 6, 4]}[reduction]
         same(got, np.array(want).astype(dtype), f"{t} {reduction}")
+
+
+def test_bf16_reductions_fold_in_f32_as_the_reference_does(tmp_path):
+    """Rounding after every step would leave 256 + 1 + ... at 256 (the plugin does)."""
+    from support.ov_any_type import evaluate
+
+    bf16 = ELEMENT_TYPES["bf16"].dtype
+    data = np.array([1.0, 256.0]).astype(bf16)
+    upd = np.array([1.0] * 8 + [0.5] * 8).astype(bf16)
+    idx = np.ones(16, np.int64)
+    for reduction in ("sum", "mean"):
+        builds = [lambda x, u, r=reduction: opset12.scatter_elements_update(
+                      x, const(idx), u, const(0), r),
+                  lambda x, u, r=reduction: opset15.scatter_nd_update(
+                      x, const(idx.reshape(16, 1)), u, "sum")]  # fmt: skip
+        for build in builds[: 1 if reduction == "mean" else 2]:
+            inputs = [(data, "bf16"), (upd, "bf16")]
+            (got,) = run_typed(build, inputs, tmp_path)
+            (want,) = evaluate(build, inputs)
+            same(got, want, reduction)
+            assert float(got[1]) == float(np.array([268.0 / (17 if reduction == "mean" else 1)])
+                                          .astype(bf16)[0]), reduction  # fmt: skip
