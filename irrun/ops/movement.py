@@ -1,6 +1,12 @@
 """Data movement: Reshape, Concat, Split, VariadicSplit, Squeeze, Unsqueeze,
 Transpose, ShapeOf, Broadcast, Pad, Tile and Roll.
 
+Their data may be of any element type: strings, nf4 codes and the packed and low-precision
+types move like the others (Pad fills strings with "" and other types with all-bits-zero
+elements, as OpenVINO does, and pads strings in constant mode only).  Their shape-like
+inputs take every integer type, the packed ones too (OpenVINO's checks let nf4 and string
+through as well, which hold no integers); Roll's shift and axes i32 or i64.
+
 Shape rules read the values of their shape-like inputs (target shapes, axes, pads)
 when they are known constants; propagation folds small constant subgraphs through
 the kernels, so a ShapeOf -> Gather -> Concat -> Reshape chain on a static input
@@ -387,7 +393,7 @@ def _shape_of(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _check_shape_of(a: SimpleNamespace) -> None:
-    if a.output_type.name not in ("i32", "i64"):
+    if a.output_type.name not in INDEX_TYPES:
         raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
 
 
