@@ -7,11 +7,21 @@ arrays of str, low floats as ml_dtypes values); ``evaluate(build, inputs)`` runs
 and ``run_irrun`` runs the same model, saved as IR, in irrun.  Inputs are ``(array,
 name)`` pairs.
 
-Where OpenVINO's reference kernels do not run a type (or give nothing usable for it),
-``moved`` computes the answer of a data-movement op from OpenVINO all the same: the op
-runs on the positions ``0..n-1`` (i64) instead of the data, and each output position
-picks the data element it names; every element of a movement op's output is an element
-of its input, so this is the op's answer for data of any type.
+OpenVINO's own kernels are no oracle for data movement in every type: the reference
+kernels of several movement ops crash on strings (Squeeze, Broadcast, Split, Tile...),
+move the packed types and nf4 by the byte (Concat, Transpose, Pad... of u4 give wrong
+elements) or run no kernel for a type at all.  ``moved`` computes the answer of a
+data-movement op from OpenVINO all the same: the op runs on the positions ``1..n`` (i64)
+of the data elements instead, and each output position picks the element it names (0: an
+element the op fills in, all bits zero or "" for strings); every other element of a
+movement op's output is an element of its input, so this is the op's answer for data of
+any type.
+
+``Case`` describes one op on data ports (of the swept type) and index ports (constant
+values); ``check_data_type``, ``check_index_type`` and ``refused_on`` run the three kinds
+of element-type test the op modules share: data of a type against ``moved``, index inputs
+of a type against OpenVINO's run with i64 ones, and validate's error for a type a port
+does not take.
 """
 
 from __future__ import annotations
@@ -85,10 +95,6 @@ def from_tensor(t: ov.Tensor, name: str) -> np.ndarray:
     if name == "nf4":
         return ov_packed.array(t, name).astype(np.uint8).view(NF4)
     return ov_packed.array(t, name)
-
-
-def _type_name(t: ov.Type) -> str:
-    return t.get_type_name() if t.get_type_name() != "boolean" else "boolean"
 
 
 def model(build, inputs) -> ov.Model:
