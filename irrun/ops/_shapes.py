@@ -24,6 +24,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..errors import KernelError
+from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval, Shape, format_shape
 from ..ir.element_types import ElementType
@@ -195,12 +196,26 @@ def infer_unary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tensor
 
 # --------------------------------------------------------------------------- shape-like inputs
 
-# Element types of shape-like and index inputs.
-INTEGERS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-NUMBERS = ("f64", "f32", "f16", "bf16", *INTEGERS)
-INDEX_TYPES = ("i32", "i64")
-# Every integer type, the packed ones too.
-ALL_INTEGERS = ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "i4", "u4", "u1")
+# Element types of shape-like and index inputs (irrun.ir.element_types' sets, imported here
+# by the ops that read such inputs).
+INTEGERS = element_types.INTEGERS
+NUMBERS = element_types.NUMBERS
+INDEX_TYPES = element_types.INDEX_TYPES
+# Every integer type, the packed ones too: what OpenVINO's ``is_integral_number`` takes
+# (it also lets nf4 and string through, which hold no integers).
+ALL_INTEGERS = (*element_types.INTEGERS, *element_types.PACKED_INTEGERS)
+
+
+def zeros(shape, dtype: np.dtype) -> np.ndarray:
+    """What OpenVINO fills padding and out-of-range picks with: elements of all bits
+    zero (f8e8m0's 2**-127, nf4's code 0, not a cast of 0), ``""`` for strings.
+
+    >>> zeros((2,), np.dtype(object)).tolist()
+    ['', '']
+    """
+    if dtype == element_types.STRING:
+        return np.full(shape, "", element_types.STRING)
+    return np.zeros(shape, dtype)
 
 
 def int_values(info: TensorInfo) -> list[int] | None:
@@ -225,11 +240,17 @@ def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
 def check_vector(info: TensorInfo, what: str, allow_scalar: bool = True,
                  integers: bool = True) -> None:  # fmt: skip
     """Shape-like inputs are 1-D (or scalars where OpenVINO accepts them), of integers
-    (but for ``integers=False``: Interpolate's scales)."""
+    (but for ``integers=False``: Interpolate's scales).  An op that declares its ports'
+    ``input_types`` checks the shape alone, with :func:`vector_rank`."""
     et = info.element_type
     if integers and et is not None and (et.dtype.kind not in "iu" or et.name == "boolean"):
         # A float tensor there would be read as whatever its values truncate to at run time.
         raise ShapeError(f"{what} must be integers, got {et.name}")
+    vector_rank(info, what, allow_scalar)
+
+
+def vector_rank(info: TensorInfo, what: str, allow_scalar: bool = True) -> None:
+    """A shape-like input is 1-D (or a scalar where OpenVINO accepts one)."""
     if info.shape is None:
         return
     ranks = (0, 1) if allow_scalar else (1,)

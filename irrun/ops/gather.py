@@ -26,12 +26,11 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
+from ..ir.element_types import ANY, INDEX_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import (
     ALL_INTEGERS,
-    INDEX_TYPES,
-    check_vector,
     element_count,
     flat_ints,
     fmt,
@@ -41,6 +40,8 @@ from ._shapes import (
     normalized_indices,
     shapes_of,
     vector_length,
+    vector_rank,
+    zeros,
 )
 
 
@@ -74,7 +75,7 @@ def _gather_params(a: SimpleNamespace, data_rank: int, idx_rank: int, axis_value
 
 def _gather_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     data, idx, axis_info = inputs
-    check_vector(axis_info, "axis")
+    vector_rank(axis_info, "axis")
     if vector_length(axis_info) not in (None, 1):
         raise ShapeError(f"axis must hold one value, got shape {list(axis_info.shape or ())}")
     axis_values = int_values(axis_info)
@@ -95,8 +96,8 @@ def _gather(version: int):
         # Negative indices count from the end (Gather-8; earlier versions run the same
         # kernel on the CPU plugin); indices still out of range give zeros.
         if n == 0:  # every index is out of range, and an empty axis has nothing to pick
-            return (np.zeros((*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :]),
-                             data.dtype),)  # fmt: skip
+            return (zeros((*data.shape[:axis], *idx.shape[batch:], *data.shape[axis + 1 :]),
+                          data.dtype),)  # fmt: skip
         idx64 = np.where(idx64 < 0, idx64 + n, idx64)
         valid = (idx64 >= 0) & (idx64 < n)
         safe = np.where(valid, idx64, 0)
@@ -111,7 +112,7 @@ def _gather(version: int):
         # (b, pre, I, *post) with one fancy index per leading axis.
         picked = d[np.arange(b)[:, None, None], np.arange(pre)[None, :, None], i[:, None, :]]
         mask = m.reshape(b, 1, count, *([1] * len(post)))
-        picked = np.where(mask, picked, np.zeros((), data.dtype))
+        picked = np.where(mask, picked, zeros((), data.dtype))
         out_shape = (*data.shape[:axis], *idx.shape[batch:], *post)
         return (picked.reshape(out_shape),)
 
@@ -219,21 +220,22 @@ def _check_batch_dims(a: SimpleNamespace) -> None:
 
 register(OpDef(type="Gather", version=1, since_opset=1, attrs=(),
                infer=_gather_infer, kernel=_gather(1), inputs=(3, 3),
+               input_types=(ANY, ALL_INTEGERS, ALL_INTEGERS),
                scratch=per_element(16)))  # fmt: skip
 for _version in (7, 8):
     register(OpDef(type="Gather", version=_version, since_opset=_version,
                    attrs=(Attr("batch_dims", "int", 0),),
                    infer=_gather_infer, kernel=_gather(_version), inputs=(3, 3),
-                   shape_attrs=("batch_dims",),
+                   shape_attrs=("batch_dims",), input_types=(ANY, ALL_INTEGERS, ALL_INTEGERS),
                    scratch=per_element(16)))  # fmt: skip
 register(OpDef(type="GatherElements", version=6, since_opset=6, attrs=(Attr("axis", "int", 0),),
                infer=_gather_elements_infer, kernel=_gather_elements, inputs=(2, 2),
-               shape_attrs=("axis",), input_types=(None, INDEX_TYPES),
+               shape_attrs=("axis",), input_types=(ANY, INDEX_TYPES),
                scratch=per_element(32)))  # fmt: skip
 for _version in (5, 8):
     register(OpDef(type="GatherND", version=_version, since_opset=_version,
                    attrs=(Attr("batch_dims", "int", 0),),
                    infer=_gather_nd_infer(_version), kernel=_gather_nd(_version), inputs=(2, 2),
                    check=_check_batch_dims, shape_attrs=("batch_dims",),
-                   input_types=(None, ALL_INTEGERS),
+                   input_types=(ANY, ALL_INTEGERS),
                    scratch=per_element(4)))  # fmt: skip

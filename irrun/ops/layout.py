@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval, Shape, map_bounds
+from ..ir.element_types import ANY
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing
 from ._shapes import fmt, normalize_axis
@@ -156,15 +157,15 @@ _BLOCK_ATTRS = (Attr("mode", "enum", "blocks_first", MODES), Attr("block_size", 
 register(OpDef(type="DepthToSpace", version=0, since_opset=1,
                attrs=_BLOCK_ATTRS,
                infer=_d2s_infer, kernel=_d2s, check=_check_block,
-               shape_attrs=("mode", "block_size"),
+               shape_attrs=("mode", "block_size"), input_types=(ANY,),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="SpaceToDepth", version=0, since_opset=1,
                attrs=_BLOCK_ATTRS,
                infer=_s2d_infer, kernel=_s2d, check=_check_block,
-               shape_attrs=("mode", "block_size"),
+               shape_attrs=("mode", "block_size"), input_types=(ANY,),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="ShuffleChannels", version=0, since_opset=1,
                attrs=(Attr("axis", "int", 1), Attr("group", "int", 1)),
                infer=_shuffle_infer, kernel=_shuffle, check=_check_group,
-               shape_attrs=("axis", "group"),
+               shape_attrs=("axis", "group"), input_types=(ANY,),
                scratch=nothing))  # fmt: skip

@@ -1,6 +1,12 @@
 """Data movement: Reshape, Concat, Split, VariadicSplit, Squeeze, Unsqueeze,
 Transpose, ShapeOf, Broadcast, Pad, Tile and Roll.
 
+Their data may be of any element type: strings, nf4 codes and the packed and low-precision
+types move like the others (Pad fills strings with "" and other types with all-bits-zero
+elements, as OpenVINO does, and pads strings in constant mode only).  Their shape-like
+inputs take every integer type, the packed ones too (OpenVINO's checks let nf4 and string
+through as well, which hold no integers); Roll's shift and axes i32 or i64.
+
 Shape rules read the values of their shape-like inputs (target shapes, axes, pads)
 when they are known constants; propagation folds small constant subgraphs through
 the kernels, so a ShapeOf -> Gather -> Concat -> Reshape chain on a static input
@@ -35,24 +41,28 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval, Shape, map_bounds
-from ..ir.element_types import ELEMENT_TYPES
+from ..ir.element_types import ANY, ELEMENT_TYPES, INDEX_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing, per_element
 from ._shapes import (
-    INDEX_TYPES,
-    INTEGERS,
+    ALL_INTEGERS,
     add_dims,
-    check_vector,
     flat_ints,
     fmt,
     int_values,
     may_be_one,
     merge_dims,
     normalize_axis,
+    same_element_type,
     vector_length,
+    vector_rank,
+    zeros,
 )
 
 MANY = 1 << 30  # no upper bound on the number of inputs
+# Target shapes, axes, pads, repeats: any integer type (OpenVINO's checks let nf4 and
+# string through as well, which hold no integers).
+SHAPE_TYPES = ALL_INTEGERS
 
 
 # --------------------------------------------------------------------------- Reshape
@@ -112,7 +122,7 @@ def reshape_target(in_shape: Shape, target: Sequence[int], special_zero: bool) -
 
 def _reshape_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, target = inputs
-    check_vector(target, "target shape")
+    vector_rank(target, "target shape")
     values = int_values(target)
     if values is not None and x.shape is not None:
         out: Shape | None = reshape_target(x.shape, values, a.special_zero)
@@ -134,7 +144,7 @@ def _reshape(a: SimpleNamespace, x: np.ndarray, target: np.ndarray) -> tuple[np.
 
 def _concat_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     known = [i.shape for i in inputs if i.shape is not None]
-    et = inputs[0].element_type
+    et = same_element_type(inputs)
     if not known:
         return [TensorInfo(None, et)]
     rank = len(known[0])
@@ -169,7 +179,7 @@ def _concat(a: SimpleNamespace, *xs: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _split_axis(x: TensorInfo, axis: TensorInfo) -> int | None:
     """The split axis of ``x`` (None while it or ``x``'s rank is unknown)."""
-    check_vector(axis, "axis")
+    vector_rank(axis, "axis")
     if axis.shape is not None and len(axis.shape) != 0:
         raise ShapeError(f"axis must be a scalar, got shape {list(axis.shape)}")
     values = int_values(axis)
@@ -234,7 +244,7 @@ def _split_lengths(lengths: Sequence[int], d: Dim) -> list[Dim]:
 
 def _variadic_split_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axis_info, lengths_info = inputs
-    check_vector(lengths_info, "split_lengths", allow_scalar=False)
+    vector_rank(lengths_info, "split_lengths", allow_scalar=False)
     axis, et = _split_axis(x, axis_info), x.element_type
     n = vector_length(lengths_info)
     if n is None:
@@ -270,7 +280,7 @@ def _squeeze_infer(version: int):
         rank = len(x.shape)
         axes: list[int] | None = []
         if len(inputs) == 2:
-            check_vector(inputs[1], "axes")
+            vector_rank(inputs[1], "axes")
             axes = int_values(inputs[1])
         if axes is None:
             return [TensorInfo(None, x.element_type)]
@@ -318,7 +328,7 @@ def _unsqueeze_shape(shape: Shape, chosen: set[int]) -> Shape:
 
 def _unsqueeze_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axes_info = inputs
-    check_vector(axes_info, "axes")
+    vector_rank(axes_info, "axes")
     axes = int_values(axes_info)
     if x.shape is None or axes is None:
         return [TensorInfo(None, x.element_type)]
@@ -348,7 +358,7 @@ def _permutation(order: Sequence[int], rank: int) -> list[int]:
 
 def _transpose_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, order_info = inputs
-    check_vector(order_info, "order", allow_scalar=False)
+    vector_rank(order_info, "order", allow_scalar=False)
     order = int_values(order_info)
     if x.shape is None:
         n = vector_length(order_info)
@@ -383,7 +393,7 @@ def _shape_of(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _check_shape_of(a: SimpleNamespace) -> None:
-    if a.output_type.name not in ("i32", "i64"):
+    if a.output_type.name not in INDEX_TYPES:
         raise KernelError(f"output_type must be i32 or i64, got {a.output_type.name}")
 
 
@@ -445,7 +455,7 @@ def _aligned_shape(a: SimpleNamespace, data: Shape, target: Sequence[int], axes)
 
 def _broadcast_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, t_info = inputs[:2]
-    check_vector(t_info, "target_shape", allow_scalar=False)
+    vector_rank(t_info, "target_shape", allow_scalar=False)
     target = int_values(t_info)
     axes = int_values(inputs[2]) if len(inputs) > 2 else None
     if target is not None and any(v < 0 for v in target):
@@ -500,10 +510,17 @@ def _check_pad_dim(mode: str, d: Dim, pb: int, pe: int) -> None:
 
 def _pad_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, b_info, e_info = inputs[:3]
-    check_vector(b_info, "pads_begin", allow_scalar=False)
-    check_vector(e_info, "pads_end", allow_scalar=False)
+    vector_rank(b_info, "pads_begin", allow_scalar=False)
+    vector_rank(e_info, "pads_end", allow_scalar=False)
     if len(inputs) > 3 and inputs[3].shape not in (None, ()):
         raise ShapeError(f"pad_value must be a scalar, got {fmt(inputs[3].shape)}")
+    if len(inputs) > 3 and None not in (x.element_type, inputs[3].element_type) and (
+            x.element_type != inputs[3].element_type):  # fmt: skip
+        raise ShapeError(f"pad_value is {inputs[3].element_type} but data is {x.element_type}; "
+                         "they must be the same type")  # fmt: skip
+    if a.pad_mode != "constant" and x.element_type is not None and (
+            x.element_type.name == "string"):  # fmt: skip
+        raise ShapeError(f"{a.pad_mode} padding does not take strings (only constant padding)")
     if x.shape is None:
         return [TensorInfo(None, x.element_type)]
     begin, end = int_values(b_info), int_values(e_info)
@@ -554,8 +571,9 @@ def _pad(a: SimpleNamespace, x: np.ndarray, pb: np.ndarray, pe: np.ndarray, valu
     ]
     if a.pad_mode != "constant":
         return (x[np.ix_(*sources)] if x.ndim else x.copy(),)
-    fill = np.zeros((), x.dtype) if value is None else np.asarray(value).astype(x.dtype)
-    out = np.full([len(s) for s in sources], fill, x.dtype)
+    out = zeros([len(s) for s in sources], x.dtype)
+    if value is not None:
+        out[...] = value
     inside = [np.flatnonzero(s >= 0) for s in sources]
     if x.ndim == 0:
         return (x.copy(),)
@@ -576,7 +594,7 @@ def _tile_shapes(shape: Shape, repeats: Sequence[int]) -> tuple[Shape, list[int]
 
 def _tile_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, r_info = inputs
-    check_vector(r_info, "repeats", allow_scalar=False)
+    vector_rank(r_info, "repeats", allow_scalar=False)
     repeats = int_values(r_info)
     if repeats is None:
         n = vector_length(r_info)
@@ -602,8 +620,8 @@ def _tile(a: SimpleNamespace, x: np.ndarray, repeats: np.ndarray) -> tuple[np.nd
 
 def _roll_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, shift_i, axes_i = inputs
-    check_vector(shift_i, "shift")
-    check_vector(axes_i, "axes")
+    vector_rank(shift_i, "shift")
+    vector_rank(axes_i, "axes")
     if shift_i.shape and axes_i.shape is not None:
         n_shift, n_axes = vector_length(shift_i), vector_length(axes_i)
         if not axes_i.shape or (n_shift is not None and n_axes is not None and n_shift != n_axes):
@@ -636,60 +654,65 @@ def _roll(a: SimpleNamespace, x: np.ndarray, shift: np.ndarray, axes: np.ndarray
 register(OpDef(type="Reshape", version=1, since_opset=1,
                attrs=(Attr("special_zero", "bool"),),
                infer=_reshape_infer, kernel=_reshape, inputs=(2, 2),
-               shape_attrs=("special_zero",),
+               shape_attrs=("special_zero",), input_types=(ANY, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="Concat", version=0, since_opset=1, attrs=(Attr("axis", "int"),),
                infer=_concat_infer, kernel=_concat, inputs=(1, MANY),
-               shape_attrs=("axis",),
+               shape_attrs=("axis",), input_types=(ANY,),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="Squeeze", version=0, since_opset=1, attrs=(),
                infer=_squeeze_infer(0), kernel=_squeeze, inputs=(1, 2),
+               input_types=(ANY, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="Squeeze", version=15, since_opset=15,
                attrs=(Attr("allow_axis_skip", "bool", False),),
                infer=_squeeze_infer(15), kernel=_squeeze, inputs=(1, 2),
-               shape_attrs=("allow_axis_skip",),
+               shape_attrs=("allow_axis_skip",), input_types=(ANY, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="Unsqueeze", version=0, since_opset=1, attrs=(),
                infer=_unsqueeze_infer, kernel=_unsqueeze, inputs=(2, 2),
+               input_types=(ANY, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="Transpose", version=1, since_opset=1, attrs=(),
                infer=_transpose_infer, kernel=_transpose, inputs=(2, 2),
+               input_types=(ANY, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="ShapeOf", version=0, since_opset=1, attrs=(),
-               infer=_shape_of_infer, kernel=_shape_of,
+               infer=_shape_of_infer, kernel=_shape_of, input_types=(ANY,),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="ShapeOf", version=3, since_opset=3,
                attrs=(Attr("output_type", "element_type", ELEMENT_TYPES["i64"]),),
                infer=_shape_of_infer, kernel=_shape_of, check=_check_shape_of,
+               input_types=(ANY,),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="Broadcast", version=1, since_opset=1,
                attrs=(Attr("mode", "enum", "numpy", BROADCAST_V1_MODES),),
                infer=_broadcast_infer, kernel=_broadcast, inputs=(2, 3),
-               shape_attrs=("mode",),
+               shape_attrs=("mode",), input_types=(ANY, SHAPE_TYPES, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="Broadcast", version=3, since_opset=3,
                attrs=(Attr("mode", "enum", "numpy", BROADCAST_V3_MODES),),
                infer=_broadcast_infer, kernel=_broadcast, inputs=(2, 3),
-               shape_attrs=("mode",),
+               shape_attrs=("mode",), input_types=(ANY, SHAPE_TYPES, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 for _version, _since in ((1, 1), (12, 12)):
     register(OpDef(type="Pad", version=_version, since_opset=_since,
                    attrs=(Attr("pad_mode", "enum", "constant", PAD_MODES),),
                    infer=_pad_infer, kernel=_pad, inputs=(3, 4),
-                   shape_attrs=("pad_mode",),
+                   shape_attrs=("pad_mode",), input_types=(ANY, SHAPE_TYPES, SHAPE_TYPES, ANY),
                    scratch=per_element(16)))  # fmt: skip
 register(OpDef(type="Split", version=1, since_opset=1, attrs=(Attr("num_splits", "int"),),
                infer=_split_infer, kernel=_split, inputs=(2, 2), check=_check_split,
-               shape_attrs=("num_splits",),
+               shape_attrs=("num_splits",), input_types=(ANY, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="VariadicSplit", version=1, since_opset=1, attrs=(),
                infer=_variadic_split_infer, kernel=_variadic_split, inputs=(3, 3),
+               input_types=(ANY, SHAPE_TYPES, SHAPE_TYPES),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="Tile", version=0, since_opset=1, attrs=(), infer=_tile_infer,
-               kernel=_tile, inputs=(2, 2), input_types=(None, INTEGERS),
+               kernel=_tile, inputs=(2, 2), input_types=(ANY, SHAPE_TYPES),
                scratch=per_element(4)))  # fmt: skip
 register(OpDef(type="Roll", version=7, since_opset=7, attrs=(), infer=_roll_infer,
                kernel=_roll, inputs=(3, 3),
-               input_types=(None, INDEX_TYPES, INDEX_TYPES),
+               input_types=(ANY, INDEX_TYPES, INDEX_TYPES),
                scratch=per_element(1)))  # fmt: skip

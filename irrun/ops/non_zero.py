@@ -5,6 +5,11 @@ as a ``[rank, count]`` tensor of ``output_type``, in row-major order.  ``count``
 data-dependent: the shape rule gives ``[rank, 0..N]`` with N the input's element count
 (its upper bound when dims are dynamic), which the memory plan uses as a bound.
 
+Its data may be of any number type or boolean.  OpenVINO's check lets any type through,
+but its kernels count no nf4 or string elements (the reference kernel counts neither the
+low-precision floats nor the packed integers, the CPU plugin the packed ones): irrun
+refuses nf4 and strings, whose zero no kernel defines.
+
 Where irrun follows the CPU plugin rather than OpenVINO's reference kernel: NonZero of a
 scalar gives ``[1, count]`` as the plugin does; the reference kernel gives ``[0, 0]`` for
 a zero scalar.
@@ -21,10 +26,10 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC
-from ..ir.element_types import ELEMENT_TYPES
+from ..ir.element_types import ALL_NUMBERS, ELEMENT_TYPES, INDEX_TYPES
 from ..ir.registry import OpDef, TensorInfo, register
 from ._scratch import per_element
-from ._shapes import INDEX_TYPES, dim_within, upper_bound
+from ._shapes import dim_within, upper_bound
 
 
 def _non_zero_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -58,4 +63,5 @@ def _check_index_type(a: SimpleNamespace) -> None:
 register(OpDef(type="NonZero", version=3, since_opset=3,
                attrs=(Attr("output_type", "element_type", ELEMENT_TYPES["i64"]),),
                infer=_non_zero_infer, kernel=_non_zero, check=_check_index_type,
+               input_types=((*ALL_NUMBERS, "boolean"),),
                scratch=per_element(24)))  # fmt: skip

@@ -16,9 +16,10 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, format_shape
+from ..ir.element_types import ANY
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from ._shapes import affine_dim
+from ._shapes import affine_dim, zeros
 
 PATCH_PADS = ("valid", "same_upper", "same_lower")
 
@@ -73,14 +74,14 @@ def _extract_image_patches(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarra
     shape = tuple(int(d) for d in info.shape)  # type: ignore[union-attr, arg-type]
     h, w = x.shape[2:]
     if x.size == 0 or 0 in shape:
-        return (np.zeros(shape, x.dtype),)
+        return (zeros(shape, x.dtype),)
     (kh, kw), (sh, sw), (rh, rw) = a.sizes, a.strides, a.rates
     rows, rows_ok = _patch_taps(h, shape[2], kh, sh, rh, a.auto_pad)
     cols, cols_ok = _patch_taps(w, shape[3], kw, sw, rw, a.auto_pad)
     # [N, C, OH, KH, OW, KW]; taps outside the image read 0.
     got = x[:, :, rows[:, :, None, None], cols[None, None, :, :]]
     ok = rows_ok[:, :, None, None] & cols_ok[None, None, :, :]
-    got = np.where(ok, got, x.dtype.type(0))
+    got = np.where(ok, got, zeros((), x.dtype))
     # Output channel (kh * KW + kw) * C + c, as OpenVINO orders patches.
     out = got.transpose(0, 3, 5, 1, 2, 4).reshape(shape)
     return (np.ascontiguousarray(out),)
@@ -91,6 +92,6 @@ register(
           attrs=(Attr("sizes", "ints"), Attr("strides", "ints"), Attr("rates", "ints"),
                  Attr("auto_pad", "enum", choices=PATCH_PADS)),
           infer=_patches_infer, kernel=_extract_image_patches, check=_check_patches,
-          shape_attrs=("sizes", "strides", "rates", "auto_pad"),
+          shape_attrs=("sizes", "strides", "rates", "auto_pad"), input_types=(ANY,),
           scratch=per_element(12))
 )  # fmt: skip

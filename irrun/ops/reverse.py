@@ -21,9 +21,10 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
+from ..ir.element_types import ALL_NUMBERS, ANY
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing, per_element
-from ._shapes import INTEGERS, NUMBERS, normalize_axis, one_d
+from ._shapes import ALL_INTEGERS, normalize_axis, one_d
 
 # --------------------------------------------------------------------------- Reverse
 
@@ -40,12 +41,11 @@ def _reverse_axes(mode: str, axes: Sequence, rank: int) -> tuple[int, ...]:
 def _reverse_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     data, axes = inputs
     one_d(axes, "reversed_axes")
+    # The port takes integers and booleans (input_types); which of the two, the mode says.
     et = axes.element_type
-    if et is not None:
-        if a.mode == "mask" and et.name != "boolean":
-            raise ShapeError(f"in 'mask' mode reversed_axes must be boolean, got {et.name}")
-        if a.mode == "index" and et.name not in INTEGERS:
-            raise ShapeError(f"in 'index' mode reversed_axes must be integers, got {et.name}")
+    if et is not None and (a.mode == "mask") != (et.name == "boolean"):
+        raise ShapeError(f"in '{a.mode}' mode reversed_axes must be "
+                         f"{'boolean' if a.mode == 'mask' else 'integers'}, got {et.name}")
     if data.shape is not None:
         rank = len(data.shape)
         if axes.value is not None:
@@ -69,6 +69,7 @@ register(
     OpDef(type="Reverse", version=1, since_opset=1,
           attrs=(Attr("mode", "enum", choices=("index", "mask")),),
           infer=_reverse_infer, kernel=_reverse, inputs=(2, 2), shape_attrs=("mode",),
+          input_types=(ANY, (*ALL_INTEGERS, "boolean")),
           scratch=nothing)
 )  # fmt: skip
 
@@ -126,6 +127,6 @@ register(
     OpDef(type="ReverseSequence", version=1, since_opset=1,
           attrs=(Attr("batch_axis", "int", 0), Attr("seq_axis", "int", 1)),
           infer=_reverse_sequence_infer, kernel=_reverse_sequence, inputs=(2, 2),
-          input_types=(None, NUMBERS), shape_attrs=("batch_axis", "seq_axis"),
+          input_types=(ANY, ALL_NUMBERS), shape_attrs=("batch_axis", "seq_axis"),
           scratch=per_element(10))
 )  # fmt: skip

@@ -30,6 +30,8 @@ Where irrun follows the reference kernels rather than the CPU plugin:
 * integer ``mean``: the plugin truncates toward zero (-3/2 gives -1), the
   reference rounds down (-2);
 * i64 data: the plugin runs it as i32 (2**33 + 5 plus 1 gives 6);
+* bf16 reductions: the plugin rounds to bf16 after every step (256 plus eight 1s and
+  eight 0.5s gives 256), the reference folds in f32 (268) as it does f16;
 * boolean reductions: the plugin reduces booleans as numbers, so ScatterNDUpdate's
   sub of two trues from false gives true (0 - 1 - 1), where the reference's xor
   gives false;
@@ -57,12 +59,11 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.attributes import Attr
+from ..ir.element_types import ANY, INDEX_TYPES, NUMBERS, describe_types
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import (
     ALL_INTEGERS,
-    INDEX_TYPES,
-    check_vector,
     element_count,
     flat_ints,
     fmt,
@@ -71,24 +72,33 @@ from ._shapes import (
     normalize_axis,
     normalized_indices,
     shapes_of,
+    vector_rank,
 )
 
 SEU_REDUCTIONS = ("none", "sum", "prod", "min", "max", "mean")
+# The data types of a reduction (without one, a scatter moves elements of any type).
+REDUCED_TYPES = (*NUMBERS, "boolean")
 SND_REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max")
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def _same_type(data: TensorInfo, updates: TensorInfo) -> None:
-    a, b = data.element_type, updates.element_type
-    if a is not None and b is not None and a.name != b.name:
-        raise ShapeError(f"updates are {b.name} but data is {a.name}; they must be the same type")
+def _same_type(a: SimpleNamespace, data: TensorInfo, updates: TensorInfo) -> None:
+    """Data and updates of one type, and one that irrun reduces when there is a reduction."""
+    t, u = data.element_type, updates.element_type
+    if t is not None and u is not None and t.name != u.name:
+        raise ShapeError(f"updates are {u.name} but data is {t.name}; they must be the same type")
+    reduction = getattr(a, "reduction", "none")
+    if reduction != "none" and t is not None and t.name not in REDUCED_TYPES:
+        # OpenVINO's checks let any type through; its kernels reduce none of these.
+        raise ShapeError(f"reduction {reduction} does not take {t.name} data (irrun reduces "
+                         f"{describe_types(REDUCED_TYPES)})")  # fmt: skip
 
 
 def _axis_value(info: TensorInfo) -> int | None:
     """The known value of a scalar or 1-element axis input."""
-    check_vector(info, "axis")
+    vector_rank(info, "axis")
     n = None if info.shape is None or len(info.shape) != 1 else info.shape[0]
     if n is not None and (n != 1 if isinstance(n, int) else not n.contains(1)):
         raise ShapeError(f"axis must be a scalar or hold one value, got {fmt(info.shape)}")
@@ -129,7 +139,7 @@ def _scatter_to(out: np.ndarray, offsets: np.ndarray, values: np.ndarray, reduct
         keep = _last_wins(offsets)
         out[offsets[keep]] = values[keep]
         return
-    if out.dtype.kind == "f" and out.dtype.itemsize < 4:
+    if out.dtype.itemsize == 2 and out.dtype.kind in "fV":  # f16, and bf16 (ml_dtypes: "V")
         # OpenVINO folds f16 (and bf16) in f32 and rounds once at the end.
         wide = out.astype(np.float32)
         _scatter_to(wide, offsets, values.astype(np.float32), reduction, use_init_val)
@@ -156,7 +166,7 @@ def _scatter_to(out: np.ndarray, offsets: np.ndarray, values: np.ndarray, reduct
 
 def _scatter_update_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     data, idx, upd, axis_info = inputs
-    _same_type(data, upd)
+    _same_type(a, data, upd)
     axis_value = _axis_value(axis_info)
     out = [TensorInfo(data.shape, data.element_type)]
     if data.shape is None or idx.shape is None or upd.shape is None:
@@ -199,7 +209,7 @@ def _scatter_update(a: SimpleNamespace, data, idx, upd, axis_arr):
 
 def _scatter_elements_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     data, idx, upd, axis_info = inputs
-    _same_type(data, upd)
+    _same_type(a, data, upd)
     et = data.element_type
     if getattr(a, "reduction", "none") == "mean" and et is not None and et.name == "boolean":
         raise ShapeError("reduction mean does not take boolean data")
@@ -244,7 +254,7 @@ def _scatter_elements(a: SimpleNamespace, data, idx, upd, axis_arr):
 
 def _scatter_nd_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     data, idx, upd = inputs
-    _same_type(data, upd)
+    _same_type(a, data, upd)
     out = [TensorInfo(data.shape, data.element_type)]
     for name, info in (("data", data), ("indices", idx)):
         if info.shape is not None and len(info.shape) == 0:
@@ -293,25 +303,25 @@ def _scatter_nd(a: SimpleNamespace, data, idx, upd):
 
 register(OpDef(type="ScatterUpdate", version=3, since_opset=3, attrs=(),
                infer=_scatter_update_infer, kernel=_scatter_update, inputs=(4, 4),
-               input_types=(None, ALL_INTEGERS, None, ALL_INTEGERS),
+               input_types=(ANY, ALL_INTEGERS, ANY, ALL_INTEGERS),
                scratch=per_element(4)))  # fmt: skip
 register(OpDef(type="ScatterElementsUpdate", version=3, since_opset=3, attrs=(),
                infer=_scatter_elements_infer, kernel=_scatter_elements, inputs=(4, 4),
-               input_types=(None, (*ALL_INTEGERS, "boolean"), None, ALL_INTEGERS),
+               input_types=(ANY, (*ALL_INTEGERS, "boolean"), ANY, ALL_INTEGERS),
                scratch=per_element(48)))  # fmt: skip
 register(OpDef(type="ScatterElementsUpdate", version=12, since_opset=12,
                attrs=(Attr("reduction", "enum", "none", SEU_REDUCTIONS),
                       Attr("use_init_val", "bool", True)),
                infer=_scatter_elements_infer, kernel=_scatter_elements, inputs=(4, 4),
                shape_attrs=("reduction",),
-               input_types=(None, (*ALL_INTEGERS, "boolean"), None, ALL_INTEGERS),
+               input_types=(ANY, (*ALL_INTEGERS, "boolean"), ANY, ALL_INTEGERS),
                scratch=per_element(48)))  # fmt: skip
 register(OpDef(type="ScatterNDUpdate", version=4, since_opset=4, attrs=(),
                infer=_scatter_nd_infer, kernel=_scatter_nd, inputs=(3, 3),
-               input_types=(None, INDEX_TYPES),
+               input_types=(ANY, INDEX_TYPES, ANY),
                scratch=per_element(8, 12)))  # fmt: skip
 register(OpDef(type="ScatterNDUpdate", version=15, since_opset=15,
                attrs=(Attr("reduction", "enum", "none", SND_REDUCTIONS),),
                infer=_scatter_nd_infer, kernel=_scatter_nd, inputs=(3, 3),
-               input_types=(None, INDEX_TYPES),
+               input_types=(ANY, INDEX_TYPES, ANY),
                scratch=per_element(8, 12)))  # fmt: skip

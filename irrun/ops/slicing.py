@@ -40,11 +40,11 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
+from ..ir.element_types import ANY
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import nothing
 from ._shapes import (
-    INTEGERS,
-    check_vector,
+    ALL_INTEGERS,
     dim_within,
     flat_ints,
     fmt,
@@ -53,6 +53,7 @@ from ._shapes import (
     normalize_axis,
     upper_bound,
     vector_length,
+    vector_rank,
 )
 
 # The largest a dim can be (64-bit signed, as in OpenVINO and NumPy): an interval with
@@ -128,7 +129,7 @@ def _slice_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tenso
     x = inputs[0]
     names = ("start", "stop", "step", "axes")
     for info, what in zip(inputs[1:], names, strict=False):
-        check_vector(info, what, allow_scalar=False)
+        vector_rank(info, what, allow_scalar=False)
     lengths = {n for n in (vector_length(i) for i in inputs[1:]) if n is not None}
     if len(lengths) > 1:
         raise ShapeError(f"start, stop, step and axes must have the same length, got "
@@ -305,7 +306,7 @@ def _strided_slice_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> li
     s_info = inputs[3] if len(inputs) > 3 else None
     for info, what in ((b_info, "begin"), (e_info, "end"), (s_info, "strides")):
         if info is not None:
-            check_vector(info, what, allow_scalar=False)
+            vector_rank(info, what, allow_scalar=False)
     begin, end = int_values(b_info), int_values(e_info)
     strides = int_values(s_info) if s_info is not None else None
     if x.shape is None or begin is None or end is None or (s_info is not None and strides is None):
@@ -351,11 +352,11 @@ def _check_strided_slice(a: SimpleNamespace) -> None:
 
 register(OpDef(type="Slice", version=8, since_opset=8, attrs=(), infer=_slice_infer,
                kernel=_slice, inputs=(4, 5),
-               input_types=(None, INTEGERS, INTEGERS, INTEGERS, INTEGERS),
+               input_types=(ANY, ALL_INTEGERS, ALL_INTEGERS, ALL_INTEGERS, ALL_INTEGERS),
                scratch=nothing))  # fmt: skip
 register(OpDef(type="SliceScatter", version=15, since_opset=15, attrs=(),
                infer=_slice_scatter_infer, kernel=_slice_scatter, inputs=(5, 6),
-               input_types=(None, None, INTEGERS, INTEGERS, INTEGERS, INTEGERS),
+               input_types=(ANY, ANY, ALL_INTEGERS, ALL_INTEGERS, ALL_INTEGERS, ALL_INTEGERS),
                fresh_output=True, scratch=nothing))  # fmt: skip
 register(OpDef(type="StridedSlice", version=1, since_opset=1,
                attrs=(Attr("begin_mask", "ints"), Attr("end_mask", "ints"),
@@ -365,4 +366,5 @@ register(OpDef(type="StridedSlice", version=1, since_opset=1,
                check=_check_strided_slice,
                shape_attrs=("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask",
                             "ellipsis_mask"),
-                            scratch=nothing))  # fmt: skip
+               input_types=(ANY, ALL_INTEGERS, ALL_INTEGERS, ALL_INTEGERS),
+               scratch=nothing))  # fmt: skip

@@ -16,9 +16,10 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.dims import DYNAMIC, Dim, format_shape
+from ..ir.element_types import ANY
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from ._shapes import INDEX_TYPES, affine_dim, bounded_dim, int_values, one_d
+from ._shapes import ALL_INTEGERS, affine_dim, bounded_dim, int_values, one_d, zeros
 
 
 def _block_params(inputs: Sequence[TensorInfo], names: tuple[str, str]):
@@ -69,6 +70,10 @@ def _divide(d: Dim, k: int, what: str) -> Dim:
 
 def _batch_to_space_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]):
     data = inputs[0]
+    types = {i.element_type.name for i in inputs[1:] if i.element_type is not None}
+    if len(types) > 1:  # OpenVINO's check (SpaceToBatch has none)
+        raise ShapeError(f"block_shape, crops_begin and crops_end must have one element type, "
+                         f"got {', '.join(sorted(types))}")  # fmt: skip
     params = _block_params(inputs, ("crops_begin", "crops_end"))
     if data.shape is None:
         return [TensorInfo(None, data.element_type)]
@@ -131,7 +136,8 @@ def _space_to_batch(a: SimpleNamespace, x, block, begin, end) -> tuple[np.ndarra
     b, pb, pe = _run_params(x, (block, begin, end), _space_to_batch_infer,
                             ("pads_begin", "pads_end"))  # fmt: skip
     k = x.ndim - 1
-    v = np.pad(x, list(zip(pb, pe, strict=True)))
+    v = zeros([d + b + e for d, b, e in zip(x.shape, pb, pe, strict=True)], x.dtype)
+    v[tuple(slice(b, b + d) for d, b in zip(x.shape, pb, strict=True))] = x
     n = v.shape[0]
     split = [n]
     for i in range(1, x.ndim):
@@ -145,12 +151,12 @@ def _space_to_batch(a: SimpleNamespace, x, block, begin, end) -> tuple[np.ndarra
 register(
     OpDef(type="BatchToSpace", version=2, since_opset=2, attrs=(), infer=_batch_to_space_infer,
           kernel=_batch_to_space, inputs=(4, 4),
-          input_types=(None, INDEX_TYPES, INDEX_TYPES, INDEX_TYPES),
+          input_types=(ANY, ALL_INTEGERS, ALL_INTEGERS, ALL_INTEGERS),
           scratch=per_element(12))
 )  # fmt: skip
 register(
     OpDef(type="SpaceToBatch", version=2, since_opset=2, attrs=(), infer=_space_to_batch_infer,
           kernel=_space_to_batch, inputs=(4, 4),
-          input_types=(None, INDEX_TYPES, INDEX_TYPES, INDEX_TYPES),
+          input_types=(ANY, ALL_INTEGERS, ALL_INTEGERS, ALL_INTEGERS),
           scratch=per_element(12))
 )  # fmt: skip

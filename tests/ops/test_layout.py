@@ -309,3 +309,33 @@ def test_absent_attributes_as_openvino_reads_them(tmp_path):
     path.write_text(text.replace('block_size="2"', ""))  # OpenVINO reads 0 and refuses it
     found = [d for d in irrun.validate(path) if d.level == "error"]
     assert [d.code for d in found] == ["missing-attribute"], found
+
+
+# --------------------------------------------------------------------------- element types
+
+from support.ov_any_type import Case, check_data_type  # noqa: E402
+
+from irrun.ir.element_types import ANY  # noqa: E402
+
+TYPE_CASES = {
+    "DepthToSpace-1": Case(lambda x: opset1.depth_to_space(x, "depth_first", 2), (1, 4, 2, 1)),
+    "DepthToSpace-1/blocks_first": Case(lambda x: opset1.depth_to_space(x, "blocks_first", 2),
+                                        (1, 8, 1, 1, 1)),
+    "SpaceToDepth-1": Case(lambda x: opset1.space_to_depth(x, "blocks_first", 2), (1, 1, 2, 4)),
+    "SpaceToDepth-1/depth_first": Case(lambda x: opset1.space_to_depth(x, "depth_first", 2),
+                                       (1, 2, 2, 2)),
+    "ShuffleChannels-1": Case(lambda x: opset3.shuffle_channels(x, 1, 2), (1, 4, 2, 1)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("t", ANY)
+@pytest.mark.parametrize("op", TYPE_CASES)
+def test_every_data_type(op, t, tmp_path):
+    """Data of every element type (the ops take any), strings and packed types included, as
+    OpenVINO moves it (support.ov_any_type)."""
+    check_data_type(TYPE_CASES[op], t, tmp_path)
+
+
+def test_the_layout_ops_take_any_type():
+    for name in ("DepthToSpace", "SpaceToDepth", "ShuffleChannels"):
+        assert resolve(name, "opset16").input_types == (ANY,)

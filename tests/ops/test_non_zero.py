@@ -144,3 +144,46 @@ def test_non_zero_with_dynamic_input(tmp_path):
     assert model.outputs[0].shape == (2, Interval(0, None))
     x = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
     assert model.run({"x": x})["nz"].tolist() == [[0, 1, 1], [1, 0, 2]]
+
+
+# --------------------------------------------------------------------------- element types
+
+from support.ov_any_type import evaluate, refused, same, sample  # noqa: E402
+from support.ov_any_type import run_irrun as run_typed  # noqa: E402
+
+from irrun.ir.element_types import ALL_NUMBERS  # noqa: E402
+
+TAKEN = (*ALL_NUMBERS, "boolean")
+
+
+def _with_zeros(t: str) -> np.ndarray:
+    x = sample(t, (3, 4), 5)
+    if t == "f8e8m0":  # no zero: every element counts
+        return x
+    zero = np.zeros(2, x.dtype)
+    if x.dtype.kind == "f" or t in ("bf16", "f8e4m3", "f8e5m2", "f4e2m1"):
+        zero = np.array([0.0, -0.0]).astype(x.dtype)  # -0.0 is no non-zero
+    x.reshape(-1)[[0, 5]] = zero
+    return x
+
+
+@pytest.mark.parametrize("t", TAKEN)
+def test_every_type_it_takes(t, tmp_path):
+    """NonZero of every number type and boolean against OpenVINO's reference kernel on the
+    same values converted to f32 in the graph (its NonZero kernels take neither the low
+    floats nor u1, u2, u3, u6)."""
+    x = _with_zeros(t)
+    (got,) = run_typed(lambda p: opset3.non_zero(p, "i64"), [(x, t)], tmp_path)
+    (want,) = evaluate(lambda p: opset3.non_zero(opset1.convert(p, "f32"), "i64"), [(x, t)])
+    same(got, want, t)
+    if t not in ("f8e8m0", "boolean"):
+        assert got.shape[1] <= 10, t  # the zeros set above (-0.0 among them) are left out
+
+
+@pytest.mark.parametrize("t", ["nf4", "string"])
+def test_a_type_not_taken_is_a_validate_error(t, tmp_path):
+    """OpenVINO builds NonZero of any type, but none of its kernels count nf4 or strings."""
+    errors = refused(lambda p: opset3.non_zero(p, "i64"), [(sample("f32", (2, 3)), "f32")], 0, t,
+                     tmp_path)  # fmt: skip
+    assert any(f"(NonZero-v3): input 0 is {t}, which NonZero-v3 does not take (it takes " in e
+               for e in errors), errors  # fmt: skip

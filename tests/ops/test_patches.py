@@ -59,3 +59,30 @@ def test_extract_image_patches_by_hand(tmp_path):
     with pytest.raises(ValueError, match="strides"):
         rule.check(attrs_namespace({"sizes": [3, 3], "strides": [0, 2], "rates": [1, 1],
                                     "auto_pad": "valid"}))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- element types
+
+from support.ov_any_type import Case, check_data_type  # noqa: E402
+
+from irrun.ir.element_types import ANY  # noqa: E402
+
+TYPE_CASES = {
+    "same_upper": Case(lambda x: opset3.extract_image_patches(x, [2, 2], [1, 2], [1, 1],
+                                                              "same_upper"), (1, 1, 3, 3)),
+    "valid": Case(lambda x: opset3.extract_image_patches(x, [2, 2], [1, 1], [2, 1], "valid"),
+                  (1, 2, 3, 3)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("t", ANY)
+@pytest.mark.parametrize("pad", TYPE_CASES)
+def test_every_data_type(pad, t, tmp_path):
+    """Data of every element type (the op takes any), strings and packed types included, as
+    OpenVINO moves it, taps outside the image read "" from strings and all bits zero from
+    the others (support.ov_any_type)."""
+    check_data_type(TYPE_CASES[pad], t, tmp_path)
+
+
+def test_extract_image_patches_takes_any_type():
+    assert resolve("ExtractImagePatches", "opset3").input_types == (ANY,)

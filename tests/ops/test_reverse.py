@@ -137,3 +137,95 @@ def test_reverse_sequence_shape_rule_matches_openvino():
         with pytest.raises(RuntimeError):
             opset1.reverse_sequence(opset1.parameter(list(data)), opset1.parameter(
                 list(lengths), ov.Type.i32), batch, seq)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- element types
+
+from support.ov_any_type import (  # noqa: E402
+    Case,
+    check_data_type,
+    check_index_type,
+    index_types,
+    refused_on,
+    same,
+    sample,
+)
+from support.ov_any_type import run_irrun as run_typed  # noqa: E402
+from support.ov_oneop import run_cpu  # noqa: E402
+
+from irrun.ir.element_types import ALL_NUMBERS, ANY, ELEMENT_TYPES  # noqa: E402
+
+TYPE_CASES = {
+    "Reverse-1": Case(lambda x, a: _reverse(x, a, "index"), (2, 3, 2), [2, 0]),
+    "Reverse-1/negative": Case(lambda x, a: _reverse(x, a, "index"), (2, 3), [-1, 1]),
+    "Reverse-1/mask": Case(lambda x: _reverse(x, const([True, False, True], bool), "mask"),
+                           (2, 3, 2)),
+    "ReverseSequence-1": Case(lambda x, s: opset1.reverse_sequence(x, s, 0, 1), (2, 3), [2, 3]),
+    "ReverseSequence-1/batch": Case(lambda x, s: opset1.reverse_sequence(x, s, -1, 0), (3, 2, 2),
+                                    [3, 0]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("t", ANY)
+@pytest.mark.parametrize("op", ["Reverse-1", "Reverse-1/mask", "ReverseSequence-1"])
+def test_every_data_type(op, t, tmp_path):
+    """Data of every element type, strings and packed types included, as OpenVINO moves it
+    (support.ov_any_type)."""
+    check_data_type(TYPE_CASES[op], t, tmp_path)
+
+
+INDEX_CASES = [(op, t) for op in ("Reverse-1", "Reverse-1/negative", "ReverseSequence-1",
+                                  "ReverseSequence-1/batch")
+               for t in index_types(resolve(op.split("-")[0], "opset1"), TYPE_CASES[op])]  # fmt: skip
+
+
+@pytest.mark.parametrize(("op", "t"), INDEX_CASES)
+def test_every_integer_axis_and_length_type(op, t, tmp_path):
+    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+
+
+def test_index_cases_cover_the_declared_integers():
+    for name in ("Reverse", "ReverseSequence"):
+        swept = {t for o, t in INDEX_CASES if o.startswith(name + "-")}
+        declared = resolve(name, "opset1").port_types(1)
+        assert swept >= {t for t in declared if t in ELEMENT_TYPES and t not in (
+            "boolean", "u1") and ELEMENT_TYPES[t].dtype.kind in "iu"}, (name, swept)  # fmt: skip
+
+
+FLOAT_LENGTHS = [t for t in ALL_NUMBERS if ELEMENT_TYPES[t].dtype.kind not in "iu"]
+
+
+@pytest.mark.parametrize("t", FLOAT_LENGTHS)
+def test_reverse_sequence_takes_float_lengths(t, tmp_path):
+    """seq_lengths of every float type OpenVINO takes, whole numbers (2 and 1: f8e8m0 holds
+    no 3), as the plugin runs i64 ones."""
+    x = sample("i32", (2, 3))
+    lengths = np.array([2.0, 1.0]).astype(ELEMENT_TYPES[t].dtype)
+    build = lambda p, q: opset1.reverse_sequence(p, q, 0, 1)  # noqa: E731
+    (got,) = run_typed(build, [(x, "i32"), (lengths, t)], tmp_path)
+    ints = [x, np.array([2, 1], np.int64)]
+    (want,) = run_cpu(one_op_model(build, ints), ints)
+    same(got, want)
+    assert got.tolist() == [[x[0, 1], x[0, 0], x[0, 2]], x[1].tolist()]
+
+
+REFUSED = [("Reverse-1", 1, "f32"), ("Reverse-1", 1, "string"), ("ReverseSequence-1", 1,
+                                                                   "boolean"),
+           ("ReverseSequence-1", 1, "nf4"), ("ReverseSequence-1", 1, "string")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("op", "port", "t"), REFUSED)
+def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
+    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    label = resolve(op.split("-")[0], "opset1").label
+    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
+               for e in errors), errors  # fmt: skip
+
+
+def test_reverse_mode_picks_integers_or_booleans():
+    rule = resolve("Reverse", "opset1")
+    f32 = ELEMENT_TYPES["f32"]
+    for mode, et in (("index", "boolean"), ("mask", "i4")):
+        with pytest.raises(ShapeError, match=f"in '{mode}' mode reversed_axes must be"):
+            rule.infer(attrs_namespace({"mode": mode}), [TensorInfo((2,), f32),
+                                                         TensorInfo((1,), ELEMENT_TYPES[et])])

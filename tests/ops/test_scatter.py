@@ -645,3 +645,149 @@ def test_validate_names_a_bad_reduction(tmp_path):
     found = [d for d in irrun.validate(bad) if d.level == "error"]
     assert found and found[0].layer.type == "ScatterElementsUpdate"
     assert "reduction" in found[0].message and "avg" in found[0].message
+
+
+# --------------------------------------------------------------------------- element types
+
+from support.ov_any_type import (  # noqa: E402
+    Case,
+    check_data_type,
+    check_index_type,
+    index_types,
+    refused_on,
+    same,
+)
+from support.ov_any_type import run_irrun as run_typed  # noqa: E402
+from support.ov_oneop import const  # noqa: E402
+
+from irrun.ir.element_types import ANY, NUMBERS  # noqa: E402
+
+TYPE_CASES = {
+    "ScatterUpdate-3": Case(lambda x, i, u, a: opset3.scatter_update(x, i, u, a), (3, 2), [2, 0],
+                            (2, 2), np.array(0)),
+    "ScatterUpdate-3/axis": Case(lambda x, i, u, a: opset3.scatter_update(x, i, u, a), (2, 3),
+                                 [[1], [2]], (2, 2, 1), np.array(-1)),
+    "ScatterElementsUpdate-3": Case(lambda x, i, u, a: opset3.scatter_elements_update(x, i, u, a),
+                                    (3, 2), [[2, 0]], (1, 2), np.array(0)),
+    "ScatterElementsUpdate-12": Case(
+        lambda x, i, u, a: opset12.scatter_elements_update(x, i, u, a, "none"), (3, 2),
+        [[2, -1]], (1, 2), np.array(-2)),
+    "ScatterElementsUpdate-12/positive": Case(
+        lambda x, i, u, a: opset12.scatter_elements_update(x, i, u, a, "none"), (2, 3),
+        [[2], [0]], (2, 1), np.array(1)),
+    "ScatterNDUpdate-4": Case(lambda x, i, u: opset4.scatter_nd_update(x, i, u), (3, 2),
+                              [[2], [0]], (2, 2)),
+    "ScatterNDUpdate-15": Case(lambda x, i, u: opset15.scatter_nd_update(x, i, u, "none"), (3, 2),
+                               [[2, 1], [-3, 0]], (2,)),
+}  # fmt: skip
+
+
+def _declared(op: str):
+    type_, version = op.split("/")[0].split("-")
+    return resolve(type_, f"opset{version}")
+
+
+@pytest.mark.parametrize("t", ANY)
+@pytest.mark.parametrize("op", [op for op in TYPE_CASES if "/" not in op])
+def test_every_data_type(op, t, tmp_path):
+    """Data and updates of every element type, strings and packed types included, as
+    OpenVINO moves them without a reduction (support.ov_any_type)."""
+    check_data_type(TYPE_CASES[op], t, tmp_path)
+
+
+INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items() for t in index_types(_declared(op), case)]
+
+
+@pytest.mark.parametrize(("op", "t"), INDEX_CASES)
+def test_every_index_type(op, t, tmp_path):
+    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+
+
+def test_index_cases_cover_the_declared_types():
+    for op in TYPE_CASES:
+        label = _declared(op).label
+        swept = {t for o, t in INDEX_CASES if _declared(o).label == label}
+        assert swept >= set(_declared(op).port_types(1)) - {"u1", "boolean"}, (label, swept)
+
+
+def test_seu_takes_boolean_indices(tmp_path):
+    """OpenVINO's check lets boolean indices through (0 and 1)."""
+    data, upd = np.arange(6, dtype=np.float32).reshape(3, 2), np.float32([[10, 20]])
+    for version in (3, 12):
+        build = (lambda x, i, u: opset3.scatter_elements_update(x, i, u, const(0))) if (
+            version == 3) else (lambda x, i, u: opset12.scatter_elements_update(
+                x, i, u, const(0), "sum"))  # fmt: skip
+        (got,) = run_typed(build, [(data, "f32"), (np.array([[True, False]]), "boolean"),
+                                   (upd, "f32")], tmp_path)  # fmt: skip
+        ints = [data, np.int64([[1, 0]]), upd]
+        (want,) = run_cpu(one_op_model(build, ints), ints)
+        same(got, want, f"v{version}")
+
+
+REFUSED = [("ScatterUpdate-3", 1, "f32"), ("ScatterUpdate-3", 3, "boolean"),
+           ("ScatterElementsUpdate-3", 1, "f16"), ("ScatterElementsUpdate-3", 3, "boolean"),
+           ("ScatterElementsUpdate-12", 1, "string"), ("ScatterNDUpdate-4", 1, "i16"),
+           ("ScatterNDUpdate-15", 1, "u4")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("op", "port", "t"), REFUSED)
+def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
+    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    label = _declared(op).label
+    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
+               for e in errors), errors  # fmt: skip
+
+
+@pytest.mark.parametrize("t", ["string", "nf4", "i4", "u1", "f8e4m3", "f4e2m1"])
+def test_a_reduction_takes_numbers_and_booleans(t):
+    """OpenVINO builds a reduction over any type; irrun reduces numbers and booleans only."""
+    et, i64 = ELEMENT_TYPES[t], ELEMENT_TYPES["i64"]
+    seu = resolve("ScatterElementsUpdate", "opset12")
+    infos = [TensorInfo((3,), et), TensorInfo((1,), i64), TensorInfo((1,), et),
+             TensorInfo((), i64)]  # fmt: skip
+    with pytest.raises(ShapeError, match=f"reduction sum does not take {t} data"):
+        seu.infer(attrs_namespace({"reduction": "sum", "use_init_val": True}), infos)
+    seu.infer(attrs_namespace({"reduction": "none", "use_init_val": True}), infos)
+    snd = resolve("ScatterNDUpdate", "opset15")
+    infos = [TensorInfo((3,), et), TensorInfo((1, 1), i64), TensorInfo((1,), et)]
+    with pytest.raises(ShapeError, match=f"reduction max does not take {t} data"):
+        snd.infer(attrs_namespace({"reduction": "max"}), infos)
+    snd.infer(attrs_namespace({"reduction": "none"}), infos)
+
+
+@pytest.mark.parametrize("t", [t for t in NUMBERS if t not in DTYPES])
+def test_reductions_of_the_other_number_types(t, tmp_path):
+    """sum and max in the number types the reduction sweeps above leave out, by hand (small
+    whole numbers, exact in every type)."""
+    dtype = ELEMENT_TYPES[t].dtype
+    data = np.array([1, 5, 2, 7, 3, 4]).astype(dtype)
+    upd = np.array([2, 6, 1, 3]).astype(dtype)
+    idx = np.int64([1, 4, 1, 0])
+    for reduction in ("sum", "max"):
+        build = lambda x, u, r=reduction: opset12.scatter_elements_update(  # noqa: E731
+            x, const(idx), u, const(0), r)
+        (got,) = run_typed(build, [(data, t), (upd, t)], tmp_path)
+        want = {"sum": [4, 8, 2, 7, 9, 4], "max": [3, 5, 2, 7, 6, 4]}[reduction]
+        same(got, np.array(want).astype(dtype), f"{t} {reduction}")
+
+
+def test_bf16_reductions_fold_in_f32_as_the_reference_does(tmp_path):
+    """Rounding after every step would leave 256 + 1 + ... at 256 (the plugin does)."""
+    from support.ov_any_type import evaluate
+
+    bf16 = ELEMENT_TYPES["bf16"].dtype
+    data = np.array([1.0, 256.0]).astype(bf16)
+    upd = np.array([1.0] * 8 + [0.5] * 8).astype(bf16)
+    idx = np.ones(16, np.int64)
+    for reduction in ("sum", "mean"):
+        builds = [lambda x, u, r=reduction: opset12.scatter_elements_update(
+                      x, const(idx), u, const(0), r),
+                  lambda x, u, r=reduction: opset15.scatter_nd_update(
+                      x, const(idx.reshape(16, 1)), u, "sum")]  # fmt: skip
+        for build in builds[: 1 if reduction == "mean" else 2]:
+            inputs = [(data, "bf16"), (upd, "bf16")]
+            (got,) = run_typed(build, inputs, tmp_path)
+            (want,) = evaluate(build, inputs)
+            same(got, want, reduction)
+            assert float(got[1]) == float(np.array([268.0 / (17 if reduction == "mean" else 1)])
+                                          .astype(bf16)[0]), reduction  # fmt: skip

@@ -346,3 +346,84 @@ def test_slice_scatter_updates_of_the_wrong_shape_at_run_time(tmp_path):
     model = ov.Model([node.output(0)], [data, upd], "m")
     with pytest.raises(Exception, match=r"updates \[3, 6\] must have the slice's shape \[2, 6\]"):
         run_saved(model, arrays, tmp_path)
+
+
+# --------------------------------------------------------------------------- element types
+
+from openvino import opset15  # noqa: E402
+from support.ov_any_type import (  # noqa: E402
+    Case,
+    check_data_type,
+    check_index_type,
+    index_types,
+    refused_on,
+)
+
+from irrun.ir.element_types import ANY  # noqa: E402
+
+TYPE_CASES = {
+    "Slice-8": Case(lambda x, b, e, s, a: opset8.slice(x, b, e, s, a), (3, 4), [3, 0], [-5, 9],
+                    [-2, 3], [1, 0]),
+    "Slice-8/positive": Case(lambda x, b, e, s: opset8.slice(x, b, e, s), (3, 4), [0, 1], [3, 3],
+                             [2, 1]),
+    "SliceScatter-15": Case(lambda x, u, b, e, s, a: opset15.slice_scatter(x, u, b, e, s, a),
+                            (3, 4), (3, 2), [1], [3], [1], [1]),
+    "SliceScatter-15/negative": Case(
+        lambda x, u, b, e, s, a: opset15.slice_scatter(x, u, b, e, s, a), (3, 4), (2, 4), [-1],
+        [-9], [-2], [-2]),
+    "StridedSlice-1": Case(lambda x, b, e, s: opset1.strided_slice(x, b, e, s, [0, 1], [0, 0]),
+                           (3, 4), [2, 0], [0, 3], [-1, 2]),
+    "StridedSlice-1/positive": Case(
+        lambda x, b, e, s: opset1.strided_slice(x, b, e, s, [0, 0, 0], [0, 0, 0], [0, 0, 1],
+                                                [1, 0, 0]),
+        (3, 4), [1, 0, 0], [2, 3, 0], [1, 2, 1]),
+}  # fmt: skip
+
+
+def _declared(op: str):
+    type_, version = op.split("/")[0].split("-")
+    return resolve(type_, f"opset{version}")
+
+
+@pytest.mark.parametrize("t", ANY)
+@pytest.mark.parametrize("op", [op for op in TYPE_CASES if "/" not in op])
+def test_every_data_type(op, t, tmp_path):
+    """Data (and SliceScatter's updates) of every element type, strings and packed types
+    included, as OpenVINO moves them (support.ov_any_type)."""
+    check_data_type(TYPE_CASES[op], t, tmp_path)
+
+
+INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items() for t in index_types(_declared(op), case)]
+
+
+@pytest.mark.parametrize(("op", "t"), INDEX_CASES)
+def test_every_index_type(op, t, tmp_path):
+    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+
+
+def test_index_cases_cover_the_declared_types():
+    for op in TYPE_CASES:
+        label = _declared(op).label
+        swept = {t for o, t in INDEX_CASES if _declared(o).label == label}
+        assert swept >= set(_declared(op).port_types(2)) - {"u1"}, (label, swept)
+
+
+REFUSED = [("Slice-8", 1, "f32"), ("Slice-8", 4, "boolean"), ("SliceScatter-15", 3, "f16"),
+           ("SliceScatter-15", 5, "string"), ("StridedSlice-1", 1, "f32"),
+           ("StridedSlice-1", 3, "f32")]
+
+
+@pytest.mark.parametrize(("op", "port", "t"), REFUSED)
+def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
+    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    label = _declared(op).label
+    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
+               for e in errors), errors  # fmt: skip
+
+
+def test_slice_scatter_takes_updates_of_the_data_type():
+    f32, f16, i64 = ELEMENT_TYPES["f32"], ELEMENT_TYPES["f16"], ELEMENT_TYPES["i64"]
+    q = TensorInfo((1,), i64, np.array([0]))
+    with pytest.raises(ShapeError, match="updates are f16 but data is f32"):
+        resolve("SliceScatter", "opset15").infer(None, [TensorInfo((2,), f32),
+                                                        TensorInfo((2,), f16), q, q, q])  # fmt: skip

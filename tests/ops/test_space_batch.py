@@ -152,3 +152,77 @@ def test_validate_names_the_layer(tmp_path):
     path.write_text(text.replace('index_element_type="i64"', 'index_element_type="f32"'))
     found = [str(d) for d in irrun.validate(path) if d.level == "error"]
     assert any("'uniq' (Unique-v10)" in m and "i32 or i64" in m for m in found), found
+
+
+# --------------------------------------------------------------------------- element types
+
+from support.ov_any_type import (  # noqa: E402
+    Case,
+    check_data_type,
+    check_index_type,
+    index_types,
+    refused_on,
+)
+
+from irrun.ir.element_types import ANY, ELEMENT_TYPES  # noqa: E402
+
+TYPE_CASES = {
+    "BatchToSpace-2": Case(lambda x, b, c, d: opset2.batch_to_space(x, b, c, d), (4, 1, 2, 1),
+                           [1, 1, 2, 2], [0, 0, 1, 0], [0, 0, 0, 1]),
+    # SpaceToBatch pads with zeros: "" for strings, all bits zero for the other types.
+    "SpaceToBatch-2": Case(lambda x, b, c, d: opset2.space_to_batch(x, b, c, d), (1, 1, 3, 1),
+                           [1, 1, 2, 2], [0, 0, 1, 0], [0, 0, 0, 1]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("t", ANY)
+@pytest.mark.parametrize("op", TYPE_CASES)
+def test_every_data_type(op, t, tmp_path):
+    """Data of every element type, strings and packed types included, as OpenVINO moves it
+    (support.ov_any_type)."""
+    check_data_type(TYPE_CASES[op], t, tmp_path)
+
+
+INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items()
+               for t in index_types(resolve(op.split("-")[0], "opset2"), case)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("op", "t"), INDEX_CASES)
+def test_every_block_type(op, t, tmp_path):
+    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+
+
+def test_index_cases_cover_the_declared_types():
+    for name in ("BatchToSpace", "SpaceToBatch"):
+        swept = {t for o, t in INDEX_CASES if o.startswith(name)}
+        assert swept == set(resolve(name, "opset2").port_types(1)) - {"u1"}, name
+
+
+REFUSED = [("BatchToSpace-2", 1, "f32"), ("BatchToSpace-2", 3, "boolean"),
+           ("SpaceToBatch-2", 2, "f16"), ("SpaceToBatch-2", 3, "string")]
+
+
+@pytest.mark.parametrize(("op", "port", "t"), REFUSED)
+def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
+    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    label = resolve(op.split("-")[0], "opset2").label
+    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
+               for e in errors), errors  # fmt: skip
+
+
+def test_batch_to_space_takes_one_type_of_block_parameters():
+    rule = resolve("BatchToSpace", "opset2")
+    i32, i64 = ELEMENT_TYPES["i32"], ELEMENT_TYPES["i64"]
+    with pytest.raises(ShapeError, match="must have one element type, got i32, i64"):
+        rule.infer(attrs_namespace({}), [TensorInfo((4, 1), ELEMENT_TYPES["f32"]),
+                                         TensorInfo((2,), i32), TensorInfo((2,), i64),
+                                         TensorInfo((2,), i64)])  # fmt: skip
+    with pytest.raises(RuntimeError):  # OpenVINO refuses it too
+        opset2.batch_to_space(opset1.parameter([4, 1]), const([1, 1], np.int32),
+                              const([0, 0]), const([0, 0]))  # fmt: skip
+    # SpaceToBatch's may differ, as OpenVINO's may.
+    opset2.space_to_batch(opset1.parameter([1, 2]), const([1, 1], np.int32), const([0, 0]),
+                          const([0, 0], np.int8))  # fmt: skip
+    resolve("SpaceToBatch", "opset2").infer(attrs_namespace({}), [
+        TensorInfo((1, 2), ELEMENT_TYPES["f32"]), TensorInfo((2,), i32), TensorInfo((2,), i64),
+        TensorInfo((2,), ELEMENT_TYPES["i8"])])  # fmt: skip
