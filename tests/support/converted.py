@@ -62,6 +62,11 @@ def through_types(through: str) -> set[str]:
     return {name for name in ELEMENT_TYPES if name != through}
 
 
+def typed_irrun(build, inputs, types, tmp_path, outputs=1) -> list[np.ndarray]:
+    """irrun's outputs alone, of the model :func:`typed_runs` runs."""
+    return run_saved(_model(build, inputs, types, outputs), inputs, tmp_path)
+
+
 def typed_runs(build, inputs, types, tmp_path, outputs=1, through="f32"):
     """irrun's outputs of ``build`` on ``inputs`` converted to ``types`` (one per input,
     the NumPy arrays' own type to leave one as it is), and OpenVINO's reference answer:
