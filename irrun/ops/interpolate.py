@@ -59,6 +59,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, map_bounds
+from ..ir.element_types import FLOATS, INTEGERS, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis
@@ -500,6 +501,16 @@ def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
     return math.prod(padded) * itemsize + 48 * stage + 40 * weights
 
 
+# Element types.  Interpolate-0: OpenVINO takes any data and integer sizes; irrun
+# resizes the numbers, the f8 floats and booleans.  Interpolate-4 and -11: OpenVINO's
+# own lists (data f32, f16, bf16, f64, i8, u8, i32, i64; sizes and axes i32, i64, u32,
+# u64; scales f32, f16, bf16; Interpolate-11's second input is sizes or scales by
+# shape_calculation_mode, which the shape rule checks).
+V0_TYPES = (*NUMBERS, "f8e4m3", "f8e5m2", "f8e8m0", "boolean")
+DATA_TYPES = (*FLOATS, "i64", "i32", "i8", "u8")
+SIZES_TYPES = ("i64", "i32", "u64", "u32")
+SCALES_TYPES = ("f32", "f16", "bf16")
+
 register(OpDef(
     type="Interpolate", version=0, since_opset=1,
     attrs=(Attr("axes", "ints"), Attr("mode", "enum", choices=V0_MODES),
@@ -507,11 +518,14 @@ register(OpDef(
            Attr("pads_begin", "ints", ()), Attr("pads_end", "ints", ())),
     infer=_infer(0), kernel=_kernel(0), inputs=(2, 2), check=_check_v0,
     shape_attrs=("axes", "mode", "pads_begin", "pads_end"), scratch=_scratch,
+    input_types=(V0_TYPES, INTEGERS),
 ))  # fmt: skip
 register(OpDef(type="Interpolate", version=4, since_opset=4, attrs=V4_ATTRS, infer=_infer(4),
                kernel=_kernel(4), inputs=(3, 4), shape_attrs=SHAPE_ATTRS,
+               input_types=(DATA_TYPES, SIZES_TYPES, SCALES_TYPES, SIZES_TYPES),
                scratch=_scratch))  # fmt: skip
 V11_ATTRS = (Attr("mode", "enum", choices=V11_MODES), *V4_ATTRS[1:])
 register(OpDef(type="Interpolate", version=11, since_opset=11, attrs=V11_ATTRS, infer=_infer(11),
                kernel=_kernel(11), inputs=(2, 3), shape_attrs=SHAPE_ATTRS,
+               input_types=(DATA_TYPES, (*SIZES_TYPES, *SCALES_TYPES), SIZES_TYPES),
                scratch=_scratch))  # fmt: skip

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
+from ..ir.element_types import LOW_FLOATS, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import broadcast_shapes, same_element_type, try_merge_dims
@@ -82,6 +83,12 @@ def matmul(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
     return (np.asarray(product).astype(a.dtype, copy=False),)
 
 
+# OpenVINO takes any type (both inputs the same); irrun multiplies the numbers, the
+# low floats (in f32, rounded once) and booleans (a product of booleans is an and, a sum
+# an or).  Not the packed integers: the product would not wrap to their bits.
+MATMUL_TYPES = (*NUMBERS, *LOW_FLOATS, "boolean")
+
+
 register(
     OpDef(
         type="MatMul", version=1, since_opset=1,
@@ -89,5 +96,6 @@ register(
         infer=infer_matmul, kernel=matmul, inputs=(2, 2),
         shape_attrs=("transpose_a", "transpose_b"), fresh_output=True, view_reader=True,
         scratch=per_element(0, 12),  # f16 multiplied in f32
+        input_types=(MATMUL_TYPES, MATMUL_TYPES),
     )
 )

@@ -53,7 +53,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC
-from ..ir.element_types import ELEMENT_TYPES
+from ..ir.element_types import ALL_NUMBERS, INDEX_TYPES, INTEGERS, LOW_FLOATS, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis, vector_length
@@ -208,8 +208,10 @@ def _cumsum_kernel(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray) -> tuple
     return (out.astype(x.dtype),)
 
 
-# OpenVINO's arithmetic reductions take any number type, its logical ones booleans.
-NUMBERS = tuple(name for name in ELEMENT_TYPES if name not in ("boolean", "string"))
+# OpenVINO's arithmetic reductions take any number type (nf4 codes too), its logical ones
+# booleans; the axes any integer.  (irrun's sums and products of u1, u2, u3, u4 and i4 do
+# not wrap to their bits: their kernels see the unpacked bytes.)
+ARITHMETIC_TYPES = (*ALL_NUMBERS, "nf4")
 for _type, _fn, _since in (
     ("ReduceMean", _mean, 1), ("ReduceMax", _max, 1), ("ReduceSum", _sum, 1),
     ("ReduceProd", _prod, 1), ("ReduceMin", _min, 1), ("ReduceL1", _l1, 4),
@@ -225,7 +227,7 @@ for _type, _fn, _since in (
             kernel=_reduce_kernel(_fn),
             inputs=(2, 2),
             shape_attrs=("keep_dims",),
-            input_types=(("boolean",) if "Logical" in _type else NUMBERS, None),
+            input_types=(("boolean",) if "Logical" in _type else ARITHMETIC_TYPES, INTEGERS),
             # f16 reduced in f32; L1 and L2 take the absolute values or squares first.
             scratch=per_element(10) if _type in ("ReduceL1", "ReduceL2") else per_element(2, 6, 6),
         )
@@ -239,7 +241,9 @@ register(
         infer=_cumsum_infer,
         kernel=_cumsum_kernel,
         inputs=(2, 2),
-        input_types=(None, ("i32", "i64")),
+        # OpenVINO takes any data; irrun adds the numbers, the low floats and booleans
+        # (not the packed integers, whose sums would not wrap to their bits).
+        input_types=((*NUMBERS, *LOW_FLOATS, "boolean"), INDEX_TYPES),
         scratch=per_element(10, 12, 10),
     )
 )
