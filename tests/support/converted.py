@@ -146,3 +146,16 @@ def assert_refused(build, inputs, port: int, et: str, tmp_path, label: str) -> N
     errors = refused(build, inputs, port, et, tmp_path)
     assert [f.code for f in errors] == ["shape-error"], errors
     assert f"input {port} is {et}, which {label} does not take" in errors[0].message, errors
+
+
+def assert_typed_close(got, want, rtol: float = 2.0**-7) -> None:
+    """Equal outputs: exactly for integers and booleans, within ``rtol`` (bf16's
+    rounding) for floats (NaN where NaN)."""
+    for g, w in zip(got, want, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if g.dtype.kind in "iub":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
+                                       atol=1e-6, equal_nan=True)  # fmt: skip
