@@ -37,7 +37,7 @@ def _model(build, inputs, types, outputs, through=None):
         p.output(0).get_tensor().set_names({f"in{i}"})
         params.append(p)
         node = p if ov.Type(x.dtype) == _ov(t) else opset1.convert(p, t)
-        if through is not None and t != through and t in through_types(through):
+        if through is not None and t != through and t == types[0]:  # the data's type
             node = opset1.convert(node, through)
         nodes.append(node)
     op = build(*nodes)
@@ -71,8 +71,8 @@ def typed_runs(build, inputs, types, tmp_path, outputs=1, through="f32"):
     """irrun's outputs of ``build`` on ``inputs`` converted to ``types`` (one per input,
     the NumPy arrays' own type to leave one as it is), and OpenVINO's reference answer:
     its kernels' on the same model, or where they refuse the first input's type, the op
-    in ``through`` between Converts (the other inputs of a type other than their own
-    converted as well); for ops without a reference kernel (Einsum), the CPU plugin's
+    in ``through`` between Converts (the other inputs of the first one's type converted as
+    well, those of other types, a boolean mask, left as they are); for ops without a reference kernel (Einsum), the CPU plugin's
     answer to the same two models."""
     model = _model(build, inputs, types, outputs)
     got = run_saved(model, inputs, tmp_path)
@@ -148,7 +148,7 @@ def assert_refused(build, inputs, port: int, et: str, tmp_path, label: str) -> N
     assert f"input {port} is {et}, which {label} does not take" in errors[0].message, errors
 
 
-def assert_typed_close(got, want, rtol: float = 2.0**-7) -> None:
+def assert_typed_close(got, want, rtol: float = 2.0**-7, atol: float = 1e-6) -> None:
     """Equal outputs: exactly for integers and booleans, within ``rtol`` (bf16's
     rounding) for floats (NaN where NaN)."""
     for g, w in zip(got, want, strict=True):
@@ -158,4 +158,4 @@ def assert_typed_close(got, want, rtol: float = 2.0**-7) -> None:
             np.testing.assert_array_equal(g, w)
         else:
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
-                                       atol=1e-6, equal_nan=True)  # fmt: skip
+                                       atol=atol, equal_nan=True)  # fmt: skip
