@@ -36,9 +36,9 @@ def _model(build, inputs, types, outputs, through=None):
         p = opset1.parameter(list(x.shape), ov.Type(x.dtype), name=f"in{i}")
         p.output(0).get_tensor().set_names({f"in{i}"})
         params.append(p)
-        node = p if ov.Type(x.dtype) == _ov(t) else opset1.convert(p, t)
-        if through is not None and t != through and t == types[0]:  # the data's type
-            node = opset1.convert(node, through)
+        node = p if ov.Type(x.dtype) == _ov(t) else opset1.convert(p, _ov(t))
+        if through is not None and t not in (through, "boolean") and t == types[0]:
+            node = opset1.convert(node, _ov(through))
         nodes.append(node)
     op = build(*nodes)
     outs = []
@@ -48,10 +48,10 @@ def _model(build, inputs, types, outputs, through=None):
         if through is not None and et == through and types[0] != through and types[0] in (
             through_types(through)
         ):
-            out = opset1.convert(out, types[0]).output(0)
+            out = opset1.convert(out, _ov(types[0])).output(0)
             et = types[0]
         if et in EDGE_F32:
-            out = opset1.convert(out, "f32").output(0)
+            out = opset1.convert(out, ov.Type.f32).output(0)
         outs.append(out)
     for k, out in enumerate(outs):
         out.get_tensor().set_names({f"out{k}"})
