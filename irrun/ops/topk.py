@@ -103,12 +103,13 @@ def _kernel(a: SimpleNamespace, x: np.ndarray, k: np.ndarray) -> tuple[np.ndarra
     return values, chosen.astype(a.index_element_type.dtype)
 
 
-# OpenVINO takes any data and any integer k; irrun orders the numbers and booleans (not
-# nf4's codes, whose order is not their values').
+# OpenVINO takes any data; irrun orders the numbers and booleans (not nf4's codes, whose
+# order is not their values').  k: TopK-1 takes i8, i32 and i64, the later ones any integer.
 TOPK_TYPES = (*ALL_NUMBERS, "boolean")
+K_TYPES = {1: ("i64", "i32", "i8"), 3: INTEGERS, 11: INTEGERS}
 
 for _version in (1, 3, 11):
     register(OpDef(type="TopK", version=_version, since_opset=_version, attrs=_attrs(_version),
                    infer=_infer, kernel=_kernel, inputs=(2, 2), check=_check,
-                   shape_attrs=("axis",),
-                   scratch=per_element(24), input_types=(TOPK_TYPES, INTEGERS)))  # fmt: skip
+                   shape_attrs=("axis",), scratch=per_element(24),
+                   input_types=(TOPK_TYPES, K_TYPES[_version])))  # fmt: skip
