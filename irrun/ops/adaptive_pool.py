@@ -21,7 +21,7 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim
-from ..ir.element_types import INTEGERS
+from ..ir.element_types import INDEX_TYPES, INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .avg_pool import accumulator_dtype, sequential_sums, to_input_type
 from .window import POOL_TYPES, computed, computed_type, restored, spread, window_elements
@@ -180,7 +180,7 @@ def _max_kernel(
 
 
 def _check_max(a: SimpleNamespace) -> None:
-    if a.index_element_type.name not in ("i32", "i64"):
+    if a.index_element_type.name not in INDEX_TYPES:
         raise KernelError(f"index_element_type must be i32 or i64, got {a.index_element_type.name}")
 
 

@@ -21,7 +21,7 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval
-from ..ir.element_types import ALL_NUMBERS, INTEGERS
+from ..ir.element_types import ALL_NUMBERS, INDEX_TYPES, INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis
@@ -41,7 +41,7 @@ def _attrs(version: int) -> tuple[Attr, ...]:
 
 
 def _check(a: SimpleNamespace) -> None:
-    if a.index_element_type.name not in ("i32", "i64"):
+    if a.index_element_type.name not in INDEX_TYPES:
         raise KernelError(f"index_element_type must be i32 or i64, got {a.index_element_type.name}")
 
 
