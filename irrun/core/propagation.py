@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -69,7 +70,7 @@ def propagate(
     sources = lg.sources
     # Layers of one op with the same <data> and the same input shapes and types infer
     # alike: the shape rule and the pool checks run once per model for each such kind.
-    outcomes: dict[tuple, tuple] = {}
+    outcomes: dict[tuple, tuple[tuple, SimpleNamespace]] = {}
     impossible: set[tuple[str, int]] = set()
     for lid in lg.order:
         node = nodes[lid]
@@ -104,9 +105,14 @@ def propagate(
                 outcome = _infer(node, inputs)
             else:
                 key = (node.kind, tuple([(i.shape, i.element_type) for i in inputs]))
-                outcome = outcomes.get(key)
-                if outcome is None:
-                    outcome = outcomes[key] = _infer(node, inputs)
+                shared = outcomes.get(key)
+                if shared is None:
+                    shared = outcomes[key] = (_infer(node, inputs), node.attrs)
+                elif shared[1] is not node.attrs:
+                    # What a shape rule records on its layer's attributes from the input
+                    # types (ConvertLike: the type it converts to) holds for this layer too.
+                    vars(node.attrs).update(vars(shared[1]))
+                outcome = shared[0]
             failure, outputs, empty = outcome
             if failure is not None:
                 problems.append(replace(failure, location=loc(node.layer.line), layer=node.ref))

@@ -21,6 +21,7 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim
+from ..ir.element_types import INDEX_TYPES, INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from .avg_pool import accumulator_dtype, sequential_sums, to_input_type
 from .window import POOL_TYPES, computed, computed_type, restored, spread, window_elements
@@ -179,7 +180,7 @@ def _max_kernel(
 
 
 def _check_max(a: SimpleNamespace) -> None:
-    if a.index_element_type.name not in ("i32", "i64"):
+    if a.index_element_type.name not in INDEX_TYPES:
         raise KernelError(f"index_element_type must be i32 or i64, got {a.index_element_type.name}")
 
 
@@ -210,8 +211,8 @@ register(
         infer=_infer(with_indices=False),
         kernel=_avg_kernel,
         inputs=(2, 2),
-        # output_shape: OpenVINO reads the values of any type.
-        input_types=(POOL_TYPES, None),
+        # output_shape: OpenVINO reads the values of any type; irrun of integers.
+        input_types=(POOL_TYPES, INTEGERS),
         scratch=scratch,
     )
 )
@@ -226,7 +227,7 @@ register(
         inputs=(2, 2),
         check=_check_max,
         optional_outputs=True,
-        input_types=(POOL_TYPES, None),
+        input_types=(POOL_TYPES, INTEGERS),
         scratch=scratch,
     )
 )

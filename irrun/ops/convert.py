@@ -2,9 +2,13 @@
 
 Convert-v1 converts to ``destination_type`` as the CPU plugin does (see :func:`convert`).
 ConvertLike-v1 converts its first input to the element type of its second (whose values
-are not read) exactly as Convert does; ONNX's LpPool, for one, converts to it.  (Its
-kernel sees only the second input's array: a u1/u2/u3/u4/u6/i4 one reads as u8/i8, so
-ConvertLike to a packed type does not wrap to its bits.)
+are not read) exactly as Convert does; ONNX's LpPool, for one, converts to it.  Its
+kernel sees only the second input's array, in which a u1/u2/u3/u4/u6/i4 one reads as
+u8/i8: so its shape rule records the second input's element type as the layer's
+``destination_type``, and the kernel converts to that (a ConvertLike to u4 wraps to 4
+bits, as OpenVINO's, which turns ConvertLike into that Convert).  Both ports take any
+element type (real IRs bring f16/bf16 weights, u8/i8 data and i4/u4/nf4/f8 compressed
+weights to Convert); a conversion from or to string is refused by the shape rule.
 
 The small floats (f8e4m3, f8e5m2, f8e8m0, f4e2m1, nf4) are made as OpenVINO 2026.4
 makes them, bit for bit against its plugin and reference kernels over every f16 and bf16
@@ -38,7 +42,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
-from ..ir.element_types import ElementType
+from ..ir.element_types import ANY, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import largest
 
@@ -274,12 +278,17 @@ def _convert(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _convert_like_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    _no_strings(inputs[0].element_type, inputs[1].element_type)
-    return [TensorInfo(inputs[0].shape, inputs[1].element_type)]
+    like = inputs[1].element_type
+    _no_strings(inputs[0].element_type, like)
+    # The kernel cannot tell a u4 array from a u8 one: it converts to the type named here.
+    # (The layer's own attribute, set from its input's declared type, the same each time.)
+    a.destination_type = like
+    return [TensorInfo(inputs[0].shape, like)]
 
 
 def _convert_like(a: SimpleNamespace, x: np.ndarray, like: np.ndarray) -> tuple[np.ndarray, ...]:
-    return (convert(x, like.dtype),)
+    target = getattr(a, "destination_type", None)
+    return (convert(x, like.dtype if target is None else target),)
 
 
 register(
@@ -291,6 +300,7 @@ register(
         infer=_convert_infer,
         kernel=_convert,
         scratch=_scratch,
+        input_types=(ANY,),
     )
 )
 register(
@@ -303,5 +313,6 @@ register(
         kernel=_convert_like,
         inputs=(2, 2),
         scratch=_scratch,
+        input_types=(ANY, ANY),
     )
 )

@@ -54,6 +54,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape
+from ..ir.element_types import NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._shapes import same_element_type, try_merge_dims
 from .window import AUTO_PADS, Windows, pooled_shape, with_defaults
@@ -308,17 +309,21 @@ def _group_convolution(
     return (convolve(x, w, a),)
 
 
+# OpenVINO takes any number but boolean (the data's type and the filter's the same);
+# irrun computes the numbers and the two f8 types with a sign (in f32, rounded once).
+CONV_TYPES = (*NUMBERS, "f8e4m3", "f8e5m2")
+
 register(
     OpDef(
         type="Convolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(False),
         kernel=_convolution, inputs=(2, 2), check=check_attrs, shape_attrs=SHAPE_ATTRS,
-        fresh_output=True, scratch=_scratch(False),
+        fresh_output=True, scratch=_scratch(False), input_types=(CONV_TYPES, CONV_TYPES),
     )
 )  # fmt: skip
 register(
     OpDef(
         type="GroupConvolution", version=1, since_opset=1, attrs=ATTRS, infer=_infer(True),
         kernel=_group_convolution, inputs=(2, 2), check=check_attrs, shape_attrs=SHAPE_ATTRS,
-        fresh_output=True, scratch=_scratch(True),
+        fresh_output=True, scratch=_scratch(True), input_types=(CONV_TYPES, CONV_TYPES),
     )
 )  # fmt: skip

@@ -32,6 +32,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, format_shape, map_bounds
+from ..ir.element_types import FLOATS, INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from . import convolution as conv
 from ._shapes import check_vector, flat_ints, int_values, same_element_type, try_merge_dims
@@ -89,8 +90,6 @@ def _infer(grouped: bool):
     def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
         data, filt = inputs[:2]
         et = same_element_type(inputs[:2])
-        if et is not None and et.dtype.kind != "f":
-            raise ShapeError(f"data and filter must be floating-point, got {et.name}")
         n = len(a.strides)
         if n not in (1, 2, 3):
             raise ShapeError(f"expected 1 to 3 spatial dims, got {n} strides")
@@ -232,11 +231,17 @@ def _kernel(grouped: bool):
     return kernel
 
 
+# OpenVINO takes any number but boolean for the data and filter (one type) and any
+# integer for output_shape; irrun computes the floats and the two f8 types with a sign.
+_REALS = (*FLOATS, "f8e4m3", "f8e5m2")
+INPUT_TYPES = (_REALS, _REALS, INTEGERS)
+
 register(
     OpDef(
         type="ConvolutionBackpropData", version=1, since_opset=1, attrs=ATTRS,
         infer=_infer(False), kernel=_kernel(False), inputs=(2, 3), check=_check,
         shape_attrs=SHAPE_ATTRS, fresh_output=True, scratch=_scratch(False),
+        input_types=INPUT_TYPES,
     )
 )  # fmt: skip
 register(
@@ -244,5 +249,6 @@ register(
         type="GroupConvolutionBackpropData", version=1, since_opset=1, attrs=ATTRS,
         infer=_infer(True), kernel=_kernel(True), inputs=(2, 3), check=_check,
         shape_attrs=SHAPE_ATTRS, fresh_output=True, scratch=_scratch(True),
+        input_types=INPUT_TYPES,
     )
 )  # fmt: skip

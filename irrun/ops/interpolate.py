@@ -59,6 +59,7 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, map_bounds
+from ..ir.element_types import FLOATS, INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import static_shape
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis
@@ -421,6 +422,10 @@ def _kernel(version: int):
         if result.dtype != x.dtype:
             if x.dtype.kind in "iu":
                 info = np.iinfo(x.dtype)
+                # The plugin computes integers in f32: a value that is a tie there (27.5)
+                # but a hair below it in f64 rounds as that tie does.
+                near = np.abs(result) < 2.0**24
+                result = np.where(near, result.astype(F32).astype(np.float64), result)
                 result = np.clip(np.rint(result), info.min, info.max)
             result = result.astype(x.dtype)
         return (np.ascontiguousarray(result),)
@@ -500,6 +505,16 @@ def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
     return math.prod(padded) * itemsize + 48 * stage + 40 * weights
 
 
+# Element types: OpenVINO's own lists for Interpolate-4 and -11 (data f32, f16, bf16,
+# f64, i8, u8, i32, i64; sizes and axes i32, i64, u32, u64; scales f32, f16, bf16;
+# Interpolate-11's second input is sizes or scales by shape_calculation_mode, which the
+# shape rule checks).  Interpolate-0 builds with any data and integer sizes, but OpenVINO
+# runs it as the Interpolate-4 it converts it to, which takes only those data types.
+DATA_TYPES = (*FLOATS, "i64", "i32", "i8", "u8")
+V0_TYPES = DATA_TYPES
+SIZES_TYPES = ("i64", "i32", "u64", "u32")
+SCALES_TYPES = ("f32", "f16", "bf16")
+
 register(OpDef(
     type="Interpolate", version=0, since_opset=1,
     attrs=(Attr("axes", "ints"), Attr("mode", "enum", choices=V0_MODES),
@@ -507,11 +522,14 @@ register(OpDef(
            Attr("pads_begin", "ints", ()), Attr("pads_end", "ints", ())),
     infer=_infer(0), kernel=_kernel(0), inputs=(2, 2), check=_check_v0,
     shape_attrs=("axes", "mode", "pads_begin", "pads_end"), scratch=_scratch,
+    input_types=(V0_TYPES, INTEGERS),
 ))  # fmt: skip
 register(OpDef(type="Interpolate", version=4, since_opset=4, attrs=V4_ATTRS, infer=_infer(4),
                kernel=_kernel(4), inputs=(3, 4), shape_attrs=SHAPE_ATTRS,
+               input_types=(DATA_TYPES, SIZES_TYPES, SCALES_TYPES, SIZES_TYPES),
                scratch=_scratch))  # fmt: skip
 V11_ATTRS = (Attr("mode", "enum", choices=V11_MODES), *V4_ATTRS[1:])
 register(OpDef(type="Interpolate", version=11, since_opset=11, attrs=V11_ATTRS, infer=_infer(11),
                kernel=_kernel(11), inputs=(2, 3), shape_attrs=SHAPE_ATTRS,
+               input_types=(DATA_TYPES, (*SIZES_TYPES, *SCALES_TYPES), SIZES_TYPES),
                scratch=_scratch))  # fmt: skip

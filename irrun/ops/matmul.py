@@ -3,7 +3,9 @@
 A 1-D first operand is a row ``[1, K]`` and a 1-D second one a column ``[K, 1]``;
 the added axis is dropped from the result, and ``transpose_a``/``transpose_b``
 are ignored for 1-D operands (OpenVINO's shape inference).  Batch dims broadcast
-as in numpy.  f16 is multiplied in f32 and rounded once; f32 sums in f32 (BLAS
+as in numpy.  f16, bf16 and the small floats are multiplied in f32 and rounded once
+(the small floats as Convert rounds them; OpenVINO's reference computes bf16 in bf16,
+rounding towards zero, an ulp or so from this); f32 sums in f32 (BLAS
 order, so values match the CPU plugin within rounding, not bit for bit).  A MatMul
 reads a strided view of its inputs (a Transpose's, say) as fast as a contiguous one.
 """
@@ -18,9 +20,11 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
+from ..ir.element_types import ELEMENT_TYPES, LOW_FLOATS, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import broadcast_shapes, same_element_type, try_merge_dims
+from .convert import convert
 
 
 def matmul_shape(a: Shape | None, b: Shape | None, ta: bool, tb: bool) -> Shape | None:
@@ -67,7 +71,7 @@ def matmul(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
         x = np.swapaxes(a, -1, -2)
     if attrs.transpose_b and b.ndim > 1:
         y = np.swapaxes(b, -1, -2)
-    if a.dtype.kind == "f" and a.dtype.itemsize < 4:
+    if a.dtype.kind in "fV" and a.dtype.itemsize < 4:  # f16, bf16 and the small floats
         x, y = x.astype(np.float32), y.astype(np.float32)
     try:
         product = np.matmul(x, y)
@@ -79,7 +83,17 @@ def matmul(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
             raise KernelError(str(e)) from None
         raise
     # A product of two vectors is a NumPy scalar: the kernel's result is an array.
+    if a.dtype in _SMALL_FLOATS:  # rounded as OpenVINO's Convert rounds them
+        return (convert(np.asarray(product), a.dtype),)
     return (np.asarray(product).astype(a.dtype, copy=False),)
+
+
+# OpenVINO takes any type (both inputs the same); irrun multiplies the numbers, the
+# small floats (in f32, rounded once as OpenVINO's Convert rounds) and booleans (a
+# product of booleans is an and, a sum an or).  Not the packed integers, whose products
+# would not wrap to their bits.
+MATMUL_TYPES = (*NUMBERS, *LOW_FLOATS, "boolean")
+_SMALL_FLOATS = {ELEMENT_TYPES[name].dtype for name in LOW_FLOATS}
 
 
 register(
@@ -89,5 +103,6 @@ register(
         infer=infer_matmul, kernel=matmul, inputs=(2, 2),
         shape_attrs=("transpose_a", "transpose_b"), fresh_output=True, view_reader=True,
         scratch=per_element(0, 12),  # f16 multiplied in f32
+        input_types=(MATMUL_TYPES, MATMUL_TYPES),
     )
 )

@@ -215,9 +215,12 @@ register(
 # --------------------------------------------------------------------------- FakeConvert-13
 
 FP8 = {"f8e4m3": (ml_dtypes.float8_e4m3fn, 448.0), "f8e5m2": (ml_dtypes.float8_e5m2, 57344.0)}
-# bf16, which the specification allows too, is not taken: OpenVINO's reference and plugin
-# give bf16 results irrun could not reproduce (nor do they agree with each other).
-FAKE_CONVERT_TYPES = ("f32", "f16")
+# OpenVINO takes f32, f16 and bf16 (one type for the three inputs).  For bf16 irrun rounds
+# each operation to bf16 (nearest even), as it does for f16: where every intermediate is a
+# bf16 value OpenVINO's reference kernel agrees bit for bit; where one must round it
+# does not round consistently (to nearest here, towards zero there: no rule reproduces
+# it), and the CPU plugin's bf16 results are far from both.
+FAKE_CONVERT_TYPES = ("f32", "f16", "bf16")
 
 
 def _fake_convert_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -259,10 +262,11 @@ def _fp8(h: np.ndarray, destination: str) -> np.ndarray:
 def _fake_convert(a: SimpleNamespace, x: np.ndarray, scale: np.ndarray,
                   shift: np.ndarray | None = None) -> tuple[np.ndarray]:  # fmt: skip
     """``y = x * scale - shift``, rounded to ``destination_type`` through f16 and back,
-    then ``(y + shift) / scale``, each operation rounded to the data's type (f16 computed
-    in f32 and rounded after each, as OpenVINO's reference kernel does; the CPU plugin
-    keeps f32 throughout, so that near a rounding boundary an f16 result may be an FP8
-    step away from the reference's; with f32 data the plugin is within an ulp of it).
+    then ``(y + shift) / scale``, each operation rounded to the data's type (f16 and
+    bf16 computed in f32 and rounded after each, as OpenVINO's reference kernel does; the
+    CPU plugin keeps f32 throughout, so that near a rounding boundary an f16 result may be
+    an FP8 step away from the reference's; with f32 data the plugin is within an ulp of
+    it; see FAKE_CONVERT_TYPES for bf16).
     scale and shift broadcast onto the data (numpy, one way).
 
     The FP8 rounding is to nearest even and saturates, unlike Convert's: f8e4m3 gives

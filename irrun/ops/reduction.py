@@ -53,10 +53,19 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC
-from ..ir.element_types import ELEMENT_TYPES
+from ..ir.element_types import (
+    ALL_NUMBERS,
+    ELEMENT_TYPES,
+    INDEX_TYPES,
+    INTEGERS,
+    LOW_FLOATS,
+    PACKED_INTEGERS,
+    ElementType,
+)
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis, vector_length
+from .convert import convert
 
 
 def reduction_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
@@ -66,6 +75,7 @@ def reduction_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
 
 def _reduce_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axes_info = inputs
+    _record_type(a, x)
     check_vector(axes_info, "axes")
     values = int_values(axes_info)
     if x.shape is None:
@@ -86,21 +96,49 @@ def _reduce_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Tens
     return [TensorInfo(out, x.element_type)]
 
 
+_SMALL_FLOATS = {ELEMENT_TYPES[name].dtype for name in LOW_FLOATS}
+
+
+def _record_type(a: SimpleNamespace, x: TensorInfo) -> None:
+    """The kernels see a u4 or i4 array as u8 or i8: the shape rule records the data's
+    element type on the layer, for the kernels to wrap packed integers to their bits."""
+    a.data_type = x.element_type
+
+
+def _packed(a: SimpleNamespace) -> ElementType | None:
+    et = getattr(a, "data_type", None)
+    return et if et is not None and et.name in PACKED_INTEGERS else None
+
+
 def _reduce_kernel(fn):
     def kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
         ax = reduction_axes(flat_ints(axes), x.ndim)
         # f16 rounds its f32 result: ReduceMax of nothing gives -inf.
         with np.errstate(over="ignore", invalid="ignore"):
-            return (np.asarray(fn(_widened(x), ax, a.keep_dims)).astype(x.dtype, copy=False),)
+            return (_restored(fn(_widened(x, a), ax, a.keep_dims), x.dtype, _packed(a)),)
 
     return kernel
 
 
-def _widened(x: np.ndarray) -> np.ndarray:
-    """Floats narrower than f32 in f32: OpenVINO reduces them so and rounds once."""
+def _widened(x: np.ndarray, a: SimpleNamespace) -> np.ndarray:
+    """Floats narrower than f32 in f32: OpenVINO reduces them so and rounds once.  Packed
+    integers in i64, wrapped to their bits at the end."""
+    if _packed(a) is not None:
+        return x.astype(np.int64)
     if x.dtype.kind not in "iub" and x.dtype.itemsize < 4:
         return x.astype(np.float32)
     return x
+
+
+def _restored(values: np.ndarray, dtype: np.dtype, packed: ElementType | None) -> np.ndarray:
+    """A result in the data's type: packed integers wrapped to their bits and the small
+    floats rounded as OpenVINO's Convert rounds them (irrun.ops.convert), the rest cast."""
+    values = np.asarray(values)
+    if packed is not None:
+        return convert(values, packed)
+    if dtype in _SMALL_FLOATS:
+        return convert(values, dtype)
+    return values.astype(dtype, copy=False)
 
 
 def _sum(x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
@@ -169,6 +207,7 @@ def _any(x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
 
 def _cumsum_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axis = inputs
+    _record_type(a, x)
     check_vector(axis, "axis")
     n = vector_length(axis)
     if n is not None and n != 1:
@@ -202,14 +241,16 @@ def _cumsum_kernel(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray) -> tuple
     if len(values) != 1:
         raise KernelError(f"axis must hold one value, got {values}")
     ax = normalize_axis(values[0], x.ndim)
-    work = x.view(np.uint8) if x.dtype == np.bool_ else _widened(x)
+    work = x.view(np.uint8) if x.dtype == np.bool_ else _widened(x, a)
     with np.errstate(over="ignore", invalid="ignore"):
         out = cumsum(work, ax, a.exclusive, a.reverse)
-    return (out.astype(x.dtype),)
+    return (_restored(out, x.dtype, _packed(a)).astype(x.dtype, copy=False),)
 
 
-# OpenVINO's arithmetic reductions take any number type, its logical ones booleans.
-NUMBERS = tuple(name for name in ELEMENT_TYPES if name not in ("boolean", "string"))
+# OpenVINO's arithmetic reductions take any number type (nf4 codes too, which irrun does
+# not: they are no numbers), its logical ones booleans; the axes any integer.  Packed
+# integers wrap to their bits, as Convert wraps them.
+ARITHMETIC_TYPES = ALL_NUMBERS
 for _type, _fn, _since in (
     ("ReduceMean", _mean, 1), ("ReduceMax", _max, 1), ("ReduceSum", _sum, 1),
     ("ReduceProd", _prod, 1), ("ReduceMin", _min, 1), ("ReduceL1", _l1, 4),
@@ -225,7 +266,7 @@ for _type, _fn, _since in (
             kernel=_reduce_kernel(_fn),
             inputs=(2, 2),
             shape_attrs=("keep_dims",),
-            input_types=(("boolean",) if "Logical" in _type else NUMBERS, None),
+            input_types=(("boolean",) if "Logical" in _type else ARITHMETIC_TYPES, INTEGERS),
             # f16 reduced in f32; L1 and L2 take the absolute values or squares first.
             scratch=per_element(10) if _type in ("ReduceL1", "ReduceL2") else per_element(2, 6, 6),
         )
@@ -239,7 +280,9 @@ register(
         infer=_cumsum_infer,
         kernel=_cumsum_kernel,
         inputs=(2, 2),
-        input_types=(None, ("i32", "i64")),
+        # OpenVINO takes any data; irrun adds the numbers, booleans (as u8, cast back)
+        # and all the rest ARITHMETIC_TYPES holds.
+        input_types=((*ARITHMETIC_TYPES, "boolean"), INDEX_TYPES),
         scratch=per_element(10, 12, 10),
     )
 )

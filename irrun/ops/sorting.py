@@ -32,10 +32,10 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Shape, format_shape
-from ..ir.element_types import ELEMENT_TYPES
+from ..ir.element_types import ELEMENT_TYPES, INDEX_TYPES, LOW_FLOATS, NUMBERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from ._shapes import INDEX_TYPES, NUMBERS, bounded_dim, normalize_axis, one_d, scalar_like
+from ._shapes import bounded_dim, normalize_axis, one_d, scalar_like
 
 
 def _check_index_type(et) -> None:
@@ -257,12 +257,16 @@ def _unique(a: SimpleNamespace, x: np.ndarray, axis: np.ndarray | None = None):
     return (np.ascontiguousarray(out), first.astype(it), inverse.astype(it), counts.astype(ct))
 
 
+# OpenVINO takes any data; irrun's unique values are compared with OpenVINO's for the
+# numbers, the f8 floats and booleans (no OpenVINO kernel runs f4e2m1 or packed data).
+UNIQUE_TYPES = (*NUMBERS, *LOW_FLOATS[:3], "boolean")
+
 register(
     OpDef(type="Unique", version=10, since_opset=10,
           attrs=(Attr("sorted", "bool", True),
                  Attr("index_element_type", "element_type", ELEMENT_TYPES["i64"]),
                  Attr("count_element_type", "element_type", ELEMENT_TYPES["i64"])),
           infer=_unique_infer, kernel=_unique, inputs=(1, 2),
-          input_types=(None, INDEX_TYPES), check=_check_unique,
+          input_types=(UNIQUE_TYPES, INDEX_TYPES), check=_check_unique,
           scratch=per_element(64))
 )  # fmt: skip

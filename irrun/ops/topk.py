@@ -21,6 +21,7 @@ from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
 from ..ir.dims import Dim, Interval
+from ..ir.element_types import ALL_NUMBERS, INDEX_TYPES, INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis
@@ -40,7 +41,7 @@ def _attrs(version: int) -> tuple[Attr, ...]:
 
 
 def _check(a: SimpleNamespace) -> None:
-    if a.index_element_type.name not in ("i32", "i64"):
+    if a.index_element_type.name not in INDEX_TYPES:
         raise KernelError(f"index_element_type must be i32 or i64, got {a.index_element_type.name}")
 
 
@@ -58,8 +59,6 @@ def _k_dim(k: int | None, d: Dim) -> Dim:
 def _infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, k_info = inputs
     check_vector(k_info, "k")
-    if k_info.element_type is not None and k_info.element_type.dtype.kind not in "iu":
-        raise ShapeError(f"k must be an integer, got {k_info.element_type.name}")
     values = int_values(k_info)
     if values is not None and len(values) != 1:
         raise ShapeError(f"k must be one value, got {values}")
@@ -104,8 +103,13 @@ def _kernel(a: SimpleNamespace, x: np.ndarray, k: np.ndarray) -> tuple[np.ndarra
     return values, chosen.astype(a.index_element_type.dtype)
 
 
+# OpenVINO takes any data; irrun orders the numbers and booleans (not nf4's codes, whose
+# order is not their values').  k: TopK-1 takes i8, i32 and i64, the later ones any integer.
+TOPK_TYPES = (*ALL_NUMBERS, "boolean")
+K_TYPES = {1: ("i64", "i32", "i8"), 3: INTEGERS, 11: INTEGERS}
+
 for _version in (1, 3, 11):
     register(OpDef(type="TopK", version=_version, since_opset=_version, attrs=_attrs(_version),
                    infer=_infer, kernel=_kernel, inputs=(2, 2), check=_check,
-                   shape_attrs=("axis",),
-                   scratch=per_element(24)))  # fmt: skip
+                   shape_attrs=("axis",), scratch=per_element(24),
+                   input_types=(TOPK_TYPES, K_TYPES[_version])))  # fmt: skip

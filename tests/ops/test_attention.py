@@ -443,3 +443,72 @@ def test_ir_saved_by_openvino_validates_without_findings(n_inputs, tmp_path):
     path = tmp_path / "m.xml"
     ov.save_model(one_op_model(sdpa(True), inputs), path, compress_to_fp16=False)
     assert [str(d) for d in irrun.validate(path)] == []
+
+
+# --------------------------------------------------------------------------- element types
+# Every type of query, key, value, mask, scale and sink (one type; the sweep above runs
+# f32 and f16 against the plugin, bf16 is checked by hand above), against OpenVINO's
+# reference (or the attention in f32 rounded once, for the f8 floats); a boolean mask
+# with each; causal=true takes a mask of any type, which it ignores; validate names the
+# types it does not take.
+
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ops.attention import REAL_TYPES  # noqa: E402
+
+# An f8 result may be a step of its own apart (OpenVINO rounds to f8 through f16, twice).
+F8_RTOL = {"f8e4m3": 2.0**-3, "f8e5m2": 2.0**-2}
+
+
+@pytest.mark.parametrize("et", REAL_TYPES)
+@pytest.mark.parametrize("mask", ["same", "boolean"])
+def test_element_types(et, mask, tmp_path):
+    q, k, v = (sample(et, (1, 2, 3, 4), seed=i, low=-1, high=1) for i in range(3))
+    m = (sample("boolean", (3, 3), seed=4) if mask == "boolean"
+         else sample(et, (3, 3), seed=4, low=-1, high=1))  # fmt: skip
+    m[:, 0] = 1
+    s, sink = np.float32([0.5]), sample(et, (1, 2, 3, 1), seed=5, low=-1, high=1)
+    types = [et, et, et, et if mask == "same" else "boolean", et, et]
+    got, want = typed_runs(_sdpa_with_sink, [q, k, v, m, s, sink], types, tmp_path)
+    # OpenVINO's reference computes bf16 in bf16, irrun in f32 rounded once: where terms
+    # cancel they part by an ulp of the terms (values here are at most 1).
+    assert_typed_close(got, want, rtol=F8_RTOL.get(et, 2.0**-7),
+                       atol=2.0**-8 if et == "bf16" else 1e-6)
+
+
+def _sdpa_with_sink(q, k, v, m, s, sink):
+    node = _get_node_factory("opset13").create("ScaledDotProductAttention", [q, k, v, m, s, sink],
+                                               {"causal": False})  # fmt: skip
+    return node
+
+
+@pytest.mark.parametrize("mask_type", ["i32", "u8", "f16", "i64"])
+def test_causal_ignores_a_mask_of_any_type(mask_type, tmp_path):
+    q, k, v = (sample("f32", (1, 2, 3, 4), seed=i, low=-1, high=1) for i in range(3))
+    m = sample(mask_type, (3, 3), seed=4)
+    build = lambda *p: opset13.scaled_dot_product_attention(*p, causal=True)  # noqa: E731
+    got, want = typed_runs(build, [q, k, v, m], ["f32", "f32", "f32", mask_type], tmp_path)
+    plain, _ = typed_runs(lambda *p: opset13.scaled_dot_product_attention(*p[:3], causal=True),
+                          [q, k, v], ["f32"] * 3, tmp_path)  # fmt: skip
+    assert_typed_close(got, want)
+    np.testing.assert_array_equal(got[0], plain[0])
+
+
+@pytest.mark.parametrize(("port", "et"), [(0, "i32"), (0, "f8e8m0"), (1, "u8"), (2, "boolean"),
+                                          (3, "i32"), (4, "i64"), (4, "f4e2m1")])  # fmt: skip
+def test_validate_names_a_type_it_does_not_take(port, et, tmp_path):
+    q = np.zeros((1, 2, 2), np.float32)
+    m, s = np.zeros((2, 2), np.float32), np.float32([1])
+    label = "ScaledDotProductAttention-v13"
+
+    def errors_for(*p):
+        return opset13.scaled_dot_product_attention(*p, causal=False)
+
+    if port == 3:  # not a type the declaration refuses: the shape rule's (causal=false)
+        from support.converted import refused
+
+        errors = refused(errors_for, [q, q, q, m, s], port, et, tmp_path)
+        assert [f.code for f in errors] == ["shape-error"], errors
+        assert "attention_mask is i32; it must be boolean" in errors[0].message
+        return
+    assert_refused(errors_for, [q, q, q, m, s], port, et, tmp_path, label)

@@ -324,3 +324,86 @@ def test_rank_0_empty_and_strided_arrays(dst):
     strided = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)[:, ::2]
     np.testing.assert_array_equal(codes(convert(strided, et)),
                                   codes(convert(strided.copy(), et)))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- element types
+# Convert and ConvertLike take every element type on every port (ANY): real IRs bring f16
+# and bf16 weights, u8/i8 data and i4/u4/nf4/f8 compressed weights to them.  Each type
+# below reaches the op through a Convert from f32 (support.converted); nf4 sources are
+# swept above (test_nf4_codes_read_as_the_table, test_from_a_small_float), as OpenVINO's
+# reference makes no nf4 from f32; strings are refused (no OpenVINO kernel converts them).
+
+from support.converted import refused, sample, typed_irrun, typed_runs  # noqa: E402
+
+from irrun.ir.element_types import ANY  # noqa: E402
+from irrun.ir.registry import resolve  # noqa: E402
+
+TYPED = [t for t in ELEMENT_TYPES if t not in ("nf4", "string")]
+
+
+def test_convert_and_convert_like_take_any_type():
+    assert resolve("Convert", "opset1").input_types == (ANY,)
+    assert resolve("ConvertLike", "opset1").input_types == (ANY, ANY)
+
+
+@pytest.mark.parametrize("src", TYPED)
+@pytest.mark.parametrize("dst", ["f32", "i32", "u4"])
+def test_convert_from_every_type(src, dst, tmp_path):
+    x = sample(src, (3, 8), seed=3, low=-20, high=20)
+    got, want = typed_runs(lambda p: opset1.convert(p, dst), [x], [src], tmp_path)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("src", TYPED)
+def test_convert_like_from_every_type(src, tmp_path):
+    x = sample(src, (3, 8), seed=4, low=-20, high=20)
+    like = np.zeros(2, np.int32)
+    got = typed_irrun(lambda p, q: opset1.convert_like(p, q), [x, like], [src, "i32"],
+                      tmp_path)  # fmt: skip
+    # OpenVINO's reference has no ConvertLike from the packed and some small types: its
+    # ConvertConvertLike pass makes it this Convert.
+    _, want = typed_runs(lambda p: opset1.convert(p, "i32"), [x], [src], tmp_path)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("dst", TYPED)
+def test_convert_like_to_every_type_is_convert(dst, tmp_path):
+    """ConvertLike to a type is Convert to it (OpenVINO's reference has no ConvertLike to
+    the packed types and the small floats: its ConvertConvertLike pass makes it a
+    Convert), packed integers wrapping to their bits; two such layers share one shape
+    rule outcome and both wrap."""
+    x = np.array([-9, 7, 8, 300, 2.7, -2.7, 17, -1, 0.3, 1e4, -0.6, 3], np.float32)
+    like = np.zeros(2, np.float32)
+
+    def edge(node):
+        return opset1.convert(node, "f32") if dst in ("bf16", "nf4") or (
+            ELEMENT_TYPES[dst].bits < 8 or dst.startswith("f8")) else node
+
+    def build(p, q):
+        target = opset1.convert(q, dst)
+        a = edge(opset1.convert_like(p, target))
+        b = edge(opset1.convert_like(p, target))
+        return opset1.concat([a, b], 0)
+
+    from support.ov_oneop import one_op_model, run_saved
+    from support.ov_oneop import run_cpu as run_cpu_model
+    from support.ov_oneop import run_reference as evaluate
+
+    got = run_saved(one_op_model(build, [x, like]), [x, like], tmp_path)[0]
+    converted = one_op_model(lambda p: edge(opset1.convert(p, dst)), [x])
+    # OpenVINO's reference truncates f32 to bf16; irrun's Convert rounds to nearest even
+    # as the CPU plugin does (see irrun.ops.convert).
+    want = (run_cpu_model if dst == "bf16" else evaluate)(converted, [x])[0]
+    np.testing.assert_array_equal(got, np.concatenate([want, want]))
+
+
+@pytest.mark.parametrize("op", ["Convert", "ConvertLike"])
+def test_strings_are_refused_by_validate(op, tmp_path):
+    x = np.zeros(3, np.float32)
+    if op == "Convert":
+        errors = refused(lambda p: opset1.convert(p, "f32"), [x], 0, "string", tmp_path)
+    else:
+        errors = refused(lambda p, q: opset1.convert_like(p, q), [x, x], 1, "string",
+                         tmp_path)  # fmt: skip
+    assert [f.code for f in errors] == ["shape-error"], errors
+    assert "OpenVINO runs no Convert of string tensors" in errors[0].message

@@ -248,3 +248,34 @@ def test_convolution_by_hand(tmp_path):
     )  # fmt: skip
     counts = np.array([[4, 6, 4], [6, 9, 6], [4, 6, 4]], np.float32)
     assert np.array_equal(got[0, 0], counts) and np.array_equal(got[0, 1], 2 * counts)
+
+
+# --------------------------------------------------------------------------- element types
+# Every type Convolution and GroupConvolution declare (data and filter alike), against
+# OpenVINO's reference kernels, or the convolution in f32 rounded once to the type for
+# the f8 floats it has no kernel for; a type they do not take is named by validate.
+
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ops.convolution import CONV_TYPES  # noqa: E402
+
+
+@pytest.mark.parametrize("et", CONV_TYPES)
+@pytest.mark.parametrize("grouped", [False, True])
+def test_element_types(et, grouped, tmp_path):
+    x = sample(et, (1, 2, 4, 4), seed=1, low=-2, high=2)
+    w = sample(et, (2, 1, 1, 2, 2) if grouped else (3, 2, 2, 2), seed=2, low=-2, high=2)
+    make = opset1.group_convolution if grouped else opset1.convolution
+    got, want = typed_runs(lambda p, q: make(p, q, [1, 1], [1, 0], [0, 1], [1, 1]), [x, w],
+                           [et, et], tmp_path)  # fmt: skip
+    assert_typed_close(got, want)
+
+
+@pytest.mark.parametrize("et", ["boolean", "u4", "i4", "f8e8m0", "nf4"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_validate_names_a_type_it_does_not_take(et, grouped, tmp_path):
+    x = np.zeros((1, 2, 3, 3), np.float32)
+    w = np.zeros((2, 1, 1, 1, 1) if grouped else (2, 2, 1, 1), np.float32)
+    make = opset1.group_convolution if grouped else opset1.convolution
+    assert_refused(lambda p, q: make(p, q, [1, 1], [0, 0], [0, 0], [1, 1]), [x, w], 0, et,
+                   tmp_path, "GroupConvolution-v1" if grouped else "Convolution-v1")

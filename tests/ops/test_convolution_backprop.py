@@ -143,3 +143,60 @@ def test_convolution_backprop_attributes_are_checked(tmp_path):
                       ('output_padding="1, -1"', "output_padding must not be negative")):
         path.write_text(text.replace('output_padding="1, 0"', bad))
         assert any(says in d.message for d in irrun.validate(path)), bad
+
+
+# --------------------------------------------------------------------------- element types
+# Every type the transposed convolutions declare for data and filter (alike), and every
+# integer type of output_shape, against OpenVINO's reference kernels (or the f32 result
+# rounded once, for the f8 floats); types they do not take are named by validate
+# (OpenVINO takes integer data too, which irrun does not compute).
+
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ir.element_types import INTEGERS  # noqa: E402
+from irrun.ops.convolution_backprop import INPUT_TYPES  # noqa: E402
+
+
+def _transposed(grouped, shape_type=None):
+    make = opset1.group_convolution_backprop_data if grouped else opset1.convolution_backprop_data
+
+    def build(p, q):
+        if shape_type is None:
+            return make(p, q, [2, 2])
+        out = opset1.constant(np.array([5, 6]), getattr(ov.Type, shape_type))
+        return make(p, q, [2, 2], out)
+
+    return build
+
+
+@pytest.mark.parametrize("et", INPUT_TYPES[0])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_element_types(et, grouped, tmp_path):
+    x = sample(et, (1, 2, 3, 3), seed=1, low=-2, high=2)
+    w = sample(et, (2, 1, 1, 2, 2) if grouped else (2, 3, 2, 2), seed=2, low=-2, high=2)
+    got, want = typed_runs(_transposed(grouped), [x, w], [et, et], tmp_path)
+    assert_typed_close(got, want)
+
+
+@pytest.mark.parametrize("st", INTEGERS)
+def test_output_shape_types(st, tmp_path):
+    x, w = np.ones((1, 2, 3, 3), np.float32), np.ones((2, 3, 2, 2), np.float32)
+    got, want = typed_runs(_transposed(False, st), [x, w], ["f32", "f32"], tmp_path)
+    assert got[0].shape == (1, 3, 5, 6)
+    assert_typed_close(got, want)
+
+
+@pytest.mark.parametrize("et", ["i32", "u8", "boolean", "f8e8m0", "u4"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_validate_names_a_type_it_does_not_take(et, grouped, tmp_path):
+    x = np.zeros((1, 2, 3, 3), np.float32)
+    w = np.zeros((2, 1, 1, 2, 2) if grouped else (2, 3, 2, 2), np.float32)
+    label = "GroupConvolutionBackpropData-v1" if grouped else "ConvolutionBackpropData-v1"
+    assert_refused(_transposed(grouped), [x, w], 0, et, tmp_path, label)
+
+
+def test_validate_names_a_float_output_shape(tmp_path):
+    x, w = np.zeros((1, 2, 3, 3), np.float32), np.zeros((2, 3, 2, 2), np.float32)
+    s = np.array([5, 6], np.int64)
+    assert_refused(lambda p, q, r: opset1.convolution_backprop_data(p, q, [2, 2], r),
+                   [x, w, s], 2, "f32", tmp_path, "ConvolutionBackpropData-v1")

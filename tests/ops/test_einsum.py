@@ -372,3 +372,36 @@ def test_ir_saved_by_openvino_validates_without_findings(equation, tmp_path):
     inputs = [np.zeros(s, np.float32) for s in shapes]
     ov.save_model(one_op_model(einsum(equation), inputs), path, compress_to_fp16=False)
     assert [str(d) for d in irrun.validate(path)] == []
+
+
+# --------------------------------------------------------------------------- element types
+# The numbers are swept against the plugin above (TYPES, f32 throughout); bf16 and the two
+# f8 floats here, through Converts (OpenVINO has no reference Einsum: its plugin runs the
+# bf16 model, the f8 ones as f32 rounded once); the types Einsum does not take are named
+# by validate on any of its inputs.
+
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ops.einsum import EINSUM_TYPES  # noqa: E402
+
+
+def test_every_declared_type_is_swept():
+    assert set(EINSUM_TYPES) == {*TYPES, "f32", "bf16", "f8e4m3", "f8e5m2"}
+
+
+@pytest.mark.parametrize("type_name", ["bf16", "f8e4m3", "f8e5m2"])
+@pytest.mark.parametrize("equation,shapes", [("ab,bc->ac", [(2, 3), (3, 4)]),
+                                             ("...ii->...", [(2, 3, 3)])])  # fmt: skip
+def test_small_float_types(type_name, equation, shapes, tmp_path):
+    inputs = [sample(type_name, s, seed=i, low=-2, high=2) for i, s in enumerate(shapes)]
+    got, want = typed_runs(lambda *p: opset7.einsum(list(p), equation), inputs,
+                           [type_name] * len(inputs), tmp_path)  # fmt: skip
+    assert_typed_close(got, want)
+
+
+@pytest.mark.parametrize("type_name", ["boolean", "u4", "i4", "f8e8m0", "nf4"])
+@pytest.mark.parametrize("port", [0, 2])
+def test_validate_names_a_type_it_does_not_take(type_name, port, tmp_path):
+    x = np.zeros((2, 2), np.float32)
+    assert_refused(lambda *p: opset7.einsum(list(p), "ab,bc,cd->ad"), [x, x, x], port,
+                   type_name, tmp_path, "Einsum-v7")

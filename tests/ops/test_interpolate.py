@@ -337,3 +337,113 @@ def test_pillow_random_against_reference(seed, tmp_path):
         model = one_op_model(pillow(mode, ints(sizes), axes=ints(axes), cube=cube), [x])
         got = run_saved(model, [x], fresh(tmp_path))[0]
         assert_close(got, run_reference(model, [x])[0], what=f"{mode} {shape} {axes} {sizes}")
+
+
+# --------------------------------------------------------------------------- element types
+# Every data type the three versions declare (OpenVINO's Interpolate-4/11 list), with
+# floats against the reference kernels and integers against the plugin (whose rounding
+# irrun follows outside the pillow modes); every type of sizes, scales and axes; and
+# validate naming the types they do not take.
+
+from openvino import opset10  # noqa: E402
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ops.interpolate import DATA_TYPES, SCALES_TYPES, SIZES_TYPES, V0_TYPES  # noqa: E402
+
+
+def _typed(et, x):
+    """OpenVINO ints (the plugin) or through a Convert (the reference kernels)."""
+    return x.astype(ELEMENT_TYPES[et].dtype) if et in ("i64", "i32", "i8", "u8") else x
+
+
+def _check(build, et, tmp_path, off=0):
+    """Integers within ``off`` of the plugin (its f32 arithmetic decides near-ties)."""
+    x = _typed(et, sample(et, (1, 2, 3, 4), seed=5, low=-50, high=50))
+    if x.dtype.kind in "iu":
+        got, want = run_both(build, [x], tmp_path)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.abs(got.astype(np.int64) - want.astype(np.int64)).max() <= off
+    else:
+        got, want = typed_runs(build, [x], [et], tmp_path)
+        assert_typed_close(got, want)
+
+
+@pytest.mark.parametrize("et", V0_TYPES)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_v0_element_types(et, mode, tmp_path):
+    _check(lambda p: opset1.interpolate(p, ints([5, 3]), {"axes": [2, 3], "mode": mode}), et,
+           tmp_path, off=mode != "nearest")
+
+
+@pytest.mark.parametrize("et", DATA_TYPES)
+@pytest.mark.parametrize("mode", ["nearest", "linear_onnx", "cubic"])
+def test_v4_element_types(et, mode, tmp_path):
+    _check(lambda p: opset10.interpolate(p, ints([5, 3]), floats([1.5, 0.75]), mode, "sizes",
+                                         axes=ints([2, 3])), et, tmp_path,
+           off=mode != "nearest")  # fmt: skip
+
+
+@pytest.mark.parametrize("et", DATA_TYPES)
+@pytest.mark.parametrize("mode", ["nearest", "linear", "bilinear_pillow"])
+def test_v11_element_types(et, mode, tmp_path):
+    # The pillow modes' integers follow the reference (the plugin's are off by 1-2; the
+    # reference is held above, test_pillow_integers_follow_the_reference).
+    _check(lambda p: opset11.interpolate(p, ints([5, 3]), mode, "sizes", axes=ints([2, 3])), et,
+           tmp_path, off={"nearest": 0, "linear": 1}.get(mode, 2))
+
+
+def _const(values, et):
+    return opset1.constant(np.array(values), getattr(ov.Type, et))
+
+
+@pytest.mark.parametrize(("sizes", "scales", "axes"),
+                         [(s, "f32", "i64") for s in SIZES_TYPES]
+                         + [("i64", s, "i64") for s in SCALES_TYPES]
+                         + [("i64", "f32", a) for a in SIZES_TYPES])  # fmt: skip
+@pytest.mark.parametrize("calc", ["sizes", "scales"])
+def test_v4_and_v11_shape_input_types(sizes, scales, axes, calc, tmp_path):
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+
+    def v4(p):
+        return opset10.interpolate(p, _const([6, 2], sizes), _const([2, 0.5], scales),
+                                   "nearest", calc, axes=_const([2, 3], axes))  # fmt: skip
+
+    def v11(p):
+        second = _const([6, 2], sizes) if calc == "sizes" else _const([2, 0.5], scales)
+        return opset11.interpolate(p, second, "nearest", calc, axes=_const([2, 3], axes))
+
+    for build in (v4, v11):
+        got, want = run_both(build, [x], tmp_path)
+        assert got.shape == (1, 2, 6, 2)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("et", ["i16", "u16", "boolean", "f8e4m3", "u4"])
+@pytest.mark.parametrize("version", [0, 4, 11])
+def test_validate_names_a_data_type_it_does_not_take(et, version, tmp_path):
+    x = np.zeros((1, 1, 2, 2), np.float32)
+    builds = {
+        0: lambda p: opset1.interpolate(p, ints([4, 4]), {"axes": [2, 3], "mode": "nearest"}),
+        4: lambda p: opset10.interpolate(p, ints([4, 4]), floats([2, 2]), "nearest", "sizes",
+                                         axes=ints([2, 3])),
+        11: lambda p: opset11.interpolate(p, ints([4, 4]), "nearest", "sizes", axes=ints([2, 3])),
+    }  # fmt: skip
+    assert_refused(builds[version], [x], 0, et, tmp_path, f"Interpolate-v{version}")
+
+
+@pytest.mark.parametrize(("version", "port", "et"),
+                         [(4, 1, "i8"), (4, 2, "f64"), (4, 3, "f32"), (11, 1, "i16"),
+                          (11, 1, "f64"), (11, 2, "u8"), (0, 1, "f32")])  # fmt: skip
+def test_validate_names_a_shape_input_type_it_does_not_take(version, port, et, tmp_path):
+    x = np.zeros((1, 1, 2, 2), np.float32)
+    sizes, scales, axes = np.int64([4, 4]), np.float32([2, 2]), np.int64([2, 3])
+    if version == 0:
+        build, inputs = (lambda p, s: opset1.interpolate(p, s, {"axes": [2, 3],
+                                                                 "mode": "nearest"})), [x, sizes]
+    elif version == 4:
+        build, inputs = (lambda p, s, c, a: opset10.interpolate(p, s, c, "nearest", "sizes",
+                                                                axes=a)), [x, sizes, scales, axes]
+    else:
+        build, inputs = (lambda p, s, a: opset11.interpolate(p, s, "nearest", "sizes",
+                                                             axes=a)), [x, sizes, axes]
+    assert_refused(build, inputs, port, et, tmp_path, f"Interpolate-v{version}")

@@ -60,3 +60,30 @@ def test_matmul_by_hand(tmp_path):
     assert mm(False, False, v, a) == [-2.0, -2.0]
     assert mm(True, True, v, a) == [-1.0, -1.0]  # v @ a.T: transpose_a is ignored for 1-D v
     assert mm(False, True, a, a) == [[5.0, 11.0], [11.0, 25.0]]
+
+
+# --------------------------------------------------------------------------- element types
+# Every type MatMul declares, against OpenVINO's reference kernels (or the product in f32
+# rounded once to the type, for the small floats it has no kernel for); a type it does not
+# take is named by validate.
+
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ops.matmul import MATMUL_TYPES  # noqa: E402
+
+
+@pytest.mark.parametrize("et", MATMUL_TYPES)
+@pytest.mark.parametrize("tb", [False, True])
+def test_matmul_element_types(et, tb, tmp_path):
+    a, b = sample(et, (2, 3, 4), seed=1), sample(et, (3, 5) if not tb else (5, 3), seed=2)
+    a = a.reshape(2, 3, 4).transpose(0, 2, 1).copy()  # [2, 4, 3]
+    got, want = typed_runs(lambda p, q: opset1.matmul(p, q, False, tb), [a, b], [et, et],
+                           tmp_path)  # fmt: skip
+    assert_typed_close(got, want)
+
+
+@pytest.mark.parametrize("et", ["u4", "i4", "u1", "nf4"])
+def test_matmul_validate_names_a_type_it_does_not_take(et, tmp_path):
+    a = np.zeros((2, 2), np.float32)
+    assert_refused(lambda p, q: opset1.matmul(p, q, False, False), [a, a], 0, et, tmp_path,
+                   "MatMul-v1")

@@ -563,7 +563,16 @@ def test_fake_convert_shape_rule_rejects_what_openvino_rejects(x_shape, s_shape,
 
 
 def test_fake_convert_types():
-    assert FAKE_CONVERT_TYPES == ("f32", "f16")
+    # OpenVINO's own type checks: f32, f16 and bf16, one type for all three inputs.
+    taken = []
+    for name in ELEMENT_TYPES:
+        p = [opset1.parameter([2], getattr(ov.Type, name)) for _ in range(3)]
+        try:
+            opset13.fake_convert(p[0], p[1], p[2], "f8e4m3")
+        except RuntimeError:
+            continue
+        taken.append(name)
+    assert set(FAKE_CONVERT_TYPES) == set(taken) == {"f32", "f16", "bf16"}
     p = opset1.parameter([2], ov.Type.f32)
     with pytest.raises(RuntimeError, match="Mixed input types"):
         opset13.fake_convert(p, opset1.parameter([1], ov.Type.f16), None, "f8e4m3")
@@ -592,3 +601,37 @@ def test_fake_convert_resolves_in_the_opsets_that_have_it():
     from support.ov_oneop import assert_versions_follow_factories
 
     assert_versions_follow_factories("FakeConvert", "fake_convert")
+
+
+@pytest.mark.parametrize("dst", FP8_TYPES)
+@pytest.mark.parametrize("with_shift", [True, False])
+def test_fake_convert_bf16_like_the_reference(dst, with_shift, tmp_path):
+    """bf16 data (through a Convert in both graphs), scales of powers of two and shifts of
+    few bits, so that each intermediate is a bf16 value: the reference kernel agrees bit
+    for bit there (where one must round, it rounds inconsistently: see
+    FAKE_CONVERT_TYPES)."""
+    from support.converted import typed_runs
+
+    rng = np.random.default_rng(7)
+    x = (rng.integers(-127, 128, (4, 64)) / 8).astype(np.float32)
+    x[0, :4] = [1e6, -1e6, 1e-6, 0.0]  # saturating, and small enough to round to 0
+    scale = np.float32([[0.5], [2], [4], [0.25]])
+    shift = np.float32([[0], [0.5], [-1], [0.125]])
+    inputs = [x, scale] + ([shift] if with_shift else [])
+
+    def build(*p):
+        return opset13.fake_convert(p[0], p[1], p[2] if len(p) > 2 else None, dst)
+
+    got, want = typed_runs(build, inputs, ["bf16"] * len(inputs), tmp_path)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert np.any(got[0] != x)  # FP8 did round
+
+
+@pytest.mark.parametrize("et", ["f64", "i32", "f8e4m3", "u8"])
+def test_fake_convert_validate_names_a_type_it_does_not_take(et, tmp_path):
+    from support.converted import assert_refused
+
+    x = np.zeros(4, np.float32)
+    s = np.ones(1, np.float32)
+    assert_refused(lambda p, q: opset13.fake_convert(p, q, None, "f8e4m3"), [x, s], 0, et,
+                   tmp_path, "FakeConvert-v13")

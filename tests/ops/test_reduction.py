@@ -406,7 +406,7 @@ def test_logical_shape_rule_and_types():
         (TensorInfo((1,), ELEMENT_TYPES["i64"], np.array([3])), "axes value 3 is out of range"),
         (TensorInfo((1,), ELEMENT_TYPES["i64"], np.array([-4])), "axes value -4 is out of range"),
         (TensorInfo((1, 1), ELEMENT_TYPES["i64"]), "axes must be 0-D or 1-D"),
-        (TensorInfo((1,), ELEMENT_TYPES["f32"]), "axes must be integers"),
+        (TensorInfo((1,), ELEMENT_TYPES["f32"]), "input 1 is f32, which ReduceL2-v4 does not take"),
     ],
 )
 def test_shape_rule_errors(axes_info, says):
@@ -548,3 +548,65 @@ def test_validate_names_a_bad_cumsum(tmp_path):
     found = [str(d) for d in irrun.validate(path) if d.level == "error"]
     assert any("'sums' (CumSum-v3)" in m and "axis 2 is out of range for rank 2" in m
                for m in found), found  # fmt: skip
+
+
+# --------------------------------------------------------------------------- element types
+# Every data type the reductions and CumSum declare (the sweep above runs f32, f16, i32,
+# i64, i8 and u8 against the plugin), against OpenVINO's reference kernels or, for the
+# types it has none for, the reduction in f32 converted to the type by OpenVINO's Convert
+# (packed integers wrapping to their bits); every integer type of the axes; validate
+# naming the types they do not take.
+
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ir.element_types import INDEX_TYPES, INTEGERS  # noqa: E402
+from irrun.ops.reduction import ARITHMETIC_TYPES  # noqa: E402
+
+ARITHMETIC = [op for op in REDUCE if op not in LOGICAL]
+
+
+@pytest.mark.parametrize("et", ARITHMETIC_TYPES)
+@pytest.mark.parametrize("op", ARITHMETIC)
+def test_every_declared_type(op, et, tmp_path):
+    x = sample(et, (2, 3, 4), seed=len(op), low=-3, high=3)
+    got, want = typed_runs(lambda p: REDUCE[op](p, axes_const([2]), False), [x], [et], tmp_path)
+    # OpenVINO's reference reduces bf16 in bf16, rounding towards zero (L2's square root):
+    # irrun in f32, rounding once to nearest.
+    assert_typed_close(got, want, rtol=2.0**-7 if et == "bf16" else 1e-6)
+
+
+@pytest.mark.parametrize("at", INTEGERS)
+@pytest.mark.parametrize("op", list(REDUCE))
+def test_every_axes_type(op, at, tmp_path):
+    et = "boolean" if op in LOGICAL else "f32"
+    x = sample(et, (2, 3, 4), seed=1)
+    axes = opset1.constant(np.array([0, 2]), getattr(ov.Type, at))
+    got, want = typed_runs(lambda p: REDUCE[op](p, axes, True), [x], [et], tmp_path)
+    assert got[0].shape == (1, 3, 1)
+    assert_typed_close(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("et", [*ARITHMETIC_TYPES, "boolean"])
+@pytest.mark.parametrize("at", INDEX_TYPES)
+def test_cumsum_every_declared_type(et, at, tmp_path):
+    x = sample(et, (2, 5), seed=3, low=-3, high=3)
+    axis = opset1.constant(np.array(1), getattr(ov.Type, at))
+    got, want = typed_runs(lambda p: opset3.cum_sum(p, axis, reverse=True), [x], [et],
+                           tmp_path)  # fmt: skip
+    assert_typed_close(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize(("op", "port", "et"),
+                         [("ReduceSum", 0, "boolean"), ("ReduceMean", 0, "nf4"),
+                          ("ReduceL2", 1, "f32"), ("ReduceMax", 1, "boolean"),
+                          ("ReduceLogicalAnd", 0, "u8"), ("ReduceLogicalOr", 0, "f32"),
+                          ("CumSum", 0, "nf4"), ("CumSum", 1, "u8")])  # fmt: skip
+def test_validate_names_a_type_it_does_not_take(op, port, et, tmp_path):
+    x = np.zeros((2, 3), bool if op in LOGICAL else np.float32)
+    axes = np.array([1], np.int64) if op != "CumSum" else np.array(1, np.int64)
+
+    def build(p, a):
+        return opset3.cum_sum(p, a) if op == "CumSum" else REDUCE[op](p, a, False)
+
+    version = {"ReduceL1": 4, "ReduceL2": 4, "CumSum": 3}.get(op, 1)
+    assert_refused(build, [x, axes], port, et, tmp_path, f"{op}-v{version}")

@@ -259,3 +259,64 @@ def test_row_search_is_searchsorted_per_row(rows, n, m, right, data):
     side = "right" if right else "left"
     want = [np.searchsorted(s[r], v[r], side=side).tolist() for r in range(rows)]
     assert search_rows(s, v, right).tolist() == want
+
+
+# --------------------------------------------------------------------------- element types
+# Every type Bucketize, SearchSorted and Unique declare (the plugin sweeps above run a few),
+# against OpenVINO's reference kernels; validate naming the types they do not take.
+# (OpenVINO takes the small floats and packed integers too; irrun does not order them.)
+
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ir.element_types import INDEX_TYPES, NUMBERS  # noqa: E402
+from irrun.ops.sorting import UNIQUE_TYPES  # noqa: E402
+
+
+@pytest.mark.parametrize(("et", "bt"), [(t, "f32") for t in NUMBERS] + [("f32", t) for t in NUMBERS])
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_every_declared_type(et, bt, right, tmp_path):
+    x = sample(et, (3, 7), seed=1, low=-6, high=6)
+    buckets = np.sort(sample(bt, (4,), seed=2, low=-6, high=6))
+    got, want = typed_runs(lambda p, q: opset3.bucketize(p, q, "i32", right), [x, buckets],
+                           [et, bt], tmp_path)  # fmt: skip
+    assert_typed_close(got, want, rtol=0)
+
+
+@pytest.mark.parametrize("et", NUMBERS)
+@pytest.mark.parametrize("right", [False, True])
+def test_search_sorted_every_declared_type(et, right, tmp_path):
+    seq = np.sort(sample(et, (2, 6), seed=3, low=-6, high=6), axis=-1)
+    values = sample(et, (2, 4), seed=4, low=-6, high=6)
+    got, want = typed_runs(lambda p, q: opset15.search_sorted(p, q, right), [seq, values],
+                           [et, et], tmp_path)  # fmt: skip
+    assert_typed_close(got, want, rtol=0)
+
+
+@pytest.mark.parametrize("et", UNIQUE_TYPES)
+@pytest.mark.parametrize("at", [None, *INDEX_TYPES])
+def test_unique_every_declared_type(et, at, tmp_path):
+    x = sample(et, (4, 3), seed=5, low=-3, high=3)
+    x[2] = x[0]  # a repeated row along axis 0
+
+    def build(p):
+        axis = None if at is None else opset1.constant(np.array([0]), getattr(ov.Type, at))
+        return opset10.unique(p, axis, True, "i64", "i64")
+
+    got, want = typed_runs(build, [x], [et], tmp_path, outputs=4)
+    assert_typed_close(got, want, rtol=0)
+
+
+@pytest.mark.parametrize(("op", "port", "et"),
+                         [("Bucketize", 0, "boolean"), ("Bucketize", 1, "u4"),
+                          ("SearchSorted", 0, "f8e4m3"), ("SearchSorted", 1, "boolean"),
+                          ("Unique", 0, "u4"), ("Unique", 0, "string")])  # fmt: skip
+def test_validate_names_a_type_it_does_not_take(op, port, et, tmp_path):
+    x = np.zeros((2, 3), np.float32)
+    if op == "Bucketize":
+        build, inputs, label = (lambda p, q: opset3.bucketize(p, q)), [x, np.zeros(3, np.float32)], "Bucketize-v3"
+    elif op == "SearchSorted":
+        build, inputs, label = (lambda p, q: opset15.search_sorted(p, q)), [x, x], "SearchSorted-v15"
+    else:
+        # (its axis must be a Constant, which these tests cannot retype)
+        build, inputs, label = (lambda p: opset10.unique(p)), [x], "Unique-v10"
+    assert_refused(build, inputs, port, et, tmp_path, label)

@@ -66,3 +66,57 @@ def test_topk_matches_cpu(module, shape, axis, k, mode, sort, stable, dtype, tmp
     got = irrun.load(path).run({"in0": x})
     assert_close(got["out"], cpu[0], what="values")
     assert_close(got["indices"], cpu[1].astype(np.int32), what="indices")
+
+
+# --------------------------------------------------------------------------- element types
+# Every data type TopK declares and every integer type of k, for each version, against
+# OpenVINO's reference kernels (or, for the small floats and packed integers it has none
+# for, TopK of the f32 values converted back; ties go lowest index first in both); validate
+# naming the types it does not take.
+
+from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+
+from irrun.ops.topk import K_TYPES, TOPK_TYPES  # noqa: E402
+
+MODULES = {1: opset1, 3: opset3, 11: opset11}
+
+
+def _build(version, k, mode="max"):
+    module = MODULES[version]
+    args = [k, 1, mode, "value"] + ([] if version == 1 else ["i32"])
+    if version == 11:
+        args.append(True)
+    return lambda p: module.topk(p, *args)
+
+
+@pytest.mark.parametrize("et", TOPK_TYPES)
+@pytest.mark.parametrize("version", [1, 3, 11])
+@pytest.mark.parametrize("mode", ["max", "min"])
+def test_every_declared_type(et, version, mode, tmp_path):
+    x = sample(et, (3, 6), seed=version, low=-8, high=8)
+    k = opset1.constant(np.int64(3))
+    got, want = typed_runs(_build(version, k, mode), [x], [et], tmp_path, outputs=2)
+    assert_typed_close(got, want, rtol=0)
+
+
+@pytest.mark.parametrize(("version", "kt"), [(v, t) for v in (1, 3, 11) for t in K_TYPES[v]])
+def test_every_k_type(kt, version, tmp_path):
+    x = sample("f32", (3, 6), seed=2)
+    k = opset1.constant(np.array(2), getattr(ov.Type, kt))
+    got, want = typed_runs(_build(version, k), [x], ["f32"], tmp_path, outputs=2)
+    assert got[0].shape == (3, 2)
+    assert_typed_close(got, want, rtol=0)
+
+
+@pytest.mark.parametrize(("version", "port", "et"),
+                         [(v, 0, "nf4") for v in (1, 3, 11)] + [(v, 1, "f32") for v in (1, 3, 11)]
+                         + [(3, 0, "string"), (11, 1, "boolean"), (1, 1, "u8")])  # fmt: skip
+def test_validate_names_a_type_it_does_not_take(port, et, version, tmp_path):
+    x, k = np.zeros((2, 4), np.float32), np.array(2, np.int64)
+    module = MODULES[version]
+
+    def build(p, q):
+        args = [q, 1, "max", "value"] + ([] if version == 1 else ["i32"])
+        return module.topk(p, *args)
+
+    assert_refused(build, [x, k], port, et, tmp_path, f"TopK-v{version}")
