@@ -47,9 +47,11 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
+from ..ir.element_types import INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis, try_merge_dims
+from .unary import REAL
 
 NAMES = ("gamma", "beta", "mean", "variance")
 # Position of the data input, and of gamma/beta/mean/variance, per version.
@@ -72,8 +74,6 @@ def _infer(version: int):
         types = {i.element_type.name for i in inputs if i.element_type is not None}
         if len(types) > 1:
             raise ShapeError(f"inputs have different element types: {', '.join(sorted(types))}")
-        if data.element_type is not None and data.element_type.dtype.kind != "f":
-            raise ShapeError(f"data must be floating-point, got {data.element_type.name}")
         channels = None
         if data.shape is not None:
             if len(data.shape) < 2:
@@ -132,7 +132,8 @@ for _version in (1, 5):
         OpDef(
             type="BatchNormInference", version=_version, since_opset=_version,
             attrs=(Attr("epsilon", "float"),), infer=_infer(_version), kernel=_kernel(_version),
-            inputs=(5, 5), check=_check, shape_attrs=("epsilon",), scratch=per_element(14, 10),
+            inputs=(5, 5), check=_check, shape_attrs=("epsilon",), input_types=(REAL,) * 5,
+            scratch=per_element(14, 10),
         )
     )
 
@@ -148,10 +149,6 @@ def _mvn_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
 def _mvn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axes = inputs
     check_vector(axes, "axes", allow_scalar=False)
-    if x.element_type is not None and x.element_type.dtype.kind != "f":
-        raise ShapeError(f"MVN needs a floating-point input, got {x.element_type.name}")
-    if axes.element_type is not None and axes.element_type.dtype.kind != "i":
-        raise ShapeError(f"axes must be i32 or i64, got {axes.element_type.name}")
     values = int_values(axes)
     if values is not None and x.shape is not None:
         _mvn_axes(values, len(x.shape))
@@ -194,17 +191,12 @@ register(
         attrs=(Attr("normalize_variance", "bool"), Attr("eps", "float"),
                Attr("eps_mode", "enum", choices=("inside_sqrt", "outside_sqrt"))),
         infer=_mvn_infer, kernel=_mvn_kernel, inputs=(2, 2), check=_mvn_check,
-        fresh_output=True, scratch=per_element(14),
+        input_types=(REAL, INTEGERS), fresh_output=True, scratch=per_element(14),
     )
 )
 
 
 # --------------------------------------------------------------------------- shared checks
-
-
-def _float_data(x: TensorInfo, op: str) -> None:
-    if x.element_type is not None and x.element_type.dtype.kind != "f":
-        raise ShapeError(f"{op} needs a floating-point input, got {x.element_type.name}")
 
 
 def _work_type(dtype: np.dtype) -> np.dtype:
@@ -221,7 +213,6 @@ def _l2_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
 
 def _l2_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axes = inputs
-    _float_data(x, "NormalizeL2")
     check_vector(axes, "axes")
     values = int_values(axes)
     if values is None:
@@ -261,7 +252,8 @@ register(
     OpDef(
         type="NormalizeL2", version=0, since_opset=1,
         attrs=(Attr("eps", "float"), Attr("eps_mode", "enum", choices=("add", "max"))),
-        infer=_l2_infer, kernel=_l2_kernel, inputs=(2, 2), scratch=per_element(4, 10),
+        infer=_l2_infer, kernel=_l2_kernel, inputs=(2, 2), input_types=(REAL, INTEGERS),
+        scratch=per_element(4, 10),
     )
 )
 
@@ -275,7 +267,6 @@ def _lrn_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
 
 def _lrn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axes = inputs
-    _float_data(x, "LRN")
     check_vector(axes, "axes", allow_scalar=False)
     if x.shape is not None and axes.shape is not None:
         n = axes.shape[0]
@@ -337,7 +328,7 @@ register(
         attrs=(Attr("alpha", "float"), Attr("beta", "float"), Attr("bias", "float"),
                Attr("size", "int")),
         infer=_lrn_infer, kernel=_lrn_kernel, inputs=(2, 2), check=_lrn_check,
-        shape_attrs=(), scratch=per_element(48),  # window sums in f64
+        shape_attrs=(), input_types=(REAL, INTEGERS), scratch=per_element(48),  # window sums in f64
     )
 )
 
@@ -363,7 +354,6 @@ def _mvn0_check(a: SimpleNamespace) -> None:
 
 def _mvn0_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     (x,) = inputs
-    _float_data(x, "MVN")
     if x.shape is not None:
         _mvn0_axes(a, len(x.shape))
     return [TensorInfo(x.shape, x.element_type)]
@@ -379,7 +369,7 @@ register(
         attrs=(Attr("eps", "float"), Attr("across_channels", "bool", None),
                Attr("normalize_variance", "bool"), Attr("reduction_axes", "ints", ())),
         infer=_mvn0_infer, kernel=_mvn0_kernel, check=_mvn0_check,
-        shape_attrs=("across_channels", "reduction_axes"), fresh_output=True,
+        shape_attrs=("across_channels", "reduction_axes"), input_types=(REAL,), fresh_output=True,
         scratch=per_element(14),
     )
 )
@@ -398,7 +388,6 @@ def _gn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorIn
     types = {i.element_type.name for i in inputs if i.element_type is not None}
     if len(types) > 1:
         raise ShapeError(f"inputs have different element types: {', '.join(sorted(types))}")
-    _float_data(x, "GroupNormalization")
     for name, info in (("scale", scale), ("bias", bias)):
         if info.shape is not None and len(info.shape) != 1:
             raise ShapeError(f"{name} must be 1-D, got {format_shape(info.shape)}")
@@ -468,6 +457,6 @@ register(
         type="GroupNormalization", version=12, since_opset=12,
         attrs=(Attr("num_groups", "int"), Attr("epsilon", "float")),
         infer=_gn_infer, kernel=_gn_kernel, inputs=(3, 3), check=_gn_check,
-        shape_attrs=("num_groups",), scratch=per_element(32, 24),
+        shape_attrs=("num_groups",), input_types=(REAL, REAL, REAL), scratch=per_element(32, 24),
     )
 )

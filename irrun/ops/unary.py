@@ -46,15 +46,18 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ir.attributes import Attr
-from ..ir.element_types import ELEMENT_TYPES
-from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.element_types import ALL_NUMBERS, ANY, ELEMENT_TYPES, FLOATS, LOW_FLOATS
+from ..ir.registry import OpDef, TensorInfo, register
 from ._scratch import nothing, per_element
 from ._shapes import infer_unary
-from .arithmetic import ARITHMETIC
 from .convert import convert
 
 BOOLEAN = ELEMENT_TYPES["boolean"]
-REAL = ("f64", "f32", "f16", "bf16")
+# What OpenVINO's float-only activations take: every float type, the low-precision ones
+# (computed in f32 and rounded once) included.
+REAL = (*FLOATS, *LOW_FLOATS)
+# Negative's types: the numbers with a sign.
+SIGNED = tuple(name for name in ALL_NUMBERS if name[0] in "fbi" and name != "f8e8m0")
 
 
 def float_compute(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -152,7 +155,7 @@ ERF_SCRATCH = per_element(112, 120, 120)
 for _type, (_version, _since, _fn) in FUNCTIONS.items():
     register(
         OpDef(type=_type, version=_version, since_opset=_since, attrs=(), infer=infer_unary,
-              kernel=unary_kernel(_fn), input_types=(ARITHMETIC,), elementwise=True,
+              kernel=unary_kernel(_fn), input_types=(ALL_NUMBERS,), elementwise=True,
               scratch=ERF_SCRATCH if _type == "Erf" else FUNCTION_SCRATCH)
     )
 
@@ -199,7 +202,7 @@ def _erfinv(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="ErfInv", version=17, since_opset=17, attrs=(), infer=infer_unary,
-          kernel=_erfinv, input_types=(REAL,), elementwise=True, scratch=per_element(40))
+          kernel=_erfinv, input_types=(FLOATS,), elementwise=True, scratch=per_element(40))
 )
 
 
@@ -227,7 +230,7 @@ def _round(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 register(
     OpDef(type="Round", version=5, since_opset=5,
           attrs=(Attr("mode", "enum", "half_to_even", ROUND_MODES),), infer=infer_unary,
-          kernel=_round, elementwise=True,
+          kernel=_round, input_types=((*ALL_NUMBERS, "boolean"),), elementwise=True,
           scratch=nothing)
 )
 
@@ -237,13 +240,6 @@ register(
 
 def _abs(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return (np.asarray(np.abs(x)),)
-
-
-def _infer_signed(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    et = inputs[0].element_type
-    if et is not None and et.dtype.kind == "u":
-        raise ShapeError(f"Negative needs a signed input, got {et.name}")
-    return infer_unary(a, inputs)
 
 
 def _negative(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -260,10 +256,10 @@ def _sign(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return (out,)
 
 
-for _type, _infer, _kernel in (("Abs", infer_unary, _abs), ("Negative", _infer_signed, _negative),
-                               ("Sign", infer_unary, _sign)):
-    register(OpDef(type=_type, version=1, since_opset=1, attrs=(), infer=_infer, kernel=_kernel,
-                   input_types=(ARITHMETIC,), elementwise=True,
+for _type, _kernel in (("Abs", _abs), ("Negative", _negative), ("Sign", _sign)):
+    register(OpDef(type=_type, version=1, since_opset=1, attrs=(), infer=infer_unary,
+                   kernel=_kernel, input_types=(SIGNED if _type == "Negative" else ALL_NUMBERS,),
+                   elementwise=True,
                    scratch=per_element(12, 8, 12) if _type == "Sign" else nothing))
 
 
@@ -304,7 +300,7 @@ for _type, _kernel, _attrs in (
 ):
     register(
         OpDef(type=_type, version=10, since_opset=10, attrs=_attrs, infer=_infer_test,
-              kernel=_kernel, input_types=(REAL,), elementwise=True, scratch=per_element(2, 6))
+              kernel=_kernel, input_types=(FLOATS,), elementwise=True, scratch=per_element(2, 6))
     )
 
 
@@ -317,6 +313,6 @@ def _identity(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="Identity", version=16, since_opset=16, attrs=(), infer=infer_unary,
-          kernel=_identity, elementwise=True,
+          kernel=_identity, input_types=(ANY,), elementwise=True,
           scratch=nothing)
 )

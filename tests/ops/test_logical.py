@@ -113,7 +113,8 @@ def test_boolean_inputs_are_checked(tmp_path):
     # The Convert made to give f32: LogicalNot reads f32.
     bad = text.replace('destination_type="boolean"', 'destination_type="f32"')
     path.write_text(bad.replace('precision="BOOL"', 'precision="FP32"', 1))
-    assert any("the input must be boolean, got f32" in d.message for d in irrun.validate(path))
+    assert any("input 0 is f32, which LogicalNot-v1 does not take (it takes boolean)" in d.message
+               for d in irrun.validate(path))
 
 
 # --------------------------------------------------------------------------- Xor-1
