@@ -44,11 +44,14 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
-from ..ir.element_types import ALL_NUMBERS
+from ..ir.element_types import ALL_NUMBERS, ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import broadcast_shapes, infer_unary, same_element_type
 from .unary import REAL, erfc, float_compute, unary_kernel
+
+# f8e8m0's dtype: powers of two, with neither zero nor sign.
+E8M0 = ELEMENT_TYPES["f8e8m0"].dtype
 
 # --------------------------------------------------------------------------- functions
 
@@ -110,6 +113,8 @@ register(OpDef(type="Elu", version=1, since_opset=1, attrs=(Attr("alpha", "float
 
 
 def _relu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    if x.dtype == E8M0:  # no zero to compare with (0 is NaN there), but no sign either
+        return (x.copy(),)
     return (np.where(x > 0, x, x.dtype.type(0)),)
 
 
@@ -140,6 +145,8 @@ def _check_clamp(a: SimpleNamespace) -> None:
 
 
 def _clamp(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    if x.dtype == E8M0:  # bounds it cannot hold (0, negatives) would be NaN: clamp in f32
+        return (_clamp(a, x.astype(np.float32))[0].astype(x.dtype),)
     lo, hi = clamp_bounds(x.dtype, a.min, a.max)
     t = np.where(x > lo, x, lo)
     return (np.where(t < hi, t, hi).astype(x.dtype, copy=False),)
