@@ -51,7 +51,7 @@ from ..ir.element_types import INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis, try_merge_dims
-from .unary import REAL
+from .unary import REAL, to_float
 
 NAMES = ("gamma", "beta", "mean", "variance")
 # Position of the data input, and of gamma/beta/mean/variance, per version.
@@ -114,7 +114,7 @@ def batch_norm(x: np.ndarray, gamma, beta, mean, variance, epsilon: float) -> np
     g, b, m, v = (np.asarray(s, work).reshape(shape) for s in (gamma, beta, mean, variance))
     with np.errstate(all="ignore"):
         y = g * (x.astype(work, copy=False) - m) / np.sqrt(v + work.type(epsilon)) + b
-    return y.astype(x.dtype, copy=False)
+    return to_float(y, x.dtype)
 
 
 def _kernel(version: int):
@@ -172,7 +172,7 @@ def mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: flo
             var = np.mean(d * d, axis=axes, keepdims=True, dtype=work)
             e = work.type(eps)
             d = d / (np.sqrt(var + e) if inside_sqrt else np.sqrt(var) + e)
-    return d.astype(x.dtype, copy=False)
+    return to_float(d, x.dtype)
 
 
 def _mvn_check(a: SimpleNamespace) -> None:
@@ -234,14 +234,14 @@ def normalize_l2(x: np.ndarray, axes: tuple[int, ...], eps: float, add: bool) ->
     [1.0, 0.0]
     """
     if not axes:
-        return (x != 0).astype(x.dtype)
+        return to_float((x != 0).astype(np.float32), x.dtype)
     work = _work_type(x.dtype)
     v = x.astype(work, copy=False)
     with np.errstate(all="ignore"):
         total = np.sum(v * v, axis=axes, keepdims=True, dtype=work)
         e = work.type(np.float32(eps))
         y = v / np.sqrt(total + e if add else np.maximum(total, e))
-    return y.astype(x.dtype, copy=False)
+    return to_float(y, x.dtype)
 
 
 def _l2_kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -310,7 +310,7 @@ def lrn(x: np.ndarray, axes: tuple[int, ...], alpha: float, beta: float, bias: f
     scale = np.float64(work.type(alpha) / work.type(float(size) ** len(axes)))
     with np.errstate(all="ignore"):
         y = v / np.power(np.float64(work.type(bias)) + scale * s, np.float64(work.type(beta)))
-    return y.astype(x.dtype)
+    return to_float(y, x.dtype)
 
 
 def _lrn_check(a: SimpleNamespace) -> None:
@@ -442,7 +442,7 @@ def group_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int,
         y = (d / np.sqrt(var + work.type(epsilon))).reshape(x.shape)
         shape = (1, c) + (1,) * (x.ndim - 2)
         y = y * scale.astype(work).reshape(shape) + bias.astype(work).reshape(shape)
-    return y.astype(x.dtype, copy=False)
+    return to_float(y, x.dtype)
 
 
 def _gn_kernel(a: SimpleNamespace, x: np.ndarray, scale: np.ndarray,

@@ -20,7 +20,7 @@ from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import normalize_axis
-from .unary import REAL
+from .unary import REAL, to_float
 
 
 def softmax_axis(axis: int, rank: int, version: int) -> int:
@@ -71,14 +71,14 @@ def _work(x: np.ndarray) -> np.ndarray:
 def _softmax_kernel(version: int):
     def kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
         y = softmax(_work(x), softmax_axis(a.axis, x.ndim, version))
-        return (y.astype(x.dtype, copy=False),)
+        return (to_float(y, x.dtype),)
 
     return kernel
 
 
 def _log_softmax_kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     y = log_softmax(_work(x), softmax_axis(a.axis, x.ndim, 5))
-    return (y.astype(x.dtype, copy=False),)
+    return (to_float(y, x.dtype),)
 
 
 for _version in (1, 8):

@@ -53,11 +53,22 @@ from ._shapes import infer_unary
 from .convert import convert
 
 BOOLEAN = ELEMENT_TYPES["boolean"]
+BF16 = ELEMENT_TYPES["bf16"].dtype
 # What OpenVINO's float-only activations take: every float type, the low-precision ones
 # (computed in f32 and rounded once) included.
 REAL = (*FLOATS, *LOW_FLOATS)
 # Negative's types: the numbers with a sign.
 SIGNED = tuple(name for name in ALL_NUMBERS if name[0] in "fbi" and name != "f8e8m0")
+
+
+def to_float(out: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``out`` (f32 or f64 work) rounded to the float type ``dtype``: the low-precision
+    floats as OpenVINO converts to them (:func:`irrun.ops.convert.convert`: f8e8m0 has no
+    zero, nor sign, f4e2m1 no NaN), the others by NumPy."""
+    if dtype.kind == "V" and dtype != BF16:
+        return convert(out, dtype)
+    with np.errstate(over="ignore"):  # beyond f16's range is inf, as in the plugin
+        return out.astype(dtype, copy=False)
 
 
 def float_compute(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -70,8 +81,7 @@ def float_compute(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.n
         out = np.asarray(fn(work))
     if x.dtype.kind in "iu":
         return np.asarray(convert(np.rint(out), x.dtype))
-    with np.errstate(over="ignore"):  # beyond f16's range is inf, as in the plugin
-        return out.astype(x.dtype, copy=False)
+    return to_float(out, x.dtype)
 
 
 def unary_kernel(fn: Callable[[np.ndarray], np.ndarray]):
@@ -222,6 +232,8 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
 def _round(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     if x.dtype.kind in "iub":
         return (x.copy(),)
+    if x.dtype.kind == "V":  # bf16 and the low floats: in f32 (f8e8m0 holds no 0 to give)
+        return (to_float(_round(a, x.astype(np.float32))[0], x.dtype),)
     fn = np.rint if a.mode == "half_to_even" else round_half_away
     with np.errstate(invalid="ignore"):
         return (np.asarray(fn(x)),)
@@ -248,6 +260,8 @@ def _negative(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _sign(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    if x.dtype.kind == "V":  # bf16 and the low floats: in f32 (f8e8m0 holds no 0 to compare)
+        return (to_float(_sign(a, x.astype(np.float32))[0], x.dtype),)
     out = np.asarray((x > 0).astype(x.dtype))
     if x.dtype.kind != "u":
         out -= (x < 0).astype(x.dtype)
