@@ -3,7 +3,8 @@ FloorMod, SquaredDifference, and ConvertPromoteTypes (the type promotion before 
 
 The two inputs have one element type, not boolean, and broadcast by ``auto_broadcast``
 (:func:`irrun.ops._shapes.broadcast_shapes`).  f16 inputs are computed in f32 and
-rounded once, as the CPU plugin computes them.
+rounded once, as the CPU plugin computes them; bf16 and the low-precision floats alike
+(rounded to them as Convert rounds).
 
 * Maximum/Minimum are ``a > b ? a : b`` (``<`` for Minimum): a NaN in ``a`` gives
   ``b``, a NaN in ``b`` gives NaN, and of two equal zeros ``b`` wins (x86's
@@ -41,6 +42,7 @@ from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
 from .convert import convert
+from .unary import to_float
 
 # OpenVINO's arithmetic takes every element type but boolean; irrun's not nf4 either, whose
 # elements are codes (OpenVINO's shape rule takes nf4, no kernel of it adds them): the
@@ -69,8 +71,11 @@ def binary_kernel(fn: Callable[[SimpleNamespace, np.ndarray, np.ndarray], np.nda
         xb, yb = (x, y) if mode == "numpy" else broadcast_operands(x, y, mode)
         try:
             with np.errstate(all="ignore"):
-                if x.dtype.kind == "f" and x.dtype.itemsize < 4 and not boolean:
-                    out = fn(a, xb.astype(np.float32), yb.astype(np.float32)).astype(x.dtype)
+                if x.dtype.kind == "V" or (x.dtype.kind == "f" and x.dtype.itemsize < 4):
+                    # f16, bf16 and the low floats in f32, rounded once as Convert rounds
+                    out = fn(a, xb.astype(np.float32), yb.astype(np.float32))
+                    if not boolean:
+                        out = to_float(np.asarray(out), x.dtype)
                 else:
                     out = fn(a, xb, yb)
         except ValueError:
