@@ -3,8 +3,12 @@ Mish, SoftSign, Swish, Gelu and PRelu.
 
 Floats are computed in f32 (f64 for f64) and f16 rounded once, as the CPU plugin computes
 them; integer inputs of Elu, Sigmoid, HSigmoid and HSwish are computed in f32 and rounded
-half to even (see :func:`irrun.ops.unary.float_compute`).  None but Elu takes booleans, as
-in OpenVINO.  Where the plugin's f32 arithmetic is deterministic, irrun's is the same:
+half to even (see :func:`irrun.ops.unary.float_compute`).  Element types (``input_types``):
+SoftPlus, Mish, SoftSign, Swish, Gelu, Selu and HardSigmoid take the floats, the
+low-precision ones too (computed in f32 and rounded as Convert rounds to them); ReLU, Clamp,
+Sigmoid, HSigmoid, HSwish and PRelu any number (packed integers one a byte: a result beyond
+their bits is not wrapped); Elu booleans too, as in OpenVINO.  Where the plugin's f32
+arithmetic is deterministic, irrun's is the same:
 
 * ReLU is ``x > 0 ? x : 0``: NaN gives 0, and so does -0.0.
 * Clamp is ``x > min ? x : min``, then ``t < max ? t : max`` (x86's maxps and minps), so

@@ -7,9 +7,11 @@ one element type, broadcast by ``auto_broadcast`` as arithmetic is (NaN compares
 unequal to everything), and give booleans.  LogicalNot, LogicalAnd, LogicalOr
 and LogicalXor take and give booleans.  Xor (``v0::Xor``, opset1 only; opset2 on have
 LogicalXor) is LogicalXor under its old name: booleans only, ``auto_broadcast`` alike.
+The comparisons take numbers and booleans (OpenVINO's shape rule takes nf4 codes and
+strings too); LogicalNot booleans only (OpenVINO builds it of any type, and gives that type).
 Select picks ``then`` where ``cond`` is true and ``else`` elsewhere, the three
 broadcast together (``numpy`` or ``none``; OpenVINO cannot build or compile a ``pdpd``
-Select consistently).
+Select consistently); ``then`` and ``else`` may be of any type, strings and nf4 codes too.
 """
 
 from __future__ import annotations

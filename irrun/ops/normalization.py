@@ -31,6 +31,11 @@ GroupNormalization-12 normalizes each of ``num_groups`` channel groups of every
 sample (variance inside the root with ``epsilon``), then applies per-channel
 ``scale`` and ``bias``.
 
+All of them take floats, the low-precision ones too (computed in f32 and rounded as Convert
+rounds to them), their statistics of the data's type; axes any integer type.  (OpenVINO
+builds MVN, NormalizeL2, LRN and GroupNormalization of any type, but no kernel of it
+computes integers.)
+
 None of these four has a kernel behind OpenVINO's ``Model.evaluate``: the CPU
 plugin is the oracle of their tests.  Tolerance against it: f32 sums in another
 order agree to ~1e-5 of the output's magnitude; f16 is computed in f32 and

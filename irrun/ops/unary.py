@@ -31,10 +31,13 @@ IsNaN and Identity.
   ``half_away_from_zero``, and it passes integers through f32 (i32 1852092161 becomes
   1852092160).
 * Sign is ``x > 0 ? 1 : x < 0 ? -1 : x`` but gives +0.0 for -0.0; Negative wraps on
-  integers.
+  integers and takes no unsigned type (OpenVINO builds those), f8e8m0 included.
+* The functions, Abs and Sign take any number, Round booleans too (packed integers one a
+  byte: a result beyond their bits is not wrapped); bf16 and the low-precision floats are
+  computed in f32 and rounded as Convert rounds to them (:func:`to_float`).
 * IsFinite, IsInf (``detect_negative``, ``detect_positive``) and IsNaN (opset10) take
   floats and give booleans.
-* Identity-16 copies its input.
+* Identity-16 copies its input, of any type.
 """
 
 from __future__ import annotations
