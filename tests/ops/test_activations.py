@@ -157,10 +157,15 @@ TYPED = {
 }
 
 
+# The types every run sweeps (one of each kind); the others run with -m slow.
+FAST_TYPES = ("f32", "f16", "bf16", "f8e8m0", "f4e2m1", "i64", "u8", "u3", "i4", "boolean")
+
+
 def _typed_cases():
     for label, (op_type, opset, _) in TYPED.items():
         for t in resolve(op_type, opset).input_types[0]:
-            yield pytest.param(label, t, id=f"{label}-{t}")
+            marks = () if t in FAST_TYPES else (pytest.mark.slow,)
+            yield pytest.param(label, t, id=f"{label}-{t}", marks=marks)
 
 
 @pytest.mark.parametrize(("label", "t"), list(_typed_cases()))
