@@ -3,8 +3,12 @@ Mish, SoftSign, Swish, Gelu and PRelu.
 
 Floats are computed in f32 (f64 for f64) and f16 rounded once, as the CPU plugin computes
 them; integer inputs of Elu, Sigmoid, HSigmoid and HSwish are computed in f32 and rounded
-half to even (see :func:`irrun.ops.unary.float_compute`).  None but Elu takes booleans, as
-in OpenVINO.  Where the plugin's f32 arithmetic is deterministic, irrun's is the same:
+half to even (see :func:`irrun.ops.unary.float_compute`).  Element types (``input_types``):
+SoftPlus, Mish, SoftSign, Swish, Gelu, Selu and HardSigmoid take the floats, the
+low-precision ones too (computed in f32 and rounded as Convert rounds to them); ReLU, Clamp,
+Sigmoid, HSigmoid, HSwish and PRelu any number (packed integers one a byte: a result beyond
+their bits is not wrapped); Elu booleans too, as in OpenVINO.  Where the plugin's f32
+arithmetic is deterministic, irrun's is the same:
 
 * ReLU is ``x > 0 ? x : 0``: NaN gives 0, and so does -0.0.
 * Clamp is ``x > min ? x : min``, then ``t < max ? t : max`` (x86's maxps and minps), so
@@ -44,26 +48,14 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import Shape, format_shape
+from ..ir.element_types import ALL_NUMBERS, ELEMENT_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import broadcast_shapes, infer_unary, same_element_type
-from .arithmetic import ARITHMETIC
-from .unary import erfc, float_compute, unary_kernel
+from .unary import REAL, erfc, float_compute, unary_kernel
 
-REAL = ("f64", "f32", "f16", "bf16")
-
-
-def infer_real(op: str):
-    """The shape rule of an activation that takes floats only."""
-
-    def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-        et = inputs[0].element_type
-        if et is not None and et.dtype.kind != "f":
-            raise ShapeError(f"{op} needs a floating-point input, got {et.name}")
-        return infer_unary(a, inputs)
-
-    return infer
-
+# f8e8m0's dtype: powers of two, with neither zero nor sign.
+E8M0 = ELEMENT_TYPES["f8e8m0"].dtype
 
 # --------------------------------------------------------------------------- functions
 
@@ -92,7 +84,7 @@ def _softplus(x: np.ndarray) -> np.ndarray:
 SCRATCH = per_element(12, 16, 48)
 
 FUNCTIONS = {
-    # type: (since_opset, function, floats only; else any type but boolean, as OpenVINO)
+    # type: (since_opset, function, floats only; else any number, as OpenVINO)
     "Sigmoid": (1, _sigmoid, False),
     "HSigmoid": (5, _hsigmoid, False),
     "HSwish": (4, lambda x: x * _hsigmoid(x), False),
@@ -104,8 +96,8 @@ FUNCTIONS = {
 for _type, (_since, _fn, _real) in FUNCTIONS.items():
     register(
         OpDef(type=_type, version=_since, since_opset=_since, attrs=(),
-              infer=infer_real(_type) if _real else infer_unary, kernel=unary_kernel(_fn),
-              input_types=() if _real else (ARITHMETIC,), elementwise=True, scratch=SCRATCH)
+              infer=infer_unary, kernel=unary_kernel(_fn),
+              input_types=(REAL if _real else ALL_NUMBERS,), elementwise=True, scratch=SCRATCH)
     )
 
 
@@ -117,18 +109,21 @@ def _elu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 register(OpDef(type="Elu", version=1, since_opset=1, attrs=(Attr("alpha", "float"),),
-               infer=infer_unary, kernel=_elu, elementwise=True, scratch=SCRATCH))
+               infer=infer_unary, kernel=_elu, input_types=((*ALL_NUMBERS, "boolean"),),
+               elementwise=True, scratch=SCRATCH))
 
 
 # --------------------------------------------------------------------------- ReLU, Clamp
 
 
 def _relu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    if x.dtype == E8M0:  # no zero to compare with (0 is NaN there), but no sign either
+        return (x.copy(),)
     return (np.where(x > 0, x, x.dtype.type(0)),)
 
 
 register(OpDef(type="ReLU", version=1, since_opset=1, attrs=(), infer=infer_unary,
-               kernel=_relu, input_types=(ARITHMETIC,), elementwise=True, in_place=True,
+               kernel=_relu, input_types=(ALL_NUMBERS,), elementwise=True, in_place=True,
                scratch=per_element(2)))
 
 
@@ -154,6 +149,8 @@ def _check_clamp(a: SimpleNamespace) -> None:
 
 
 def _clamp(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    if x.dtype == E8M0:  # bounds it cannot hold (0, negatives) would be NaN: clamp in f32
+        return (_clamp(a, x.astype(np.float32))[0].astype(x.dtype),)
     lo, hi = clamp_bounds(x.dtype, a.min, a.max)
     t = np.where(x > lo, x, lo)
     return (np.where(t < hi, t, hi).astype(x.dtype, copy=False),)
@@ -164,7 +161,7 @@ register(
         type="Clamp", version=1, since_opset=1,
         attrs=(Attr("min", "float"), Attr("max", "float")),
         infer=infer_unary, kernel=_clamp, check=_check_clamp, shape_attrs=("min", "max"),
-        input_types=(ARITHMETIC,), elementwise=True, in_place=True, scratch=per_element(12, 8, 12),
+        input_types=(ALL_NUMBERS,), elementwise=True, in_place=True, scratch=per_element(12, 8, 12),
     )
 )
 
@@ -174,9 +171,7 @@ register(
 
 def _real_parameters(op: str, names: tuple[str, str], scalars: bool):
     def infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-        et = same_element_type(inputs)
-        if et is not None and et.name not in REAL:
-            raise ShapeError(f"{op} needs floating-point inputs, got {et.name}")
+        same_element_type(inputs)
         for name, info in zip(names, inputs[1:], strict=True):
             if scalars and info.shape is not None and len(info.shape) != 0:
                 raise ShapeError(f"{name} must be a scalar, got shape {format_shape(info.shape)}")
@@ -215,12 +210,13 @@ def _hard_sigmoid(a: SimpleNamespace, x: np.ndarray, alpha: np.ndarray, beta: np
 register(
     OpDef(type="Selu", version=1, since_opset=1, attrs=(),
           infer=_real_parameters("Selu", ("alpha", "lambda"), scalars=False), kernel=_selu,
-          inputs=(3, 3), scratch=SCRATCH)
+          inputs=(3, 3), input_types=(REAL, REAL, REAL), scratch=SCRATCH)
 )
 register(
     OpDef(type="HardSigmoid", version=1, since_opset=1, attrs=(),
           infer=_real_parameters("HardSigmoid", ("alpha", "beta"), scalars=True),
-          kernel=_hard_sigmoid, inputs=(3, 3), elementwise=True, scratch=SCRATCH)
+          kernel=_hard_sigmoid, inputs=(3, 3), input_types=(REAL, REAL, REAL), elementwise=True,
+          scratch=SCRATCH)
 )
 
 
@@ -269,14 +265,15 @@ def _prelu(a: SimpleNamespace, x: np.ndarray, slope: np.ndarray) -> tuple[np.nda
 
 
 register(OpDef(type="PRelu", version=1, since_opset=1, attrs=(), infer=_infer_prelu,
-               kernel=_prelu, inputs=(2, 2), scratch=SCRATCH))
+               kernel=_prelu, inputs=(2, 2), input_types=(ALL_NUMBERS, ALL_NUMBERS),
+               scratch=SCRATCH))
 
 
 # --------------------------------------------------------------------------- Swish, Gelu
 
 
 def _infer_swish(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    out = infer_real("Swish")(a, inputs[:1])
+    out = infer_unary(a, inputs[:1])
     if len(inputs) == 2:
         beta = inputs[1]
         if beta.shape is not None and len(beta.shape) != 0:
@@ -298,7 +295,8 @@ def _swish(a: SimpleNamespace, x: np.ndarray, beta: np.ndarray | None = None):
 
 register(
     OpDef(type="Swish", version=4, since_opset=4, attrs=(), infer=_infer_swish, kernel=_swish,
-          inputs=(1, 2), elementwise=True, in_place=True, scratch=per_element(20))
+          inputs=(1, 2), input_types=(REAL, REAL), elementwise=True, in_place=True,
+          scratch=per_element(20))
 )
 
 
@@ -337,14 +335,15 @@ def _gelu(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 register(
-    OpDef(type="Gelu", version=2, since_opset=2, attrs=(), infer=infer_real("Gelu"),
-          kernel=_gelu, elementwise=True, in_place=True, fresh_output=True, scratch=_gelu_scratch)
+    OpDef(type="Gelu", version=2, since_opset=2, attrs=(), infer=infer_unary, kernel=_gelu,
+          input_types=(REAL,), elementwise=True, in_place=True, fresh_output=True,
+          scratch=_gelu_scratch)
 )
 register(
     OpDef(
         type="Gelu", version=7, since_opset=7,
         attrs=(Attr("approximation_mode", "enum", "erf", GELU_MODES),),
-        infer=infer_real("Gelu"), kernel=_gelu, shape_attrs=("approximation_mode",),
+        infer=infer_unary, kernel=_gelu, shape_attrs=("approximation_mode",), input_types=(REAL,),
         elementwise=True, in_place=True, fresh_output=True, scratch=_gelu_scratch,
     )
 )

@@ -3,7 +3,8 @@ FloorMod, SquaredDifference, and ConvertPromoteTypes (the type promotion before 
 
 The two inputs have one element type, not boolean, and broadcast by ``auto_broadcast``
 (:func:`irrun.ops._shapes.broadcast_shapes`).  f16 inputs are computed in f32 and
-rounded once, as the CPU plugin computes them.
+rounded once, as the CPU plugin computes them; bf16 and the low-precision floats alike
+(rounded to them as Convert rounds).
 
 * Maximum/Minimum are ``a > b ? a : b`` (``<`` for Minimum): a NaN in ``a`` gives
   ``b``, a NaN in ``b`` gives NaN, and of two equal zeros ``b`` wins (x86's
@@ -36,15 +37,18 @@ import numpy as np
 from ..errors import KernelError
 from ..ir import element_types
 from ..ir.attributes import Attr
-from ..ir.element_types import ELEMENT_TYPES, ElementType
+from ..ir.element_types import ALL_NUMBERS, ELEMENT_TYPES, FLOATS, INTEGERS, ElementType
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import BROADCAST_ATTR, broadcast_operands, broadcast_shapes, same_element_type
 from .convert import convert
+from .unary import to_float
 
 # OpenVINO's arithmetic takes every element type but boolean; irrun's not nf4 either, whose
-# elements are codes (OpenVINO's shape rule takes nf4, no kernel of it adds them).
-ARITHMETIC = tuple(name for name in ELEMENT_TYPES if name not in ("boolean", "nf4", "string"))
+# elements are codes (OpenVINO's shape rule takes nf4, no kernel of it adds them): the
+# arithmetic types are ALL_NUMBERS.  (ARITHMETIC is its former name, kept for the modules
+# that still import it.)
+ARITHMETIC = ALL_NUMBERS
 
 
 def infer_binary(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -67,8 +71,11 @@ def binary_kernel(fn: Callable[[SimpleNamespace, np.ndarray, np.ndarray], np.nda
         xb, yb = (x, y) if mode == "numpy" else broadcast_operands(x, y, mode)
         try:
             with np.errstate(all="ignore"):
-                if x.dtype.kind == "f" and x.dtype.itemsize < 4 and not boolean:
-                    out = fn(a, xb.astype(np.float32), yb.astype(np.float32)).astype(x.dtype)
+                if x.dtype.kind == "V" or (x.dtype.kind == "f" and x.dtype.itemsize < 4):
+                    # f16, bf16 and the low floats in f32, rounded once as Convert rounds
+                    out = fn(a, xb.astype(np.float32), yb.astype(np.float32))
+                    if not boolean:
+                        out = to_float(np.asarray(out), x.dtype)
                 else:
                     out = fn(a, xb, yb)
         except ValueError:
@@ -151,22 +158,22 @@ for _type, _fn in BINARY.items():
         OpDef(
             type=_type, version=1, since_opset=1, attrs=_attrs, infer=infer_binary,
             kernel=binary_kernel(_fn), inputs=(2, 2), shape_attrs=("auto_broadcast",),
-            input_types=(ARITHMETIC, ARITHMETIC), elementwise=True, in_place=_type in IN_PLACE,
+            input_types=(ALL_NUMBERS, ALL_NUMBERS), elementwise=True, in_place=_type in IN_PLACE,
             fresh_output=_type in IN_PLACE, scratch=SCRATCH.get(_type, per_element(8, 16, 8)),
         )
     )
 register(
     OpDef(type="SquaredDifference", version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
           infer=infer_binary, kernel=binary_kernel(lambda a, x, y: _squared_difference(x, y)),
-          inputs=(2, 2), shape_attrs=("auto_broadcast",), input_types=(ARITHMETIC, ARITHMETIC),
+          inputs=(2, 2), shape_attrs=("auto_broadcast",), input_types=(ALL_NUMBERS, ALL_NUMBERS),
           elementwise=True, scratch=per_element(12, 16, 12))
 )
 
 
 # --------------------------------------------------------------------------- ConvertPromoteTypes
 
-PROMOTABLE = ("boolean", "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2", "i4", "i8", "i16",
-              "i32", "i64", "u1", "u4", "u8", "u16", "u32", "u64")
+# The types ConvertPromoteTypes-14 takes (OpenVINO's: no f8e8m0, f4e2m1, u2, u3, u6, nf4).
+PROMOTABLE = (*FLOATS, "f8e4m3", "f8e5m2", *INTEGERS, "i4", "u1", "u4", "boolean")
 _SIGNED_INTS = {4: "i4", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
 
 
@@ -190,9 +197,6 @@ def promoted_type(a: SimpleNamespace, x: TensorInfo, y: TensorInfo) -> ElementTy
     'i16'
     """
     t0, t1 = x.element_type, y.element_type
-    for et in (t0, t1):
-        if et is not None and et.name not in PROMOTABLE:
-            raise ShapeError(f"ConvertPromoteTypes does not take {et.name}")
     if t0 is None or t1 is None:
         return None
     if t0.name == t1.name or t1.name == "boolean":
@@ -258,5 +262,5 @@ register(
                  Attr("pytorch_scalar_promotion", "bool", False),
                  Attr("u64_integer_promotion_target", "element_type", ELEMENT_TYPES["f32"])),
           infer=_infer_promote, kernel=_convert_promote, inputs=(2, 2),
-          scratch=per_element(16))
+          input_types=(PROMOTABLE, PROMOTABLE), scratch=per_element(16))
 )

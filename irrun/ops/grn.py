@@ -17,7 +17,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import format_shape
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
-from .unary import float_compute
+from .unary import REAL, float_compute
 
 
 def _grn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -38,6 +38,6 @@ def _grn(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="GRN", version=1, since_opset=1, attrs=(Attr("bias", "float"),),
-          infer=_grn_infer, kernel=_grn,
+          infer=_grn_infer, kernel=_grn, input_types=(REAL,),
           scratch=per_element(4, 12))
 )  # fmt: skip

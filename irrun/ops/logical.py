@@ -7,9 +7,11 @@ one element type, broadcast by ``auto_broadcast`` as arithmetic is (NaN compares
 unequal to everything), and give booleans.  LogicalNot, LogicalAnd, LogicalOr
 and LogicalXor take and give booleans.  Xor (``v0::Xor``, opset1 only; opset2 on have
 LogicalXor) is LogicalXor under its old name: booleans only, ``auto_broadcast`` alike.
+The comparisons take numbers and booleans (OpenVINO's shape rule takes nf4 codes and
+strings too); LogicalNot booleans only (OpenVINO builds it of any type, and gives that type).
 Select picks ``then`` where ``cond`` is true and ``else`` elsewhere, the three
 broadcast together (``numpy`` or ``none``; OpenVINO cannot build or compile a ``pdpd``
-Select consistently).
+Select consistently); ``then`` and ``else`` may be of any type, strings and nf4 codes too.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import numpy as np
 
 from ..errors import KernelError
 from ..ir.attributes import Attr
-from ..ir.element_types import ELEMENT_TYPES
-from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.element_types import ALL_NUMBERS, ANY, ELEMENT_TYPES
+from ..ir.registry import OpDef, TensorInfo, register
 from ._scratch import nothing
 from ._shapes import BROADCAST_ATTR, broadcast_shapes, same_element_type
 from .arithmetic import binary_kernel
@@ -37,10 +39,10 @@ LOGICAL = {"LogicalAnd": np.logical_and, "LogicalOr": np.logical_or,
            "LogicalXor": np.logical_xor}
 
 
-def _booleans(inputs: Sequence[TensorInfo], what: str) -> None:
-    for info in inputs:
-        if info.element_type is not None and info.element_type is not BOOLEAN:
-            raise ShapeError(f"{what} must be boolean, got {info.element_type.name}")
+# What the comparisons take: numbers and booleans (OpenVINO's shape rule takes nf4 codes
+# and strings too, which no kernel of it compares).
+COMPARABLE = (*ALL_NUMBERS, "boolean")
+BOOLEANS = ("boolean",)
 
 
 def _compare_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
@@ -49,13 +51,7 @@ def _compare_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[Ten
     return [TensorInfo(broadcast_shapes(x.shape, y.shape, a.auto_broadcast), BOOLEAN)]
 
 
-def _logical_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    _booleans(inputs, "inputs")
-    return _compare_infer(a, inputs)
-
-
 def _not_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    _booleans(inputs, "the input")
     return [TensorInfo(inputs[0].shape, BOOLEAN)]
 
 
@@ -75,7 +71,6 @@ def _select_shape(cond, then, other, mode: str):
 
 def _select_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     cond, then, other = inputs
-    _booleans([cond], "cond")
     et = same_element_type([then, other])
     return [TensorInfo(_select_shape(cond.shape, then.shape, other.shape, a.auto_broadcast), et)]
 
@@ -88,20 +83,21 @@ def _select(a: SimpleNamespace, cond: np.ndarray, then: np.ndarray,
     return (np.where(cond.astype(bool, copy=False), then, other),)
 
 
-for _table, _infer in ((COMPARE, _compare_infer), (LOGICAL, _logical_infer)):
+for _table, _types in ((COMPARE, COMPARABLE), (LOGICAL, BOOLEANS)):
     for _type, _fn in _table.items():
         register(OpDef(type=_type, version=1, since_opset=1, attrs=(BROADCAST_ATTR,),
-                       infer=_infer, kernel=binary_kernel(lambda a, x, y, f=_fn: f(x, y), True),
-                       inputs=(2, 2), shape_attrs=("auto_broadcast",), elementwise=True,
-                       scratch=nothing))
-register(OpDef(type="Xor", version=0, since_opset=1, attrs=(BROADCAST_ATTR,), infer=_logical_infer,
+                       infer=_compare_infer,
+                       kernel=binary_kernel(lambda a, x, y, f=_fn: f(x, y), True),
+                       inputs=(2, 2), shape_attrs=("auto_broadcast",),
+                       input_types=(_types, _types), elementwise=True, scratch=nothing))
+register(OpDef(type="Xor", version=0, since_opset=1, attrs=(BROADCAST_ATTR,), infer=_compare_infer,
                kernel=binary_kernel(lambda a, x, y: np.logical_xor(x, y), True),
-               inputs=(2, 2), shape_attrs=("auto_broadcast",), elementwise=True,
-               scratch=nothing))
+               inputs=(2, 2), shape_attrs=("auto_broadcast",), input_types=(BOOLEANS, BOOLEANS),
+               elementwise=True, scratch=nothing))
 register(OpDef(type="LogicalNot", version=1, since_opset=1, attrs=(), infer=_not_infer,
-               kernel=_not, elementwise=True,
-               scratch=nothing))
+               kernel=_not, input_types=(BOOLEANS,), elementwise=True, scratch=nothing))
 register(OpDef(type="Select", version=1, since_opset=1, attrs=(SELECT_BROADCAST,),
                infer=_select_infer, kernel=_select, inputs=(3, 3),
+               input_types=(BOOLEANS, ANY, ANY),
                shape_attrs=("auto_broadcast",), elementwise=True,
                scratch=nothing))

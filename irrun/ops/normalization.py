@@ -31,6 +31,11 @@ GroupNormalization-12 normalizes each of ``num_groups`` channel groups of every
 sample (variance inside the root with ``epsilon``), then applies per-channel
 ``scale`` and ``bias``.
 
+All of them take floats, the low-precision ones too (computed in f32 and rounded as Convert
+rounds to them), their statistics of the data's type; axes any integer type.  (OpenVINO
+builds MVN, NormalizeL2, LRN and GroupNormalization of any type, but no kernel of it
+computes integers.)
+
 None of these four has a kernel behind OpenVINO's ``Model.evaluate``: the CPU
 plugin is the oracle of their tests.  Tolerance against it: f32 sums in another
 order agree to ~1e-5 of the output's magnitude; f16 is computed in f32 and
@@ -47,9 +52,11 @@ import numpy as np
 from ..errors import KernelError
 from ..ir.attributes import Attr
 from ..ir.dims import format_shape
+from ..ir.element_types import INTEGERS
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import check_vector, flat_ints, int_values, normalize_axis, try_merge_dims
+from .unary import REAL, to_float
 
 NAMES = ("gamma", "beta", "mean", "variance")
 # Position of the data input, and of gamma/beta/mean/variance, per version.
@@ -72,8 +79,6 @@ def _infer(version: int):
         types = {i.element_type.name for i in inputs if i.element_type is not None}
         if len(types) > 1:
             raise ShapeError(f"inputs have different element types: {', '.join(sorted(types))}")
-        if data.element_type is not None and data.element_type.dtype.kind != "f":
-            raise ShapeError(f"data must be floating-point, got {data.element_type.name}")
         channels = None
         if data.shape is not None:
             if len(data.shape) < 2:
@@ -114,7 +119,7 @@ def batch_norm(x: np.ndarray, gamma, beta, mean, variance, epsilon: float) -> np
     g, b, m, v = (np.asarray(s, work).reshape(shape) for s in (gamma, beta, mean, variance))
     with np.errstate(all="ignore"):
         y = g * (x.astype(work, copy=False) - m) / np.sqrt(v + work.type(epsilon)) + b
-    return y.astype(x.dtype, copy=False)
+    return to_float(y, x.dtype)
 
 
 def _kernel(version: int):
@@ -132,7 +137,8 @@ for _version in (1, 5):
         OpDef(
             type="BatchNormInference", version=_version, since_opset=_version,
             attrs=(Attr("epsilon", "float"),), infer=_infer(_version), kernel=_kernel(_version),
-            inputs=(5, 5), check=_check, shape_attrs=("epsilon",), scratch=per_element(14, 10),
+            inputs=(5, 5), check=_check, shape_attrs=("epsilon",), input_types=(REAL,) * 5,
+            scratch=per_element(14, 10),
         )
     )
 
@@ -148,10 +154,6 @@ def _mvn_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
 def _mvn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axes = inputs
     check_vector(axes, "axes", allow_scalar=False)
-    if x.element_type is not None and x.element_type.dtype.kind != "f":
-        raise ShapeError(f"MVN needs a floating-point input, got {x.element_type.name}")
-    if axes.element_type is not None and axes.element_type.dtype.kind != "i":
-        raise ShapeError(f"axes must be i32 or i64, got {axes.element_type.name}")
     values = int_values(axes)
     if values is not None and x.shape is not None:
         _mvn_axes(values, len(x.shape))
@@ -175,7 +177,7 @@ def mvn(x: np.ndarray, axes: tuple[int, ...], normalize_variance: bool, eps: flo
             var = np.mean(d * d, axis=axes, keepdims=True, dtype=work)
             e = work.type(eps)
             d = d / (np.sqrt(var + e) if inside_sqrt else np.sqrt(var) + e)
-    return d.astype(x.dtype, copy=False)
+    return to_float(d, x.dtype)
 
 
 def _mvn_check(a: SimpleNamespace) -> None:
@@ -194,17 +196,12 @@ register(
         attrs=(Attr("normalize_variance", "bool"), Attr("eps", "float"),
                Attr("eps_mode", "enum", choices=("inside_sqrt", "outside_sqrt"))),
         infer=_mvn_infer, kernel=_mvn_kernel, inputs=(2, 2), check=_mvn_check,
-        fresh_output=True, scratch=per_element(14),
+        input_types=(REAL, INTEGERS), fresh_output=True, scratch=per_element(14),
     )
 )
 
 
 # --------------------------------------------------------------------------- shared checks
-
-
-def _float_data(x: TensorInfo, op: str) -> None:
-    if x.element_type is not None and x.element_type.dtype.kind != "f":
-        raise ShapeError(f"{op} needs a floating-point input, got {x.element_type.name}")
 
 
 def _work_type(dtype: np.dtype) -> np.dtype:
@@ -221,7 +218,6 @@ def _l2_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
 
 def _l2_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axes = inputs
-    _float_data(x, "NormalizeL2")
     check_vector(axes, "axes")
     values = int_values(axes)
     if values is None:
@@ -243,14 +239,14 @@ def normalize_l2(x: np.ndarray, axes: tuple[int, ...], eps: float, add: bool) ->
     [1.0, 0.0]
     """
     if not axes:
-        return (x != 0).astype(x.dtype)
+        return to_float((x != 0).astype(np.float32), x.dtype)
     work = _work_type(x.dtype)
     v = x.astype(work, copy=False)
     with np.errstate(all="ignore"):
         total = np.sum(v * v, axis=axes, keepdims=True, dtype=work)
         e = work.type(np.float32(eps))
         y = v / np.sqrt(total + e if add else np.maximum(total, e))
-    return y.astype(x.dtype, copy=False)
+    return to_float(y, x.dtype)
 
 
 def _l2_kernel(a: SimpleNamespace, x: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -261,7 +257,8 @@ register(
     OpDef(
         type="NormalizeL2", version=0, since_opset=1,
         attrs=(Attr("eps", "float"), Attr("eps_mode", "enum", choices=("add", "max"))),
-        infer=_l2_infer, kernel=_l2_kernel, inputs=(2, 2), scratch=per_element(4, 10),
+        infer=_l2_infer, kernel=_l2_kernel, inputs=(2, 2), input_types=(REAL, INTEGERS),
+        scratch=per_element(4, 10),
     )
 )
 
@@ -275,7 +272,6 @@ def _lrn_axes(values: Sequence[int], rank: int) -> tuple[int, ...]:
 
 def _lrn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     x, axes = inputs
-    _float_data(x, "LRN")
     check_vector(axes, "axes", allow_scalar=False)
     if x.shape is not None and axes.shape is not None:
         n = axes.shape[0]
@@ -319,7 +315,7 @@ def lrn(x: np.ndarray, axes: tuple[int, ...], alpha: float, beta: float, bias: f
     scale = np.float64(work.type(alpha) / work.type(float(size) ** len(axes)))
     with np.errstate(all="ignore"):
         y = v / np.power(np.float64(work.type(bias)) + scale * s, np.float64(work.type(beta)))
-    return y.astype(x.dtype)
+    return to_float(y, x.dtype)
 
 
 def _lrn_check(a: SimpleNamespace) -> None:
@@ -337,7 +333,7 @@ register(
         attrs=(Attr("alpha", "float"), Attr("beta", "float"), Attr("bias", "float"),
                Attr("size", "int")),
         infer=_lrn_infer, kernel=_lrn_kernel, inputs=(2, 2), check=_lrn_check,
-        shape_attrs=(), scratch=per_element(48),  # window sums in f64
+        shape_attrs=(), input_types=(REAL, INTEGERS), scratch=per_element(48),  # window sums in f64
     )
 )
 
@@ -363,7 +359,6 @@ def _mvn0_check(a: SimpleNamespace) -> None:
 
 def _mvn0_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
     (x,) = inputs
-    _float_data(x, "MVN")
     if x.shape is not None:
         _mvn0_axes(a, len(x.shape))
     return [TensorInfo(x.shape, x.element_type)]
@@ -379,7 +374,7 @@ register(
         attrs=(Attr("eps", "float"), Attr("across_channels", "bool", None),
                Attr("normalize_variance", "bool"), Attr("reduction_axes", "ints", ())),
         infer=_mvn0_infer, kernel=_mvn0_kernel, check=_mvn0_check,
-        shape_attrs=("across_channels", "reduction_axes"), fresh_output=True,
+        shape_attrs=("across_channels", "reduction_axes"), input_types=(REAL,), fresh_output=True,
         scratch=per_element(14),
     )
 )
@@ -398,7 +393,6 @@ def _gn_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorIn
     types = {i.element_type.name for i in inputs if i.element_type is not None}
     if len(types) > 1:
         raise ShapeError(f"inputs have different element types: {', '.join(sorted(types))}")
-    _float_data(x, "GroupNormalization")
     for name, info in (("scale", scale), ("bias", bias)):
         if info.shape is not None and len(info.shape) != 1:
             raise ShapeError(f"{name} must be 1-D, got {format_shape(info.shape)}")
@@ -453,7 +447,7 @@ def group_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int,
         y = (d / np.sqrt(var + work.type(epsilon))).reshape(x.shape)
         shape = (1, c) + (1,) * (x.ndim - 2)
         y = y * scale.astype(work).reshape(shape) + bias.astype(work).reshape(shape)
-    return y.astype(x.dtype, copy=False)
+    return to_float(y, x.dtype)
 
 
 def _gn_kernel(a: SimpleNamespace, x: np.ndarray, scale: np.ndarray,
@@ -468,6 +462,6 @@ register(
         type="GroupNormalization", version=12, since_opset=12,
         attrs=(Attr("num_groups", "int"), Attr("epsilon", "float")),
         infer=_gn_infer, kernel=_gn_kernel, inputs=(3, 3), check=_gn_check,
-        shape_attrs=("num_groups",), scratch=per_element(32, 24),
+        shape_attrs=("num_groups",), input_types=(REAL, REAL, REAL), scratch=per_element(32, 24),
     )
 )

@@ -1,8 +1,9 @@
 """SoftMax-1/8 and LogSoftmax-5 along one axis.
 
 SoftMax is ``exp(x - max) / sum(exp(x - max))`` along ``axis`` (SoftMax-1 takes no
-negative axis), computed in the input's type; LogSoftmax is ``x - max - log(sum(exp(x -
-max)))``, which stays finite where SoftMax underflows, with floats narrower than f32
+negative axis); LogSoftmax is ``x - max - log(sum(exp(x - max)))``, which stays finite
+where SoftMax underflows.  Both take floats (OpenVINO's shape rule takes any type, but
+neither its reference kernels nor irrun's compute integers); floats narrower than f32 are
 computed in f32 and rounded once.  Subtracting each row's maximum keeps ``exp`` from
 overflowing; a row of -inf, or one holding +inf or NaN, gives NaN.  The CPU plugin sums in another
 order: values agree within the summation error bound.
@@ -19,6 +20,7 @@ from ..ir.attributes import Attr
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ._scratch import per_element
 from ._shapes import normalize_axis
+from .unary import REAL, to_float
 
 
 def softmax_axis(axis: int, rank: int, version: int) -> int:
@@ -61,30 +63,31 @@ def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
         return (shifted - np.log(total)).astype(x.dtype)
 
 
+def _work(x: np.ndarray) -> np.ndarray:
+    """``x`` in f32 when its floats are narrower (f16, bf16, the low-precision floats)."""
+    return x if x.dtype.itemsize >= 4 else x.astype(np.float32)
+
+
 def _softmax_kernel(version: int):
     def kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-        return (softmax(x, softmax_axis(a.axis, x.ndim, version)),)
+        y = softmax(_work(x), softmax_axis(a.axis, x.ndim, version))
+        return (to_float(y, x.dtype),)
 
     return kernel
 
 
 def _log_softmax_kernel(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    work = x if x.dtype.itemsize >= 4 else x.astype(np.float32)
-    return (log_softmax(work, softmax_axis(a.axis, x.ndim, 5)).astype(x.dtype, copy=False),)
-
-
-def _log_softmax_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    (x,) = inputs
-    if x.element_type is not None and x.element_type.dtype.kind != "f":
-        raise ShapeError(f"LogSoftmax needs a floating-point input, got {x.element_type.name}")
-    return _infer(5)(a, inputs)
+    y = log_softmax(_work(x), softmax_axis(a.axis, x.ndim, 5))
+    return (to_float(y, x.dtype),)
 
 
 for _version in (1, 8):
     register(
         OpDef(type="SoftMax", version=_version, since_opset=_version,
               attrs=(Attr("axis", "int", 1),), infer=_infer(_version),
-              kernel=_softmax_kernel(_version), shape_attrs=("axis",), scratch=per_element(20, 8))
+              kernel=_softmax_kernel(_version), shape_attrs=("axis",), input_types=(REAL,),
+              scratch=per_element(20))
     )
 register(OpDef(type="LogSoftmax", version=5, since_opset=5, attrs=(Attr("axis", "int", 1),),
-               infer=_log_softmax_infer, kernel=_log_softmax_kernel, scratch=per_element(20)))
+               infer=_infer(5), kernel=_log_softmax_kernel, input_types=(REAL,),
+               scratch=per_element(20)))

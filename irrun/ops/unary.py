@@ -31,10 +31,13 @@ IsNaN and Identity.
   ``half_away_from_zero``, and it passes integers through f32 (i32 1852092161 becomes
   1852092160).
 * Sign is ``x > 0 ? 1 : x < 0 ? -1 : x`` but gives +0.0 for -0.0; Negative wraps on
-  integers.
+  integers and takes no unsigned type (OpenVINO builds those), f8e8m0 included.
+* The functions, Abs and Sign take any number, Round booleans too (packed integers one a
+  byte: a result beyond their bits is not wrapped); bf16 and the low-precision floats are
+  computed in f32 and rounded as Convert rounds to them (:func:`to_float`).
 * IsFinite, IsInf (``detect_negative``, ``detect_positive``) and IsNaN (opset10) take
   floats and give booleans.
-* Identity-16 copies its input.
+* Identity-16 copies its input, of any type.
 """
 
 from __future__ import annotations
@@ -46,15 +49,29 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ir.attributes import Attr
-from ..ir.element_types import ELEMENT_TYPES
-from ..ir.registry import OpDef, ShapeError, TensorInfo, register
+from ..ir.element_types import ALL_NUMBERS, ANY, ELEMENT_TYPES, FLOATS, LOW_FLOATS
+from ..ir.registry import OpDef, TensorInfo, register
 from ._scratch import nothing, per_element
 from ._shapes import infer_unary
-from .arithmetic import ARITHMETIC
 from .convert import convert
 
 BOOLEAN = ELEMENT_TYPES["boolean"]
-REAL = ("f64", "f32", "f16", "bf16")
+BF16 = ELEMENT_TYPES["bf16"].dtype
+# What OpenVINO's float-only activations take: every float type, the low-precision ones
+# (computed in f32 and rounded once) included.
+REAL = (*FLOATS, *LOW_FLOATS)
+# Negative's types: the numbers with a sign.
+SIGNED = tuple(name for name in ALL_NUMBERS if name[0] in "fbi" and name != "f8e8m0")
+
+
+def to_float(out: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``out`` (f32 or f64 work) rounded to the float type ``dtype``: the low-precision
+    floats as OpenVINO converts to them (:func:`irrun.ops.convert.convert`: f8e8m0 has no
+    zero, nor sign, f4e2m1 no NaN), the others by NumPy."""
+    if dtype.kind == "V" and dtype != BF16:
+        return convert(out, dtype)
+    with np.errstate(over="ignore"):  # beyond f16's range is inf, as in the plugin
+        return out.astype(dtype, copy=False)
 
 
 def float_compute(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -67,8 +84,7 @@ def float_compute(x: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.n
         out = np.asarray(fn(work))
     if x.dtype.kind in "iu":
         return np.asarray(convert(np.rint(out), x.dtype))
-    with np.errstate(over="ignore"):  # beyond f16's range is inf, as in the plugin
-        return out.astype(x.dtype, copy=False)
+    return to_float(out, x.dtype)
 
 
 def unary_kernel(fn: Callable[[np.ndarray], np.ndarray]):
@@ -152,7 +168,7 @@ ERF_SCRATCH = per_element(112, 120, 120)
 for _type, (_version, _since, _fn) in FUNCTIONS.items():
     register(
         OpDef(type=_type, version=_version, since_opset=_since, attrs=(), infer=infer_unary,
-              kernel=unary_kernel(_fn), input_types=(ARITHMETIC,), elementwise=True,
+              kernel=unary_kernel(_fn), input_types=(ALL_NUMBERS,), elementwise=True,
               scratch=ERF_SCRATCH if _type == "Erf" else FUNCTION_SCRATCH)
     )
 
@@ -199,7 +215,7 @@ def _erfinv(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="ErfInv", version=17, since_opset=17, attrs=(), infer=infer_unary,
-          kernel=_erfinv, input_types=(REAL,), elementwise=True, scratch=per_element(40))
+          kernel=_erfinv, input_types=(FLOATS,), elementwise=True, scratch=per_element(40))
 )
 
 
@@ -219,6 +235,8 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
 def _round(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     if x.dtype.kind in "iub":
         return (x.copy(),)
+    if x.dtype.kind == "V":  # bf16 and the low floats: in f32 (f8e8m0 holds no 0 to give)
+        return (to_float(_round(a, x.astype(np.float32))[0], x.dtype),)
     fn = np.rint if a.mode == "half_to_even" else round_half_away
     with np.errstate(invalid="ignore"):
         return (np.asarray(fn(x)),)
@@ -227,7 +245,7 @@ def _round(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 register(
     OpDef(type="Round", version=5, since_opset=5,
           attrs=(Attr("mode", "enum", "half_to_even", ROUND_MODES),), infer=infer_unary,
-          kernel=_round, elementwise=True,
+          kernel=_round, input_types=((*ALL_NUMBERS, "boolean"),), elementwise=True,
           scratch=nothing)
 )
 
@@ -239,19 +257,14 @@ def _abs(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return (np.asarray(np.abs(x)),)
 
 
-def _infer_signed(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    et = inputs[0].element_type
-    if et is not None and et.dtype.kind == "u":
-        raise ShapeError(f"Negative needs a signed input, got {et.name}")
-    return infer_unary(a, inputs)
-
-
 def _negative(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     with np.errstate(over="ignore"):
         return (np.asarray(np.negative(x)),)
 
 
 def _sign(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    if x.dtype.kind == "V":  # bf16 and the low floats: in f32 (f8e8m0 holds no 0 to compare)
+        return (to_float(_sign(a, x.astype(np.float32))[0], x.dtype),)
     out = np.asarray((x > 0).astype(x.dtype))
     if x.dtype.kind != "u":
         out -= (x < 0).astype(x.dtype)
@@ -260,10 +273,10 @@ def _sign(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
     return (out,)
 
 
-for _type, _infer, _kernel in (("Abs", infer_unary, _abs), ("Negative", _infer_signed, _negative),
-                               ("Sign", infer_unary, _sign)):
-    register(OpDef(type=_type, version=1, since_opset=1, attrs=(), infer=_infer, kernel=_kernel,
-                   input_types=(ARITHMETIC,), elementwise=True,
+for _type, _kernel in (("Abs", _abs), ("Negative", _negative), ("Sign", _sign)):
+    register(OpDef(type=_type, version=1, since_opset=1, attrs=(), infer=infer_unary,
+                   kernel=_kernel, input_types=(SIGNED if _type == "Negative" else ALL_NUMBERS,),
+                   elementwise=True,
                    scratch=per_element(12, 8, 12) if _type == "Sign" else nothing))
 
 
@@ -304,7 +317,7 @@ for _type, _kernel, _attrs in (
 ):
     register(
         OpDef(type=_type, version=10, since_opset=10, attrs=_attrs, infer=_infer_test,
-              kernel=_kernel, input_types=(REAL,), elementwise=True, scratch=per_element(2, 6))
+              kernel=_kernel, input_types=(FLOATS,), elementwise=True, scratch=per_element(2, 6))
     )
 
 
@@ -317,6 +330,6 @@ def _identity(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 register(
     OpDef(type="Identity", version=16, since_opset=16, attrs=(), infer=infer_unary,
-          kernel=_identity, elementwise=True,
+          kernel=_identity, input_types=(ANY,), elementwise=True,
           scratch=nothing)
 )

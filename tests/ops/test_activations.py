@@ -22,8 +22,11 @@ import irrun
 from irrun.ops.activations import gelu_erf
 
 ov = pytest.importorskip("openvino")
-from openvino import opset1, opset4, opset5, opset7  # noqa: E402
+from openvino import opset1, opset2, opset4, opset5, opset7, opset9  # noqa: E402
 from support.ov_oneop import CORE, CPU_CONFIG, assert_close, run_both, run_irrun  # noqa: E402
+from support.ov_typed import check_types, const_like, refused, sample  # noqa: E402
+
+from irrun.ir.registry import resolve  # noqa: E402
 
 
 def test_unary_by_hand(tmp_path):
@@ -121,3 +124,70 @@ def test_a_clamp_of_a_rank_0_tensor(tmp_path, threads):
     want = CORE.compile_model(ov_model, "CPU", CPU_CONFIG)([feed])[0]
     assert got.shape == () and got.dtype == np.float32
     assert_close(got, np.asarray(want), what="zero point")
+
+
+# --------------------------------------------------------------------------- element types
+
+
+def _prelu(p):
+    t = p.get_output_element_type(0)
+    slope = [0.5, 2, 1, 0.5] if t.is_real() else [1, 0, 1, 1] if t == ov.Type.u1 else [1, 2, 0, 1]
+    return opset1.prelu(p, const_like(slope, p))
+
+
+# label: (type, opset, build of the data parameter; the other inputs are constants of its type)
+TYPED = {
+    "Sigmoid": ("Sigmoid", "opset1", opset1.sigmoid),
+    "HSigmoid": ("HSigmoid", "opset5", opset5.hsigmoid),
+    "HSwish": ("HSwish", "opset4", opset4.hswish),
+    "SoftPlus": ("SoftPlus", "opset4", opset4.softplus),
+    "Mish": ("Mish", "opset4", opset4.mish),
+    "SoftSign": ("SoftSign", "opset9", opset9.softsign),
+    "Elu": ("Elu", "opset1", lambda p: opset1.elu(p, 0.5)),
+    "ReLU": ("ReLU", "opset1", opset1.relu),
+    "Clamp": ("Clamp", "opset1", lambda p: opset1.clamp(p, -1.0, 2.0)),
+    "Selu": ("Selu", "opset1", lambda p: opset1.selu(p, const_like([2.0], p),
+                                                      const_like([1.0], p))),
+    "HardSigmoid": ("HardSigmoid", "opset1",
+                    lambda p: opset1.hard_sigmoid(p, const_like(0.5, p), const_like(0.5, p))),
+    "PRelu": ("PRelu", "opset1", _prelu),
+    "Swish": ("Swish", "opset4", lambda p: opset4.swish(p, const_like(0.5, p))),
+    "Gelu-2": ("Gelu", "opset2", opset2.gelu),
+    "Gelu-7": ("Gelu", "opset7", lambda p: opset7.gelu(p, "tanh")),
+}
+
+
+# The types every run sweeps (one of each kind); the others run with -m slow.
+FAST_TYPES = ("f32", "f16", "bf16", "f8e8m0", "f4e2m1", "i64", "u8", "u3", "i4", "boolean")
+
+
+def _typed_cases():
+    for label, (op_type, opset, _) in TYPED.items():
+        for t in resolve(op_type, opset).input_types[0]:
+            marks = () if t in FAST_TYPES else (pytest.mark.slow,)
+            yield pytest.param(label, t, id=f"{label}-{t}", marks=marks)
+
+
+@pytest.mark.parametrize(("label", "t"), list(_typed_cases()))
+def test_every_declared_type_matches_openvino(label, t, tmp_path):
+    """Each type the data port takes (the other ports take the data's type): the CPU plugin's
+    values, or its f32 (i32) values converted to the type by OpenVINO where it has no kernel
+    of the type (f8, f4 and packed types: irrun computes them in f32 and rounds once)."""
+    check_types(TYPED[label][2], [sample(t).reshape(2, 4)], [t], tmp_path,
+                oracles=("cpu", "reference"), rtol=1e-5, atol=1e-6, what=label)
+
+
+REFUSED = [("Sigmoid", "boolean"), ("SoftPlus", "i32"), ("Mish", "u8"), ("SoftSign", "boolean"),
+           ("Elu", "string"), ("ReLU", "boolean"), ("Clamp", "string"), ("Selu", "i32"),
+           ("HardSigmoid", "i32"), ("PRelu", "boolean"), ("Swish", "i64"), ("Gelu-2", "i32"),
+           ("Gelu-7", "u8")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("label", "bad"), REFUSED)
+def test_a_type_not_taken_is_an_error_of_validate(label, bad, tmp_path):
+    op_type, opset, build = TYPED[label]
+    op = resolve(op_type, opset)
+    assert bad not in op.input_types[0]
+    found = refused(build, ["f32"], 0, bad, tmp_path)
+    assert any(f"input 0 is {bad}, which {op.label} does not take (it takes" in m
+               for m in found), found

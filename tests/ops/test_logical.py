@@ -113,7 +113,8 @@ def test_boolean_inputs_are_checked(tmp_path):
     # The Convert made to give f32: LogicalNot reads f32.
     bad = text.replace('destination_type="boolean"', 'destination_type="f32"')
     path.write_text(bad.replace('precision="BOOL"', 'precision="FP32"', 1))
-    assert any("the input must be boolean, got f32" in d.message for d in irrun.validate(path))
+    assert any("input 0 is f32, which LogicalNot-v1 does not take (it takes boolean)" in d.message
+               for d in irrun.validate(path))
 
 
 # --------------------------------------------------------------------------- Xor-1
@@ -194,3 +195,74 @@ def test_xor_shape_rule_refuses_what_openvino_refuses(tmp_path):
         ov.Core().read_model(path)
     found = [str(d) for d in irrun.validate(path) if d.level == "error"]
     assert any("'x' (Xor-v0)" in m for m in found), found
+
+
+# --------------------------------------------------------------------------- element types
+
+from support.ov_typed import check_types, refused, sample, typed  # noqa: E402
+from support.ov_typed import run_irrun as run_typed  # noqa: E402
+
+from irrun.ir.registry import resolve  # noqa: E402
+
+FAST_TYPES = ("f32", "f16", "bf16", "f8e8m0", "f4e2m1", "i64", "u8", "u3", "i4", "boolean",
+              "string", "nf4")  # fmt: skip
+
+
+def _cases(op: str, port: int):
+    for t in resolve(op, "opset1").input_types[port]:
+        marks = () if t in FAST_TYPES else (pytest.mark.slow,)
+        yield pytest.param(op, t, id=f"{op}-{t}", marks=marks)
+
+
+@pytest.mark.parametrize(("op", "t"), [c for op in COMPARE for c in _cases(op, 0)])
+def test_comparisons_of_every_declared_type_match_openvino(op, t, tmp_path):
+    """Each type the comparisons take (both ports alike), with ties: the reference kernels'
+    values (the plugin's where they have none), or those of their f32 (i32) values where
+    OpenVINO has no kernel of the type (f8, f4 and packed types)."""
+    a = sample(t)
+    b = a[[0, 2, 1, 3, 5, 4, 7, 6]]  # equal at 0 and 3
+    got = check_types(lambda p, q: _factory(op)(p, q), [a.reshape(2, 4), b.reshape(2, 4)],
+                      [t, t], tmp_path, what=op)  # fmt: skip
+    assert got.dtype == np.bool_
+
+
+@pytest.mark.parametrize(("op", "t"), list(_cases("Select", 1)))
+def test_select_of_every_declared_type_matches_openvino(op, t, tmp_path):
+    """Each type then and else take: OpenVINO's values (through f32 or i32 where it has no
+    kernel of the type), by hand for nf4 codes and strings, which it selects no number of."""
+    cond = np.array([[1, 0, 1, 1], [0, 0, 1, 0]])
+    a, b = sample(t).reshape(2, 4), sample(t)[::-1].reshape(2, 4)
+    build = lambda c, x, y: opset1.select(c, x, y)  # noqa: E731
+    if t not in ("nf4", "string"):
+        check_types(build, [cond, a, b], ["boolean", t, t], tmp_path, what=f"Select {t}")
+        return
+    got = run_typed(build, [cond, a, b], ["boolean", t, t], tmp_path)
+    want = np.where(cond != 0, typed(a, t), typed(b, t))
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(("op", "port", "bad"), [
+    ("Equal", 0, "string"), ("NotEqual", 1, "nf4"), ("Less", 0, "nf4"),
+    ("LessEqual", 1, "string"), ("Greater", 0, "string"), ("GreaterEqual", 0, "nf4"),
+    ("LogicalAnd", 0, "i32"), ("LogicalOr", 1, "f32"), ("LogicalXor", 0, "u8"),
+    ("LogicalNot", 0, "i64"), ("Select", 0, "f32"), ("Select", 0, "u8"),
+])  # fmt: skip
+def test_a_type_not_taken_is_an_error_of_validate(op, port, bad, tmp_path):
+    opdef = resolve(op, "opset1")
+    assert bad not in opdef.input_types[port]
+    good = opdef.input_types[port][0]
+    count = opdef.inputs[1]
+    types = ["f64"] * count  # the other ports: f64 converted to the type they take
+    types[port] = good
+
+    def build(*params):
+        args = [p if i == port else opset1.convert(p, opdef.input_types[i][0] if op != "Select"
+                                                   or i == 0 else "f32")
+                for i, p in enumerate(params)]  # fmt: skip
+        return opset1.logical_not(args[0]) if op == "LogicalNot" else _factory(op)(*args)
+
+    if types.count(good) > 1 or good == "f64":
+        types = ["i16" if i != port else good for i in range(count)]
+    found = refused(build, types, port, bad, tmp_path)
+    assert any(f"input {port} is {bad}, which {opdef.label} does not take (it takes" in m
+               for m in found), found

@@ -164,7 +164,7 @@ def test_normalize_l2_shape_rule():
         infer("NormalizeL2", "opset1", attrs, x, TensorInfo((1,), I64))
     with pytest.raises(ShapeError, match="axes must be 0-D or 1-D"):
         infer("NormalizeL2", "opset1", attrs, x, const_info([[1]]))
-    with pytest.raises(ShapeError, match="floating-point input, got i32"):
+    with pytest.raises(ShapeError, match="input 0 is i32, which NormalizeL2-v0 does not take"):
         infer("NormalizeL2", "opset1", attrs, TensorInfo((2, 3), ELEMENT_TYPES["i32"]),
               const_info([1]))  # fmt: skip
     with pytest.raises(ValueError, match=r'eps_mode.="sum": expected one of add, max'):
@@ -568,3 +568,112 @@ def test_mvn_by_hand(tmp_path):
     with pytest.raises(irrun.IrrunError, match=r"axes value 2 is out of range for rank 2"):
         run_irrun(lambda p: opset6.mvn(p, opset1.constant(np.int32([2])), True, 1e-5,
                                         "inside_sqrt"), [x], tmp_path)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- element types
+
+from support.ov_typed import check_types, const_like, refused, sample  # noqa: E402
+
+
+def _stats(p, t, values_e8m0, values):
+    """A constant of the data's type: ``values_e8m0`` when the swept type ``t`` is f8e8m0 (no
+    zero, no sign; the same values in the f32 model OpenVINO runs in its stead)."""
+    return const_like(values_e8m0 if t == "f8e8m0" else values, p)
+
+
+def _bn(version: int, t: str):
+    def build(p):
+        g = _stats(p, t, [0.5, 1, 2, 1], [0.5, 1, 2, -1])
+        b = _stats(p, t, [0.5, 1, 0.25, 2], [0, 0.5, -1, 0])
+        m = _stats(p, t, [0.5, 1, 0.25, 2], [0, 0.5, 1, -0.5])
+        v = _stats(p, t, [1, 4, 0.5, 1], [1, 4, 0.5, 1])  # every value f4e2m1 holds too
+        if version == 1:
+            return opset1.batch_norm_inference(p, g, b, m, v, 1e-5)
+        return opset5.batch_norm_inference(p, g, b, m, v, 1e-5)
+
+    return build
+
+
+def _typed_axes(t: str, values) -> ov.Node:
+    return ov.op.Constant(getattr(ov.Type, t), ov.Shape([len(values)]), list(values))
+
+
+# label: (type, opset, port of the sweep, build of the data parameter for axes of type t)
+TYPED = {
+    "BatchNormInference-1": ("BatchNormInference", "opset1", 2, lambda t: _bn(1, t)),
+    "BatchNormInference-5": ("BatchNormInference", "opset5", 0, lambda t: _bn(5, t)),
+    "MVN-6": ("MVN", "opset6", 0,
+              lambda t: lambda p: opset6.mvn(p, _typed_axes(t, [1]), True, 1e-5, "inside_sqrt")),
+    "MVN-6-axes": ("MVN", "opset6", 1,
+                   lambda t: lambda p: opset6.mvn(p, _typed_axes(t, [1]), True, 1e-5,
+                                                  "outside_sqrt")),
+    "MVN-0": ("MVN", "opset2", 0, lambda t: lambda p: opset2.mvn(p, True, True, 1e-5)),
+    "NormalizeL2": ("NormalizeL2", "opset1", 0,
+                    lambda t: lambda p: opset1.normalize_l2(p, _typed_axes(t, [1]), 1e-5, "add")),
+    "NormalizeL2-axes": ("NormalizeL2", "opset1", 1,
+                         lambda t: lambda p: opset1.normalize_l2(p, _typed_axes(t, [1]), 1e-5,
+                                                                 "max")),
+    "LRN": ("LRN", "opset1", 0,
+            lambda t: lambda p: opset1.lrn(p, _typed_axes(t, [1]), 0.5, 0.75, 1.0, 3)),
+    "LRN-axes": ("LRN", "opset1", 1,
+                 lambda t: lambda p: opset1.lrn(p, _typed_axes(t, [1]), 0.5, 0.75, 1.0, 3)),
+    "GroupNormalization": ("GroupNormalization", "opset12", 0, lambda t: lambda p: (
+        opset12.group_normalization(p, _stats(p, t, [0.5, 1, 2, 1], [0.5, 1, 2, -1]),
+                                    _stats(p, t, [0.5, 1, 0.25, 2], [0, 0.5, -1, 0]), 2, 1e-5))),
+}
+FAST_TYPES = ("f32", "f16", "bf16", "f8e8m0", "f4e2m1", "i64", "u8")
+
+
+def _typed_cases():
+    for label, (op_type, opset, port, _) in TYPED.items():
+        for t in resolve(op_type, opset).input_types[port]:
+            marks = () if t in FAST_TYPES else (pytest.mark.slow,)
+            yield pytest.param(label, t, id=f"{label}-{t}", marks=marks)
+
+
+@pytest.mark.parametrize(("label", "t"), list(_typed_cases()))
+def test_every_declared_type_matches_openvino(label, t, tmp_path):
+    """Each type a data port takes (its statistics of the same type), and each type of the
+    axes (with f32 data): the CPU plugin's values, or its f32 values converted to the type by
+    OpenVINO where it has no kernel of the type (f8 and f4 floats)."""
+    make = TYPED[label][3]
+    data_type = "f32" if label.endswith("-axes") else t
+    # The makers of the ops with axes take the axes' type, the others the data's.
+    made = make(t if label.endswith("-axes") else "i64" if "-axes" in label or label in (
+        "MVN-6", "NormalizeL2", "LRN") else t)  # fmt: skip
+    values = sample(data_type).reshape(2, 4)
+    # atol: the plugin folds BatchNormInference into one scale and shift (a result of 0 is
+    # some 1e-6 off); the others' outputs are of magnitude 1.
+    check_types(made, [values], [data_type], tmp_path, oracles=("cpu",), rtol=1e-5, atol=1e-4,
+                what=label)
+
+
+@pytest.mark.parametrize(("label", "bad"), [
+    ("BatchNormInference-5", "i32"), ("MVN-6", "u8"), ("MVN-0", "i64"), ("NormalizeL2", "i32"),
+    ("LRN", "boolean"), ("GroupNormalization", "i8"),
+])  # fmt: skip
+def test_a_type_not_taken_is_an_error_of_validate(label, bad, tmp_path):
+    op_type, opset, port, make = TYPED[label]
+    op = resolve(op_type, opset)
+    assert bad not in op.input_types[port]
+
+    build = make("i64" if label in ("MVN-6", "NormalizeL2", "LRN") else "f32")
+    found = refused(build, ["f32"], 0, bad, tmp_path, shape=(2, 4))
+    assert any(f"input {port} is {bad}, which {op.label} does not take (it takes" in m
+               for m in found), found
+
+
+@pytest.mark.parametrize(("label", "bad"), [("MVN-6", "f32"), ("NormalizeL2", "boolean"),
+                                            ("LRN", "f16")])
+def test_axes_of_a_type_not_taken_are_an_error_of_validate(label, bad, tmp_path):
+    op = resolve(*TYPED[label][:2])
+    assert bad not in op.input_types[1]
+    # The axes a parameter of i16, retyped.
+    build = {
+        "MVN-6": lambda p, a: opset6.mvn(p, a, True, 1e-5, "inside_sqrt"),
+        "NormalizeL2": lambda p, a: opset1.normalize_l2(p, a, 1e-5, "add"),
+        "LRN": lambda p, a: opset1.lrn(p, a, 0.5, 0.75, 1.0, 3),
+    }[label]
+    found = refused(build, ["f32", "i16"], 1, bad, tmp_path, shapes=[(2, 3), (1,)])
+    assert any(f"input 1 is {bad}, which {op.label} does not take (it takes" in m
+               for m in found), found
