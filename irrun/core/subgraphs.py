@@ -86,6 +86,7 @@ import numpy as np
 
 from ..errors import Diagnostic
 from ..ir.dims import DYNAMIC, Interval, Shape, format_shape
+from ..ir.element_types import ANY, NUMBERS
 from ..ir.records import IRDocument, MapEntry
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
 from ..ir.weights import Weights
@@ -98,6 +99,9 @@ from .propagation import propagate
 # Findings about a body that do not make it unusable (OpenVINO re-infers its shapes too).
 _INFORMATIONAL = ("shape-mismatch", "type-mismatch")
 _KINDS = itertools.count(1)
+# If's and Loop's conditions: read as true when not zero, as OpenVINO, which checks no
+# type there, reads them.
+CONDITION_TYPES = ("boolean", *NUMBERS)
 
 
 @dataclass(repr=False)
@@ -477,6 +481,7 @@ def _if_kernel(a: SimpleNamespace, *args: np.ndarray) -> tuple:
 register(OpDef(
     type="If", version=8, since_opset=8, attrs=(), infer=_if_infer, kernel=_if_kernel,
     inputs=(1, 1 << 20), doc="Runs the then_body or the else_body by a boolean condition.",
+    input_types=(CONDITION_TYPES, ANY),
     scratch=nothing,  # the body's tensors: budget.body_peak
 ))  # fmt: skip
 
@@ -712,7 +717,7 @@ def _empty(body: Body, res: str, axis: int | None) -> np.ndarray:
 
 register(OpDef(
     type="Loop", version=5, since_opset=5, attrs=(), infer=_loop_infer, kernel=_loop_kernel,
-    inputs=(2, 1 << 20),
+    inputs=(2, 1 << 20), input_types=(NUMBERS, CONDITION_TYPES, ANY),
     doc="Runs its body while a condition holds, up to a trip count, slicing and "
         "concatenating along axes and feeding Results back to Parameters.",
     scratch=outputs_bytes,  # the iterations' pieces, joined at the end
@@ -755,7 +760,7 @@ def _ti_kernel(a: SimpleNamespace, *args: np.ndarray) -> tuple:
 
 register(OpDef(
     type="TensorIterator", version=0, since_opset=1, attrs=(), infer=_ti_infer,
-    kernel=_ti_kernel, inputs=(0, 1 << 20),
+    kernel=_ti_kernel, inputs=(0, 1 << 20), input_types=(ANY,),
     doc="Runs its body once per part of its sliced inputs, concatenating along axes and "
         "feeding Results back to Parameters.",
     scratch=outputs_bytes,  # the iterations' pieces, joined at the end

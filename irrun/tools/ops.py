@@ -62,7 +62,7 @@ def input_types(op: registry.OpDef) -> str:
     >>> input_types(registry.resolve("Concat", "opset1"))
     '0..: any'
     """
-    ports = op.inputs[0] if op.variadic else op.inputs[1]
+    ports = max(op.inputs[0], len(op.input_types), 1) if op.variadic else op.inputs[1]
     if ports == 0:
         return "-"
     runs: list[tuple[int, int, str]] = []

@@ -579,3 +579,33 @@ def test_versions_for_every_opset(op_type):
                               PYTHON_FACTORIES[op_type], None)  # fmt: skip
             got = None if factory is None else int(factory.__module__.split(".")[-2][5:])
             assert got == want, (op_type, n)
+
+
+# --------------------------------------------------------------------------- element types
+
+
+@pytest.mark.parametrize("op", registry.supported_ops(), ids=lambda op: op.label)
+def test_every_op_declares_the_element_types_of_each_port(op):
+    # What docs/ops.md lists: one set per port (ANY where any type goes), none left out.
+    ports = op.inputs[0] if op.variadic else op.inputs[1]
+    assert len(op.input_types) >= ports, f"{op.label} declares {len(op.input_types)} of {ports}"
+    for port, types in enumerate(op.input_types):
+        assert types, f"{op.label} port {port} declares no element type"
+        unknown = set(types) - set(element_types.ELEMENT_TYPES)
+        assert not unknown, f"{op.label} port {port}: {unknown} are no element types"
+
+
+def test_port_types_of_an_op_of_any_number_of_inputs():
+    concat = resolve("Concat", "opset1")
+    assert concat.variadic and concat.port_types(0) == concat.port_types(7) == element_types.ANY
+    pad = resolve("Pad", "opset12")
+    assert not pad.variadic and pad.port_types(9) is None
+    assert element_types.describe_types(pad.port_types(1)) == "integers, packed integers"
+
+
+def test_a_type_a_port_does_not_take_is_named_with_those_it_takes():
+    op = resolve("Sin", "opset1")
+    info = registry.TensorInfo((2,), element_types.ELEMENT_TYPES["string"])
+    with pytest.raises(registry.ShapeError, match=r"^input 0 is string, which Sin-v1 does not "
+                       r"take \(it takes f64, f32, .*\)$"):  # fmt: skip
+        op.infer(None, [info])
