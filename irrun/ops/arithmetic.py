@@ -150,6 +150,24 @@ IN_PLACE = ("Add", "Multiply")
 SCRATCH = {"Divide": per_element(24, 24, 48), "Power": per_element(24, 24, 48),
            "Mod": per_element(24, 24, 48), "FloorMod": per_element(24, 24, 48)}
 
+def warn_zero_divisor(attrs: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[str]:
+    """An integer divisor known at load to hold a zero: the run will stop there."""
+    x, y = inputs
+    et = x.element_type or y.element_type
+    if y.value is None or et is None or et.dtype.kind not in "iu":
+        return []
+    zeros = int(np.count_nonzero(np.asarray(y.value) == 0))
+    if not zeros:
+        return []
+    return [f"the divisor (input 1) holds {zeros} zero{'s' if zeros > 1 else ''}: an integer "
+            "division by zero, which stops a run as it stops OpenVINO's reference kernels (the "
+            "CPU plugin divides in f32 and gives its own values, -2147483648 for i32 on x86); "
+            "ONNX's BitShift past the bit width, which OpenVINO's frontend turns into a division "
+            "by Power(2, shift), comes to this"]
+
+
+WARN = {"Divide": warn_zero_divisor, "Mod": warn_zero_divisor, "FloorMod": warn_zero_divisor}
+
 for _type, _fn in BINARY.items():
     _attrs: tuple[Attr, ...] = (BROADCAST_ATTR,)
     if _type == "Divide":
@@ -160,6 +178,7 @@ for _type, _fn in BINARY.items():
             kernel=binary_kernel(_fn), inputs=(2, 2), shape_attrs=("auto_broadcast",),
             input_types=(ALL_NUMBERS, ALL_NUMBERS), elementwise=True, in_place=_type in IN_PLACE,
             fresh_output=_type in IN_PLACE, scratch=SCRATCH.get(_type, per_element(8, 16, 8)),
+            warn=WARN.get(_type),
         )
     )
 register(

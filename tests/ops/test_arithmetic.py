@@ -334,3 +334,25 @@ def test_convert_promote_types_refuses_what_openvino_refuses(tmp_path):
                     "u3", tmp_path)  # fmt: skip
     assert any("input 1 is u3, which ConvertPromoteTypes-v14 does not take" in m
                for m in found), found
+
+
+@pytest.mark.parametrize("op", ["divide", "mod", "floor_mod"])
+def test_validate_warns_of_a_constant_integer_divisor_with_zeros(op, tmp_path):
+    # As ONNX's BitShift past the width becomes: x / Power(2, 40) is x / 0 in u32.
+    import openvino as ov
+
+    x = opset1.parameter([3], np.uint32, name="x")
+    shift = opset1.power(opset1.constant(np.uint32([2, 2, 2])), opset1.constant(np.uint32([1, 40, 33])))
+    node = getattr(opset1, op)(x, shift)
+    node.set_friendly_name("shifted")
+    path = tmp_path / "m.xml"
+    ov.save_model(ov.Model([node], [x]), path)
+    warned = [d for d in irrun.validate(path) if d.level == "warning" and d.layer.name == "shifted"]
+    assert len(warned) == 1 and warned[0].message.startswith(
+        "the divisor (input 1) holds 2 zeros: an integer division by zero")
+    with pytest.raises(irrun.IrrunError, match="integer (division|remainder) by zero"):
+        irrun.load(path).run(np.uint32([8, 8, 8]))
+    # Floats divide by zero into infinities: nothing to warn of.
+    y = opset1.parameter([3], np.float32, name="x")
+    ov.save_model(ov.Model([opset1.divide(y, opset1.constant(np.float32([0, 1, 0])))], [y]), path)
+    assert not [d for d in irrun.validate(path) if d.level == "warning"]
