@@ -230,5 +230,6 @@ def test_shape_like_inputs_must_be_integers(tmp_path, capsys):
         'name="aten::add/Add" type="Unsqueeze" version="opset1"'))  # fmt: skip
     found = [line for line in _validate(capsys, path, "--shape", "[1,3,17,17]")
              if ": error: " in line]  # fmt: skip
-    assert found == [f"{path}:530: error: layer 31 'aten::add/Add' (Unsqueeze-v0): axes must be "
-                     "integers, got f32 (input [], [])"]  # fmt: skip
+    assert found == [f"{path}:530: error: layer 31 'aten::add/Add' (Unsqueeze-v0): input 1 is f32, "
+                     "which Unsqueeze-v0 does not take (it takes i64, i32, i16, i8, u64, u32, u16, "
+                     "u8, i4, u1, u2, u3, u4, u6) (input [], [])"]  # fmt: skip

@@ -37,6 +37,9 @@ def _feeds(model: irrun.Model, path: Path) -> dict[str, np.ndarray]:
     if path.parent.name == "detection_models":
         with np.load(path.parent / "expected.npz") as f:
             return dict(zip(names, (f[f"{path.stem}.in0"], f[f"{path.stem}.in1"]), strict=True))
+    if path.parent.name == "sequence_models":
+        with np.load(path.parent / "expected.npz") as f:
+            return {k.split("/")[2]: f[k] for k in f.files if k.startswith(f"{path.stem}/in/")}
     if path.stem == "torchvision_patterns":  # as tests/core/test_subgraphs.py feeds it
         xy = rng.random((6, 2)) * 12
         boxes = np.concatenate([xy, xy + 2 + rng.random((6, 2)) * 8], 1).astype(np.float32)

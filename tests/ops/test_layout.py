@@ -265,7 +265,7 @@ def test_convert_like_by_hand(tmp_path):
                     [x, like], tmp_path)[0]  # fmt: skip
     assert got.dtype == np.uint8 and got.tolist() == [2, 254, 44]  # truncated, then wrapped
     op = resolve("ConvertLike", "opset1")
-    (out,) = op.infer(None, [TensorInfo((Interval(1, 4), 3), ELEMENT_TYPES["f32"]),
+    (out,) = op.infer(SimpleNamespace(), [TensorInfo((Interval(1, 4), 3), ELEMENT_TYPES["f32"]),
                              TensorInfo(None, ELEMENT_TYPES["i8"])])  # fmt: skip
     assert out.shape == (Interval(1, 4), 3) and out.element_type.name == "i8"
 

@@ -281,10 +281,12 @@ def test_string_outputs_are_named_string(capsys, tmp_path):
     x = ov.opset1.parameter([3], ov.Type.string, name="x")
     x.output(0).get_tensor().set_names({"x"})
     path = tmp_path / "strings.xml"
-    ov.save_model(ov.Model([ov.opset1.concat([x, x], 0)], [x], "s"), path)
+    twice = ov.opset1.concat([x, x], 0)
+    twice.output(0).get_tensor().set_names({"twice"})
+    ov.save_model(ov.Model([twice], [x], "s"), path)
     np.save(tmp_path / "x.npy", np.array(["a", "bb", "ccc"]))
     rc, out, _ = run_cli(capsys, str(path), "--input", str(tmp_path / "x.npy"))
-    assert rc == 0 and out.splitlines()[1].split() == ["Result_3", "[6]", "string", "-", "-", "-"]
+    assert rc == 0 and out.splitlines()[1].split() == ["twice", "[6]", "string", "-", "-", "-"]
     rc, out, _ = run_cli(capsys, str(path), "--input", str(tmp_path / "x.npy"), "--json")
-    assert json.loads(out)["outputs"][0] == {"name": "Result_3", "shape": [6], "dtype": "string",
+    assert json.loads(out)["outputs"][0] == {"name": "twice", "shape": [6], "dtype": "string",
                                              "min": None, "max": None, "mean": None}  # fmt: skip
