@@ -1,5 +1,5 @@
 """The element types of the gathers (irrun/ops/gather.py): data of every type, indices
-and axes of every type each version takes, against OpenVINO (see support.ov_any_type);
+and axes of every type each version takes, against OpenVINO (see support.typed);
 the gathers' values are tested in test_movement.py (Gather) and test_scatter.py
 (GatherElements, GatherND)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.ov_any_type import Case, check_data_type, check_index_type, index_types, refused_on
+from support.typed import Case, check_data_type, check_index_type, index_types, refused_on
 
 from irrun.ir.element_types import ANY
 from irrun.ir.registry import resolve

@@ -845,15 +845,15 @@ def test_roll_by_hand(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import (  # noqa: E402
+from support.typed import (  # noqa: E402
     Case,
     check_data_type,
     check_index_type,
     index_types,
     refused_on,
+    run_pairs,
     sample,
 )
-from support.ov_any_type import run_irrun as run_typed  # noqa: E402
 
 from irrun.ir.element_types import ANY  # noqa: E402
 
@@ -911,7 +911,7 @@ SHAPE_OF_CASES = [(v, t) for v in (1, 3) for t in ANY]
 def test_shape_of_of_every_type(version, t, tmp_path):
     x = sample(t, (2, 0, 3) if t == "u1" else (2, 1, 3))
     factory = opset1.shape_of if version == 1 else lambda p: opset3.shape_of(p, "i32")
-    (got,) = run_typed(factory, [(x, t)], tmp_path)
+    (got,) = run_pairs(factory, [(x, t)], tmp_path)
     assert got.dtype == (np.int64 if version == 1 else np.int32)
     assert got.tolist() == list(x.shape)
 

@@ -141,17 +141,17 @@ def test_reverse_sequence_shape_rule_matches_openvino():
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import (  # noqa: E402
+from support.ov_oneop import run_cpu  # noqa: E402
+from support.typed import (  # noqa: E402
     Case,
+    assert_same,
     check_data_type,
     check_index_type,
     index_types,
     refused_on,
-    same,
+    run_pairs,
     sample,
 )
-from support.ov_any_type import run_irrun as run_typed  # noqa: E402
-from support.ov_oneop import run_cpu  # noqa: E402
 
 from irrun.ir.element_types import ALL_NUMBERS, ANY, ELEMENT_TYPES  # noqa: E402
 
@@ -170,7 +170,7 @@ TYPE_CASES = {
 @pytest.mark.parametrize("op", ["Reverse-1", "Reverse-1/mask", "ReverseSequence-1"])
 def test_every_data_type(op, t, tmp_path):
     """Data of every element type, strings and packed types included, as OpenVINO moves it
-    (support.ov_any_type)."""
+    (support.typed)."""
     check_data_type(TYPE_CASES[op], t, tmp_path)
 
 
@@ -202,10 +202,10 @@ def test_reverse_sequence_takes_float_lengths(t, tmp_path):
     x = sample("i32", (2, 3))
     lengths = np.array([2.0, 1.0]).astype(ELEMENT_TYPES[t].dtype)
     build = lambda p, q: opset1.reverse_sequence(p, q, 0, 1)  # noqa: E731
-    (got,) = run_typed(build, [(x, "i32"), (lengths, t)], tmp_path)
+    (got,) = run_pairs(build, [(x, "i32"), (lengths, t)], tmp_path)
     ints = [x, np.array([2, 1], np.int64)]
     (want,) = run_cpu(one_op_model(build, ints), ints)
-    same(got, want)
+    assert_same(got, want)
     assert got.tolist() == [[x[0, 1], x[0, 0], x[0, 2]], x[1].tolist()]
 
 

@@ -351,7 +351,7 @@ def test_slice_scatter_updates_of_the_wrong_shape_at_run_time(tmp_path):
 # --------------------------------------------------------------------------- element types
 
 from openvino import opset15  # noqa: E402
-from support.ov_any_type import (  # noqa: E402
+from support.typed import (  # noqa: E402
     Case,
     check_data_type,
     check_index_type,
@@ -389,7 +389,7 @@ def _declared(op: str):
 @pytest.mark.parametrize("op", [op for op in TYPE_CASES if "/" not in op])
 def test_every_data_type(op, t, tmp_path):
     """Data (and SliceScatter's updates) of every element type, strings and packed types
-    included, as OpenVINO moves them (support.ov_any_type)."""
+    included, as OpenVINO moves them (support.typed)."""
     check_data_type(TYPE_CASES[op], t, tmp_path)
 
 

@@ -156,7 +156,7 @@ def test_validate_names_the_layer(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import (  # noqa: E402
+from support.typed import (  # noqa: E402
     Case,
     check_data_type,
     check_index_type,
@@ -179,7 +179,7 @@ TYPE_CASES = {
 @pytest.mark.parametrize("op", TYPE_CASES)
 def test_every_data_type(op, t, tmp_path):
     """Data of every element type, strings and packed types included, as OpenVINO moves it
-    (support.ov_any_type)."""
+    (support.typed)."""
     check_data_type(TYPE_CASES[op], t, tmp_path)
 
 

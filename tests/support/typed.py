@@ -1,0 +1,348 @@
+"""Element-type sweeps against OpenVINO: one-op models of any element type, run by irrun
+and by OpenVINO, and the IR edits that give validate the types an op does not take.
+
+Arrays are in irrun's representation throughout: the packed integers one element per
+byte, nf4 as codes (:data:`irrun.ir.element_types.NF4`), strings as object arrays of
+``str``, bf16 and the small floats as ml_dtypes values.
+
+- :func:`sample` draws values of a type; :func:`to_tensor` and :func:`from_tensor` turn
+  them into OpenVINO tensors and back, packing as OpenVINO packs (:mod:`support.ov_packed`,
+  independent of irrun's own decoder).
+- :func:`one_op` builds a one-op model; :func:`run_irrun` runs it saved as IR in irrun and
+  :func:`run_openvino` in OpenVINO, its reference kernels (``Model.evaluate``) or its CPU
+  plugin, as ``oracle`` says.
+- :func:`assert_same` compares bit for bit, :func:`assert_matches` within a tolerance.
+- :func:`refusals` retypes parameters in the saved IR (OpenVINO's Python API would not
+  build such a model) and gives validate's errors.
+
+The rest are the sweeps several op modules share, built on these: data movement checked
+against :func:`moved` (:class:`Case`), ops compared with OpenVINO's answer in a working
+type where it has no kernel of the swept one (:func:`check_types`), and ops fed through
+Converts from f32 (:func:`typed_runs`).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import openvino as ov
+from lxml import etree
+from openvino import opset1
+
+import irrun
+from irrun.ir.element_types import ELEMENT_TYPES, FLOATS, LOW_FLOATS, NF4, STRING
+
+from . import ov_packed
+from .ov_oneop import CORE, CPU_CONFIG, one_op_model, run_saved
+
+# --------------------------------------------------------------------------- values
+
+# The packed integer types' ranges, [low, high).
+_PACKED_RANGES = {"u1": (0, 2), "u2": (0, 4), "u3": (0, 8), "u4": (0, 16), "u6": (0, 64),
+                  "i4": (-8, 8)}  # fmt: skip
+# No "": movement checks read "" as an element the op filled in (see :func:`moved`).
+_WORDS = ["a", "bc", "déf", "ghij", "\u4e2d\u6587"]
+
+
+def sample(t: str, shape, seed=0) -> np.ndarray:
+    """Values of element type ``t`` and ``shape``, in irrun's representation.
+
+    ``seed`` is anything :func:`numpy.random.default_rng` takes, a Generator included, so
+    that several draws can share one stream.  Integers stay within +-100, where every
+    op's arithmetic is exact and OneHot's depths are reached now and then.
+    """
+    rng = np.random.default_rng(seed)
+    et = ELEMENT_TYPES[t]
+    if t == "string":
+        out = np.empty(shape, STRING)
+        flat = out.reshape(-1)
+        for i, k in enumerate(rng.integers(0, len(_WORDS), flat.size)):
+            flat[i] = _WORDS[k]
+        return out
+    if t == "nf4":
+        return rng.integers(0, 16, shape).astype(np.uint8).view(NF4).reshape(shape)
+    if t == "boolean":
+        return rng.random(shape) < 0.5
+    if t in _PACKED_RANGES:
+        low, high = _PACKED_RANGES[t]
+        return rng.integers(low, high, shape).astype(et.dtype)
+    if et.dtype.kind in "iu":
+        low = 0 if et.dtype.kind == "u" else -100
+        return rng.integers(low, 100, shape).astype(et.dtype)
+    if t == "f8e8m0":  # powers of two only
+        return (2.0 ** rng.integers(-4, 5, shape)).astype(et.dtype)
+    return (rng.standard_normal(shape) * 2).astype(et.dtype)
+
+
+def typed(values, t: str) -> np.ndarray:
+    """Numbers ``values`` as an array of element type ``t`` (nf4: codes)."""
+    if t == "string":
+        return np.array([str(v) for v in np.ravel(values)], STRING).reshape(np.shape(values))
+    v = np.asarray(values)
+    if t == "nf4":
+        return v.astype(np.uint8).view(NF4)
+    if t == "boolean":
+        return v != 0
+    return v.astype(ELEMENT_TYPES[t].dtype)
+
+
+def to_tensor(x: np.ndarray, t: str) -> ov.Tensor:
+    """An OpenVINO tensor of type ``t`` holding ``x`` (packed as OpenVINO packs)."""
+    if t == "string":
+        return ov.Tensor(np.array(x.tolist(), dtype=str).reshape(np.shape(x)))
+    if t == "nf4":
+        x = x.view(np.uint8)
+    x = np.array(x, copy=True, order="C")  # np.ascontiguousarray would make a 0-d array 1-d
+    out = ov.Tensor(getattr(ov.Type, t), ov.Shape(list(x.shape)))
+    raw = ov_packed.pack(x, t) if t in ov_packed.PACKED else x.reshape(-1).view(np.uint8)
+    if raw.size:
+        out.data.reshape(-1).view(np.uint8)[:] = raw
+    return out
+
+
+def from_tensor(tensor: ov.Tensor, t: str) -> np.ndarray:
+    """The elements of OpenVINO tensor ``tensor`` of type ``t``."""
+    if t == "string":
+        values = [bytes(b).decode("utf-8", "surrogateescape")
+                  for b in np.asarray(tensor.bytes_data).reshape(-1)]  # fmt: skip
+        out = np.empty(len(values), STRING)
+        out[:] = values
+        return out.reshape(tuple(tensor.shape))
+    got = ov_packed.array(tensor, t)
+    return got.astype(np.uint8).view(NF4) if t == "nf4" else got
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def one_op(build, types, shapes) -> ov.Model:
+    """``build(*parameters)`` over parameters ``in0``, ``in1``... of ``types`` and
+    ``shapes``, every output of the op a model output (``out0``, ``out1``...)."""
+    params = []
+    for i, (t, shape) in enumerate(zip(types, shapes, strict=True)):
+        p = opset1.parameter(list(shape), getattr(ov.Type, t), name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        params.append(p)
+    outs = build(*params).outputs()
+    for k, out in enumerate(outs):
+        out.get_tensor().set_names({f"out{k}"})
+    return ov.Model(outs, params, "one_op")
+
+
+def run_irrun(model: ov.Model, inputs, tmp_path) -> list[np.ndarray]:
+    """irrun's outputs of ``model`` saved as IR (its parameters named in0, in1...)."""
+    return run_saved(model, list(inputs), tmp_path)
+
+
+def run_openvino(model: ov.Model, inputs, types, oracle: str = "reference") -> list[np.ndarray]:
+    """OpenVINO's outputs of ``model`` for ``inputs`` of ``types``: its reference kernels'
+    (``oracle="reference"``) or its CPU plugin's (``"cpu"``, f32 precision, one thread).
+
+    Raises RuntimeError where OpenVINO runs no kernel of the types.
+    """
+    tensors = [to_tensor(x, t) for x, t in zip(inputs, types, strict=True)]
+    if oracle == "reference":
+        outs = [ov.Tensor(o.get_element_type(), [0]) for o in model.outputs]
+        if not model.evaluate(outs, tensors):
+            raise RuntimeError("evaluate ran nothing")
+    else:
+        request = CORE.compile_model(model, "CPU", CPU_CONFIG).create_infer_request()
+        request.infer(dict(enumerate(tensors)))
+        outs = [request.get_output_tensor(k) for k in range(len(model.outputs))]
+    return [from_tensor(o, o.get_element_type().get_type_name()) for o in outs]
+
+
+# --------------------------------------------------------------------------- comparisons
+
+NARROW_FLOATS = ("f16", "bf16", *LOW_FLOATS)
+
+
+def assert_same(got, want, what: str = "") -> None:
+    """Same shape, dtype and elements; floats and nf4 codes bit for bit, so that NaNs and
+    signed zeros count."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    if got.dtype == STRING:
+        assert got.tolist() == want.tolist(), what
+        return
+    if got.dtype.fields is not None or got.dtype.kind in "fV":
+        got, want = np.ravel(got).view(np.uint8), np.ravel(want).view(np.uint8)
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def assert_matches(got, want, rtol: float = 1e-6, atol: float = 0.0, what: str = "") -> None:
+    """Same shape and dtype; integers, booleans, strings and codes exactly, floats within
+    ``rtol`` (f32, f64) or one step of their own precision (narrower floats), NaN where
+    NaN."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    t = next((n for n in (*FLOATS, *LOW_FLOATS) if ELEMENT_TYPES[n].dtype == got.dtype), None)
+    if t is None:
+        assert got.tolist() == want.tolist(), f"{what}: {got.tolist()} != {want.tolist()}"
+        return
+    if t in NARROW_FLOATS:
+        info = ml_dtypes.finfo(got.dtype)
+        rtol, atol = max(rtol, float(info.eps)), max(atol, float(info.smallest_subnormal))
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                               atol=atol, equal_nan=True, err_msg=what)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def refusals(model: ov.Model, tmp_path, retype: dict[int, str]) -> list:
+    """irrun.validate's errors for ``model`` saved with its parameters ``in<k>`` retyped
+    (``retype``: k -> element type), their ports' precisions and their consumers' with
+    them: OpenVINO builds no model of a type its op does not take, so the file is edited."""
+    path = tmp_path / "retyped.xml"
+    ov.save_model(model, path, compress_to_fp16=False)
+    root = etree.parse(str(path)).getroot()
+    for k, t in retype.items():
+        (layer,) = root.xpath(f"//layer[@type='Parameter'][@name='in{k}']")
+        layer.find("data").set("element_type", t)
+        for port in layer.xpath("output/port"):
+            port.set("precision", t)
+        for edge in root.xpath(f"//edge[@from-layer='{layer.get('id')}']"):
+            (target,) = root.xpath(f"//layer[@id='{edge.get('to-layer')}']/input/"
+                                   f"port[@id='{edge.get('to-port')}']")  # fmt: skip
+            target.set("precision", t)
+    path.write_bytes(etree.tostring(root))
+    return [d for d in irrun.validate(path) if d.level == "error"]
+
+
+def assert_refused(build, inputs, port: int, et: str, tmp_path, label: str) -> None:
+    """Validate's one error for input ``port`` of the one-op model of ``build`` on NumPy
+    ``inputs`` retyped to ``et`` names the port, the type and the op's label."""
+    errors = refusals(one_op_model(build, inputs), tmp_path, {port: et})
+    assert [f.code for f in errors] == ["shape-error"], errors
+    assert f"input {port} is {et}, which {label} does not take" in errors[0].message, errors
+
+
+# --------------------------------------------------------------------------- data movement
+
+# The integer types an index value fits in.
+_INDEX_RANGES = {name: (int(np.iinfo(ELEMENT_TYPES[name].dtype).min),
+                        int(np.iinfo(ELEMENT_TYPES[name].dtype).max))
+                 for name in ("i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8")}  # fmt: skip
+_INDEX_RANGES.update({name: (low, high - 1) for name, (low, high) in _PACKED_RANGES.items()})
+
+
+def moved(build, inputs, data_ports=(0,)) -> list[np.ndarray]:
+    """A movement op's outputs from OpenVINO for ``inputs`` ((array, type) pairs).
+
+    OpenVINO's kernels are no oracle for data movement in every type: several crash on
+    strings, move the packed types and nf4 by the byte or run no kernel of a type at all.
+    So the op runs on the positions 1, 2... of the elements of the ``data_ports`` (which
+    share one type) as i64 instead, and each output position picks the element it names;
+    0 names an element the op fills in: zero of the type, "" for strings.  The reference
+    kernels run it, or the CPU plugin where they have no kernel of the op.
+    """
+    positions, pool = [], [np.zeros(1, np.asarray(inputs[data_ports[0]][0]).dtype)]
+    start = 1
+    for k, (x, name) in enumerate(inputs):
+        if k in data_ports:
+            x = np.asarray(x)
+            positions.append((np.arange(start, start + x.size, dtype=np.int64).reshape(x.shape),
+                              "i64"))  # fmt: skip
+            pool.append(x.reshape(-1))
+            start += x.size
+        else:
+            positions.append((x, name))
+    values = np.concatenate(pool)
+    if values.dtype == STRING:
+        values[0] = ""
+    arrays, types = [x for x, _ in positions], [t for _, t in positions]
+    model = one_op(build, types, [np.shape(x) for x in arrays])
+    try:
+        picked = run_openvino(model, arrays, types)
+    except RuntimeError:
+        picked = run_openvino(model, arrays, types, "cpu")
+    return [values[p] for p in picked]
+
+
+class Case:
+    """An op on data ports (a shape: a parameter of the swept type) and index ports
+    (values: a constant, i64 unless swept).  ``op(*nodes)`` takes the nodes in port order."""
+
+    def __init__(self, op, *ports, seed: int = 0):
+        self.op, self.ports, self.seed = op, ports, seed
+
+    def data_ports(self) -> list[int]:
+        return [k for k, p in enumerate(self.ports) if isinstance(p, tuple)]
+
+    def index_ports(self) -> list[int]:
+        return [k for k, p in enumerate(self.ports) if not isinstance(p, tuple)]
+
+    def inputs(self, t: str) -> list[tuple[np.ndarray, str]]:
+        return [(sample(t, self.ports[k], self.seed + k), t) for k in self.data_ports()]
+
+    def build(self, index_type: str = "i64", parameters: bool = False):
+        """The op over parameters for the data ports (and the index ports, with
+        ``parameters``) and constants of ``index_type`` for the index ports."""
+
+        def build(*params):
+            given, nodes = iter(params), []
+            for p in self.ports:
+                if isinstance(p, tuple) or parameters:
+                    nodes.append(next(given))
+                else:
+                    values = np.asarray(p)
+                    nodes.append(ov.op.Constant(getattr(ov.Type, index_type),
+                                                ov.Shape(list(values.shape)),
+                                                values.reshape(-1).tolist()))  # fmt: skip
+            return self.op(*nodes)
+
+        return build
+
+    def fits(self, index_type: str) -> bool:
+        low, high = _INDEX_RANGES[index_type]
+        return all(np.all((np.asarray(self.ports[k]) >= low) & (np.asarray(self.ports[k]) <= high))
+                   for k in self.index_ports())  # fmt: skip
+
+
+def run_pairs(build, inputs, tmp_path) -> list[np.ndarray]:
+    """irrun's outputs of the one-op model of ``build`` on ``inputs`` ((array, type) pairs)."""
+    model = one_op(build, [t for _, t in inputs], [np.shape(x) for x, _ in inputs])
+    return run_irrun(model, [x for x, _ in inputs], tmp_path)
+
+
+def check_data_type(case: Case, t: str, tmp_path) -> None:
+    """irrun runs the op on data of type ``t`` as OpenVINO moves it (:func:`moved`)."""
+    inputs = case.inputs(t)
+    got = run_pairs(case.build(), inputs, tmp_path)
+    want = moved(case.build(), inputs, tuple(range(len(inputs))))
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert_same(g, w, f"{t}: output {k}")
+
+
+def check_index_type(case: Case, t: str, tmp_path, data_type: str = "i32") -> None:
+    """irrun's run with index inputs of type ``t`` (parameters: OpenVINO's shape
+    inference reads no u2, u3 or u6 constant) is OpenVINO's with i64 constants."""
+    inputs = case.inputs(data_type)
+    given = iter(inputs)
+    params = [next(given) if isinstance(p, tuple)
+              else (np.asarray(p).astype(ELEMENT_TYPES[t].dtype), t) for p in case.ports]  # fmt: skip
+    got = run_pairs(case.build(parameters=True), params, tmp_path)
+    want = moved(case.build("i64"), inputs, tuple(range(len(inputs))))
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert_same(g, w, f"{t} indices: output {k}")
+
+
+def refused_on(case: Case, port: int, t: str, tmp_path, data_type: str = "f32") -> list[str]:
+    """validate's errors when input ``port`` of the op is of type ``t`` (every port a
+    parameter, the others of their usual types)."""
+    types = [data_type if isinstance(p, tuple) else "i64" for p in case.ports]
+    shapes = [p if isinstance(p, tuple) else np.shape(p) for p in case.ports]
+    model = one_op(case.build(parameters=True), types, shapes)
+    return [str(d) for d in refusals(model, tmp_path, {port: t})]
+
+
+def index_types(op, case: Case) -> list[str]:
+    """The integer types every index port of ``op`` (an OpDef) takes and the case's index
+    values fit in."""
+    ports = case.index_ports()
+    taken = [t for t in ELEMENT_TYPES
+             if t in _INDEX_RANGES and all(t in op.port_types(k) for k in ports)]  # fmt: skip
+    return [t for t in taken if case.fits(t)]
