@@ -572,7 +572,7 @@ def test_mvn_by_hand(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_typed import check_types, const_like, refused, sample  # noqa: E402
+from support.typed import check_types, const_like, numbers, refused  # noqa: E402
 
 
 def _stats(p, t, values_e8m0, values):
@@ -641,7 +641,7 @@ def test_every_declared_type_matches_openvino(label, t, tmp_path):
     # The makers of the ops with axes take the axes' type, the others the data's.
     made = make(t if label.endswith("-axes") else "i64" if "-axes" in label or label in (
         "MVN-6", "NormalizeL2", "LRN") else t)  # fmt: skip
-    values = sample(data_type).reshape(2, 4)
+    values = numbers(data_type).reshape(2, 4)
     # atol: the plugin folds BatchNormInference into one scale and shift (a result of 0 is
     # some 1e-6 off); the others' outputs are of magnitude 1.
     check_types(made, [values], [data_type], tmp_path, oracles=("cpu",), rtol=1e-5, atol=1e-4,

@@ -61,8 +61,7 @@ from support.ov_oneop import (  # noqa: E402
     run_saved,
 )
 from support.ov_shapes import from_ov_shape, to_ov_shape  # noqa: E402
-from support.ov_typed import check_types, refused, sample, typed  # noqa: E402
-from support.ov_typed import run_irrun as run_typed  # noqa: E402
+from support.typed import check_types, numbers, refused, run_typed, typed  # noqa: E402
 
 FACTORIES = {
     "Acos": "acos", "Asin": "asin", "Atan": "atan", "Cosh": "cosh", "Sinh": "sinh",
@@ -723,7 +722,7 @@ def _int_range(t: str) -> tuple[int, int]:
 
 
 def _typed_values(label: str, t: str) -> np.ndarray:
-    v = sample(t)
+    v = numbers(t)
     if label in MATH and t in ELEMENT_TYPES and ELEMENT_TYPES[t].dtype.kind in "iu":
         lo, hi = _int_range(t)
         with np.errstate(all="ignore"):

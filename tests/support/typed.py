@@ -34,6 +34,7 @@ from irrun.ir.element_types import ELEMENT_TYPES, FLOATS, LOW_FLOATS, NF4, STRIN
 
 from . import ov_packed
 from .ov_oneop import CORE, CPU_CONFIG, one_op_model, run_saved
+from .ov_packed import convert_model
 
 # --------------------------------------------------------------------------- values
 
@@ -346,3 +347,115 @@ def index_types(op, case: Case) -> list[str]:
     taken = [t for t in ELEMENT_TYPES
              if t in _INDEX_RANGES and all(t in op.port_types(k) for k in ports)]  # fmt: skip
     return [t for t in taken if case.fits(t)]
+
+
+# --------------------------------------------------------------------------- computed ops
+
+
+def is_float(t: str) -> bool:
+    return t in FLOATS or t in LOW_FLOATS
+
+
+def numbers(t: str, n: int = 8) -> np.ndarray:
+    """``n`` (at most 8) values of type ``t``, as float64: both signs, zero and fractions
+    where ``t`` holds them, every one exactly representable (:func:`typed` makes them
+    arrays of the type)."""
+    if t == "f8e8m0":  # powers of two, no zero, no sign
+        v = [0.25, 0.5, 1, 2, 4, 8, 0.125, 16]
+    elif is_float(t):
+        v = [-3, -1.5, -0.5, 0, 0.5, 1, 2, 6]
+    elif t == "boolean" or t == "u1":
+        v = [0, 1, 1, 0, 1, 0, 0, 1]
+    elif t == "u2":
+        v = [0, 1, 2, 3, 3, 2, 1, 0]
+    elif t[0] == "u" or t == "nf4":
+        v = [0, 1, 2, 3, 5, 7, 4, 6]
+    else:
+        v = [-4, -3, -1, 0, 1, 2, 5, 7]
+    return np.array(v[:n], np.float64)
+
+
+def const_like(values, node) -> ov.Node:
+    """A constant of ``values`` of ``node``'s output element type."""
+    t = node.get_output_element_type(0)
+    v = np.asarray(values, np.float64)
+    flat = [float(x) for x in v.reshape(-1)] if t.is_real() else [int(x) for x in v.reshape(-1)]
+    return ov.op.Constant(t, ov.Shape(list(v.shape)), flat)
+
+
+def run_typed(build, values, types, tmp_path) -> np.ndarray:
+    """irrun's first output of ``build`` over parameters of ``types`` holding the numbers
+    ``values`` (see :func:`typed`)."""
+    arrays = [typed(v, t) for v, t in zip(values, types, strict=True)]
+    return run_pairs(build, list(zip(arrays, types, strict=True)), tmp_path)[0]
+
+
+def _work_type(t: str) -> str:
+    if is_float(t):
+        return "f32"
+    return "boolean" if t == "boolean" else "i32"
+
+
+# Types OpenVINO's kernels are run on directly; the others (packed integers, nf4, the f8 and
+# f4 floats), which its plugin may crash on, go through the work type.
+_DIRECT = (*FLOATS, "i64", "i32", "i16", "i8", "u64", "u32", "u16", "u8", "boolean", "string")
+
+
+def _first_run(build, values, types, oracles) -> tuple[np.ndarray, str]:
+    """The first output of the first of ``oracles`` that runs the one-op model, and its
+    element type."""
+    model = one_op(build, types, [np.shape(v) for v in values])
+    arrays = [typed(v, t) for v, t in zip(values, types, strict=True)]
+    last = None
+    for oracle in oracles:
+        try:
+            return run_openvino(model, arrays, types, oracle)[0], _out_type(model)
+        except Exception as e:  # OpenVINO has no kernel of the types: next
+            last = e
+    raise AssertionError(f"OpenVINO runs {types} in none of {oracles}: {last}")
+
+
+def _out_type(model: ov.Model) -> str:
+    return model.output(0).get_element_type().get_type_name()
+
+
+def expected(build, values, types, oracles=("reference", "cpu")) -> np.ndarray:
+    """OpenVINO's first output of ``build`` for the numbers ``values`` of ``types``: from the
+    first of ``oracles`` that runs the types; where none does (OpenVINO has no kernel of
+    the f8 types, the packed integers...), the op on ``work`` types (f32 for floats, i32
+    for integers) and its output converted to the type the op gives, as irrun computes
+    those types."""
+    if all(t in _DIRECT for t in types):
+        try:
+            return _first_run(build, values, types, oracles)[0]
+        except AssertionError:
+            if all(_work_type(t) == t for t in types):
+                raise
+    target = _out_type(one_op(build, types, [np.shape(v) for v in values]))
+    out, source = _first_run(build, values, [_work_type(t) for t in types], oracles)
+    if source == target:
+        return out
+    return ov_packed.run_reference(convert_model(source, target, list(out.shape)), out, source,
+                                   target)  # fmt: skip
+
+
+def check_types(build, values, types, tmp_path, *, oracles=("reference", "cpu"), rtol=1e-6,
+                atol=0.0, what=""):
+    """irrun's first output of ``build`` on the numbers ``values`` of ``types`` against
+    OpenVINO's (:func:`expected`): integers, booleans and strings exactly, floats within
+    ``rtol`` or one step of their own precision; returns irrun's output."""
+    got = run_typed(build, values, types, tmp_path)
+    want = expected(build, values, types, oracles)
+    if got.dtype != want.dtype and want.dtype == np.uint8 and got.dtype == np.int8:
+        want = want.astype(np.int8)
+    assert_matches(got, want, rtol, atol, what or f"{types}")
+    return got
+
+
+def refused(build, types, port: int, bad: str, tmp_path, shape=(2, 3), shapes=None) -> list[str]:
+    """validate's errors for the one-op IR of ``build`` over parameters of ``types`` with
+    input ``port`` retyped to ``bad``; the parameters are of ``shape`` (or each of its own
+    of ``shapes``)."""
+    shapes = shapes or [shape] * len(types)
+    model = one_op(build, types, shapes)
+    return [str(d) for d in refusals(model, tmp_path, {port: bad})]
