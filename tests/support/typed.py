@@ -33,7 +33,7 @@ import irrun
 from irrun.ir.element_types import ELEMENT_TYPES, FLOATS, LOW_FLOATS, NF4, STRING
 
 from . import ov_packed
-from .ov_oneop import CORE, CPU_CONFIG, one_op_model, run_saved
+from .ov_oneop import CORE, CPU_CONFIG, one_op_model, run_cpu, run_reference, run_saved
 from .ov_packed import convert_model
 
 # --------------------------------------------------------------------------- values
@@ -459,3 +459,102 @@ def refused(build, types, port: int, bad: str, tmp_path, shape=(2, 3), shapes=No
     shapes = shapes or [shape] * len(types)
     model = one_op(build, types, shapes)
     return [str(d) for d in refusals(model, tmp_path, {port: bad})]
+
+
+# --------------------------------------------------------------------------- through Converts
+
+# NumPy and OpenVINO's Python API share no array type for bf16, the small floats or the
+# packed integers: :func:`typed_runs` feeds the op parameters of a NumPy type converted in
+# the graph to the type under test, and converts outputs of these types to f32 (exactly:
+# every value of those types is an f32).
+EDGE_F32 = {"bf16", "f8e4m3", "f8e5m2", "f8e8m0", "f4e2m1", "nf4", "u1", "u2", "u3", "u4",
+            "u6", "i4"}  # fmt: skip
+
+
+def converted_model(build, inputs, types, outputs, through=None) -> ov.Model:
+    """The op of ``build`` on ``inputs`` converted to ``types``; with ``through``, the
+    first input's type and the inputs of that type computed in ``through`` between
+    Converts (``Convert(t) -> Convert(through) -> op -> Convert(t)``)."""
+    params, nodes = [], []
+    for i, (x, t) in enumerate(zip(inputs, types, strict=True)):
+        p = opset1.parameter(list(x.shape), ov.Type(x.dtype), name=f"in{i}")
+        p.output(0).get_tensor().set_names({f"in{i}"})
+        params.append(p)
+        node = p
+        if ov.Type(x.dtype) != getattr(ov.Type, t):
+            node = opset1.convert(p, getattr(ov.Type, t))
+        if through is not None and t not in (through, "boolean") and t == types[0]:
+            node = opset1.convert(node, getattr(ov.Type, through))
+        nodes.append(node)
+    op = build(*nodes)
+    outs = []
+    for k in range(outputs):
+        out = op.output(k)
+        et = out.get_element_type().get_type_name()
+        if through is not None and et == through and types[0] != through:
+            out = opset1.convert(out, getattr(ov.Type, types[0])).output(0)
+            et = types[0]
+        if et in EDGE_F32:
+            out = opset1.convert(out, ov.Type.f32).output(0)
+        outs.append(out)
+    for k, out in enumerate(outs):
+        out.get_tensor().set_names({f"out{k}"})
+    return ov.Model(outs, params, "one_op")
+
+
+def typed_runs(build, inputs, types, tmp_path, outputs=1, through="f32"):
+    """irrun's outputs of ``build`` on ``inputs`` converted to ``types`` (one per input,
+    the NumPy arrays' own type to leave one as it is), and OpenVINO's answer.
+
+    OpenVINO's answer is its reference kernels' on the same model or, where they refuse
+    the first input's type, the op in ``through`` between Converts (the other inputs of
+    the first one's type converted as well, those of other types, a boolean mask, left as
+    they are), which is the f32 reference rounded to the type as irrun's kernels of those
+    types compute it; for ops without a reference kernel (Einsum), the CPU plugin's answer
+    to the same two models.
+    """
+    model = converted_model(build, inputs, types, outputs)
+    got = run_saved(model, inputs, tmp_path)
+    typed_model = converted_model(build, inputs, types, outputs, through=through)
+    error = None
+    runs = [(run_reference, model), (run_reference, typed_model)]
+    if not set(types) & set(ov_packed.PACKED):  # the plugin's Convert to u1 corrupts its heap
+        runs += [(run_cpu, model), (run_cpu, typed_model)]
+    for run, m in runs:
+        try:
+            return got, run(m, inputs)
+        except RuntimeError as e:
+            error = e
+    raise AssertionError(f"OpenVINO runs none of the models: {error}")
+
+
+def convertible(t: str, shape, seed: int = 0, low: float = -4, high: float = 4) -> np.ndarray:
+    """Values that ``t`` holds exactly, as f32 to be converted to ``t`` in the graph (small
+    integers for the integer types, multiples of 1/4 or 1/2 for the floats), in [low, high]
+    (non-negative for unsigned ones)."""
+    rng = np.random.default_rng(seed)
+    et = ELEMENT_TYPES[t]
+    if t == "boolean":
+        return rng.integers(0, 2, shape).astype(np.float32)
+    if et.dtype.kind == "u" or t == "f8e8m0":
+        low = max(low, 0)
+    if t.startswith("u") and et.bits < 8:
+        high = min(high, (1 << et.bits) - 1)
+    if t == "i4":
+        low, high = max(low, -8), min(high, 7)
+    if t == "f8e8m0":
+        return (2.0 ** rng.integers(-3, 3, shape)).astype(np.float32)
+    if et.dtype.kind in "iu" or et.bits < 8:
+        return rng.integers(int(low), int(high) + 1, shape).astype(np.float32)
+    step = 0.5 if t in ("f8e4m3", "f8e5m2", "f4e2m1") else 0.25
+    values = rng.integers(int(low / step), int(high / step) + 1, shape) * step
+    if t == "f4e2m1":
+        values = np.clip(values, -6, 6)
+    return values.astype(np.float32)
+
+
+def assert_typed_close(got, want, rtol: float = 2.0**-7, atol: float = 1e-6) -> None:
+    """Each of ``got`` matches its ``want`` (:func:`assert_matches`; ``rtol`` is bf16's
+    rounding, the widest of the types that reach the outputs as f32)."""
+    for g, w in zip(got, want, strict=True):
+        assert_matches(g, w, rtol, atol)
