@@ -30,13 +30,7 @@ from support.ov_oneop import (  # noqa: E402
     run_saved,
 )
 from support.ov_shapes import from_ov_shape  # noqa: E402
-from support.typed import (  # noqa: E402
-    assert_same,
-    refusals,
-    run_irrun,
-    run_openvino,
-    sample,
-)
+from support.typed import assert_same, refusals, run_irrun, run_openvino, sample  # noqa: E402
 
 # --------------------------------------------------------------------------- Eye
 

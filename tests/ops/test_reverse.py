@@ -142,16 +142,7 @@ def test_reverse_sequence_shape_rule_matches_openvino():
 # --------------------------------------------------------------------------- element types
 
 from support.ov_oneop import run_cpu  # noqa: E402
-from support.typed import (  # noqa: E402
-    Case,
-    assert_same,
-    check_data_type,
-    check_index_type,
-    index_types,
-    refused_on,
-    run_pairs,
-    sample,
-)
+from support.typed import Case, assert_not_taken, assert_same, run_pairs, sample  # noqa: E402
 
 from irrun.ir.element_types import ALL_NUMBERS, ANY, ELEMENT_TYPES  # noqa: E402
 
@@ -171,17 +162,17 @@ TYPE_CASES = {
 def test_every_data_type(op, t, tmp_path):
     """Data of every element type, strings and packed types included, as OpenVINO moves it
     (support.typed)."""
-    check_data_type(TYPE_CASES[op], t, tmp_path)
+    TYPE_CASES[op].check_data_type(t, tmp_path)
 
 
 INDEX_CASES = [(op, t) for op in ("Reverse-1", "Reverse-1/negative", "ReverseSequence-1",
                                   "ReverseSequence-1/batch")
-               for t in index_types(resolve(op.split("-")[0], "opset1"), TYPE_CASES[op])]  # fmt: skip
+               for t in TYPE_CASES[op].index_types(resolve(op.split("-")[0], "opset1"))]  # fmt: skip
 
 
 @pytest.mark.parametrize(("op", "t"), INDEX_CASES)
 def test_every_integer_axis_and_length_type(op, t, tmp_path):
-    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+    TYPE_CASES[op].check_index_type(t, tmp_path, data_type="f32")
 
 
 def test_index_cases_cover_the_declared_integers():
@@ -216,10 +207,9 @@ REFUSED = [("Reverse-1", 1, "f32"), ("Reverse-1", 1, "string"), ("ReverseSequenc
 
 @pytest.mark.parametrize(("op", "port", "t"), REFUSED)
 def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
-    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    errors = TYPE_CASES[op].refused(port, t, tmp_path)
     label = resolve(op.split("-")[0], "opset1").label
-    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
-               for e in errors), errors  # fmt: skip
+    assert_not_taken(errors, port, t, label)
 
 
 def test_reverse_mode_picks_integers_or_booleans():

@@ -15,10 +15,15 @@ byte, nf4 as codes (:data:`irrun.ir.element_types.NF4`), strings as object array
 - :func:`refusals` retypes parameters in the saved IR (OpenVINO's Python API would not
   build such a model) and gives validate's errors.
 
-The rest are the sweeps several op modules share, built on these: data movement checked
-against :func:`moved` (:class:`Case`), ops compared with OpenVINO's answer in a working
-type where it has no kernel of the swept one (:func:`check_types`), and ops fed through
-Converts from f32 (:func:`typed_runs`).
+The rest are the three kinds of sweep the op modules share, built on these:
+
+- data movement, checked against OpenVINO moving the elements' positions (:func:`moved`),
+  by a :class:`Case` per op;
+- ops on hand-picked :func:`numbers` of each type, checked against OpenVINO's answer,
+  computed in a working type where it has no kernel of the swept one
+  (:func:`check_types`);
+- ops fed through Converts from f32 (:func:`convertible` values), where NumPy and
+  OpenVINO's Python API share no array type (:func:`typed_runs`).
 """
 
 from __future__ import annotations
@@ -49,8 +54,9 @@ def sample(t: str, shape, seed=0) -> np.ndarray:
     """Values of element type ``t`` and ``shape``, in irrun's representation.
 
     ``seed`` is anything :func:`numpy.random.default_rng` takes, a Generator included, so
-    that several draws can share one stream.  Integers stay within +-100, where every
-    op's arithmetic is exact and OneHot's depths are reached now and then.
+    that several draws can share one stream.  Integers are drawn from [-100, 100)
+    ([0, 100) unsigned), the packed ones from their whole range, floats about 0 with a
+    spread of 2 (f8e8m0: powers of two), strings from a few words, ASCII and not.
     """
     rng = np.random.default_rng(seed)
     et = ELEMENT_TYPES[t]
@@ -155,7 +161,7 @@ def run_openvino(model: ov.Model, inputs, types, oracle: str = "reference") -> l
 
 # --------------------------------------------------------------------------- comparisons
 
-NARROW_FLOATS = ("f16", "bf16", *LOW_FLOATS)
+_NARROW_FLOATS = ("f16", "bf16", *LOW_FLOATS)
 
 
 def assert_same(got, want, what: str = "") -> None:
@@ -183,7 +189,7 @@ def assert_matches(got, want, rtol: float = 1e-6, atol: float = 0.0, what: str =
     if t is None:
         assert got.tolist() == want.tolist(), f"{what}: {got.tolist()} != {want.tolist()}"
         return
-    if t in NARROW_FLOATS:
+    if t in _NARROW_FLOATS:
         info = ml_dtypes.finfo(got.dtype)
         rtol, atol = max(rtol, float(info.eps)), max(atol, float(info.smallest_subnormal))
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
@@ -219,6 +225,14 @@ def assert_refused(build, inputs, port: int, et: str, tmp_path, label: str) -> N
     errors = refusals(one_op_model(build, inputs), tmp_path, {port: et})
     assert [f.code for f in errors] == ["shape-error"], errors
     assert f"input {port} is {et}, which {label} does not take" in errors[0].message, errors
+
+
+def assert_not_taken(errors: list[str], port: int, t: str, label: str) -> None:
+    """One of validate's ``errors``, located at a layer, says that input ``port`` is of type
+    ``t``, which op ``label`` does not take, and goes on to list the types it takes (the
+    layer's own type may be spelled otherwise: PReLU-v1 is labelled PRelu-v1)."""
+    assert any(f"): input {port} is {t}, which {label} does not take (it takes " in e
+               for e in errors), errors  # fmt: skip
 
 
 # --------------------------------------------------------------------------- data movement
@@ -302,6 +316,42 @@ class Case:
         return all(np.all((np.asarray(self.ports[k]) >= low) & (np.asarray(self.ports[k]) <= high))
                    for k in self.index_ports())  # fmt: skip
 
+    def index_types(self, op) -> list[str]:
+        """The integer types every index port of ``op`` (an OpDef) takes and this case's
+        index values fit in."""
+        ports = self.index_ports()
+        taken = [t for t in ELEMENT_TYPES
+                 if t in _INDEX_RANGES and all(t in op.port_types(k) for k in ports)]  # fmt: skip
+        return [t for t in taken if self.fits(t)]
+
+    def check_data_type(self, t: str, tmp_path) -> None:
+        """irrun runs the op on data of type ``t`` as OpenVINO moves it (:func:`moved`)."""
+        inputs = self.inputs(t)
+        got = run_pairs(self.build(), inputs, tmp_path)
+        want = moved(self.build(), inputs, tuple(range(len(inputs))))
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_same(g, w, f"{t}: output {k}")
+
+    def check_index_type(self, t: str, tmp_path, data_type: str = "i32") -> None:
+        """irrun's run with index inputs of type ``t`` (parameters: OpenVINO's shape
+        inference reads no u2, u3 or u6 constant) is OpenVINO's with i64 constants."""
+        inputs = self.inputs(data_type)
+        given = iter(inputs)
+        params = [next(given) if isinstance(p, tuple)
+                  else (np.asarray(p).astype(ELEMENT_TYPES[t].dtype), t) for p in self.ports]  # fmt: skip
+        got = run_pairs(self.build(parameters=True), params, tmp_path)
+        want = moved(self.build("i64"), inputs, tuple(range(len(inputs))))
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_same(g, w, f"{t} indices: output {k}")
+
+    def refused(self, port: int, t: str, tmp_path, data_type: str = "f32") -> list[str]:
+        """validate's errors when input ``port`` of the op is of type ``t`` (every port a
+        parameter, the others of their usual types)."""
+        types = [data_type if isinstance(p, tuple) else "i64" for p in self.ports]
+        shapes = [p if isinstance(p, tuple) else np.shape(p) for p in self.ports]
+        model = one_op(self.build(parameters=True), types, shapes)
+        return [str(d) for d in refusals(model, tmp_path, {port: t})]
+
 
 def run_pairs(build, inputs, tmp_path) -> list[np.ndarray]:
     """irrun's outputs of the one-op model of ``build`` on ``inputs`` ((array, type) pairs)."""
@@ -309,50 +359,10 @@ def run_pairs(build, inputs, tmp_path) -> list[np.ndarray]:
     return run_irrun(model, [x for x, _ in inputs], tmp_path)
 
 
-def check_data_type(case: Case, t: str, tmp_path) -> None:
-    """irrun runs the op on data of type ``t`` as OpenVINO moves it (:func:`moved`)."""
-    inputs = case.inputs(t)
-    got = run_pairs(case.build(), inputs, tmp_path)
-    want = moved(case.build(), inputs, tuple(range(len(inputs))))
-    for k, (g, w) in enumerate(zip(got, want, strict=True)):
-        assert_same(g, w, f"{t}: output {k}")
-
-
-def check_index_type(case: Case, t: str, tmp_path, data_type: str = "i32") -> None:
-    """irrun's run with index inputs of type ``t`` (parameters: OpenVINO's shape
-    inference reads no u2, u3 or u6 constant) is OpenVINO's with i64 constants."""
-    inputs = case.inputs(data_type)
-    given = iter(inputs)
-    params = [next(given) if isinstance(p, tuple)
-              else (np.asarray(p).astype(ELEMENT_TYPES[t].dtype), t) for p in case.ports]  # fmt: skip
-    got = run_pairs(case.build(parameters=True), params, tmp_path)
-    want = moved(case.build("i64"), inputs, tuple(range(len(inputs))))
-    for k, (g, w) in enumerate(zip(got, want, strict=True)):
-        assert_same(g, w, f"{t} indices: output {k}")
-
-
-def refused_on(case: Case, port: int, t: str, tmp_path, data_type: str = "f32") -> list[str]:
-    """validate's errors when input ``port`` of the op is of type ``t`` (every port a
-    parameter, the others of their usual types)."""
-    types = [data_type if isinstance(p, tuple) else "i64" for p in case.ports]
-    shapes = [p if isinstance(p, tuple) else np.shape(p) for p in case.ports]
-    model = one_op(case.build(parameters=True), types, shapes)
-    return [str(d) for d in refusals(model, tmp_path, {port: t})]
-
-
-def index_types(op, case: Case) -> list[str]:
-    """The integer types every index port of ``op`` (an OpDef) takes and the case's index
-    values fit in."""
-    ports = case.index_ports()
-    taken = [t for t in ELEMENT_TYPES
-             if t in _INDEX_RANGES and all(t in op.port_types(k) for k in ports)]  # fmt: skip
-    return [t for t in taken if case.fits(t)]
-
-
 # --------------------------------------------------------------------------- computed ops
 
 
-def is_float(t: str) -> bool:
+def _is_float(t: str) -> bool:
     return t in FLOATS or t in LOW_FLOATS
 
 
@@ -362,7 +372,7 @@ def numbers(t: str, n: int = 8) -> np.ndarray:
     arrays of the type)."""
     if t == "f8e8m0":  # powers of two, no zero, no sign
         v = [0.25, 0.5, 1, 2, 4, 8, 0.125, 16]
-    elif is_float(t):
+    elif _is_float(t):
         v = [-3, -1.5, -0.5, 0, 0.5, 1, 2, 6]
     elif t == "boolean" or t == "u1":
         v = [0, 1, 1, 0, 1, 0, 0, 1]
@@ -391,7 +401,7 @@ def run_typed(build, values, types, tmp_path) -> np.ndarray:
 
 
 def _work_type(t: str) -> str:
-    if is_float(t):
+    if _is_float(t):
         return "f32"
     return "boolean" if t == "boolean" else "i32"
 
@@ -419,7 +429,7 @@ def _out_type(model: ov.Model) -> str:
     return model.output(0).get_element_type().get_type_name()
 
 
-def expected(build, values, types, oracles=("reference", "cpu")) -> np.ndarray:
+def _expected(build, values, types, oracles=("reference", "cpu")) -> np.ndarray:
     """OpenVINO's first output of ``build`` for the numbers ``values`` of ``types``: from the
     first of ``oracles`` that runs the types; where none does (OpenVINO has no kernel of
     the f8 types, the packed integers...), the op on ``work`` types (f32 for floats, i32
@@ -442,10 +452,10 @@ def expected(build, values, types, oracles=("reference", "cpu")) -> np.ndarray:
 def check_types(build, values, types, tmp_path, *, oracles=("reference", "cpu"), rtol=1e-6,
                 atol=0.0, what=""):
     """irrun's first output of ``build`` on the numbers ``values`` of ``types`` against
-    OpenVINO's (:func:`expected`): integers, booleans and strings exactly, floats within
+    OpenVINO's (:func:`_expected`): integers, booleans and strings exactly, floats within
     ``rtol`` or one step of their own precision; returns irrun's output."""
     got = run_typed(build, values, types, tmp_path)
-    want = expected(build, values, types, oracles)
+    want = _expected(build, values, types, oracles)
     if got.dtype != want.dtype and want.dtype == np.uint8 and got.dtype == np.int8:
         want = want.astype(np.int8)
     assert_matches(got, want, rtol, atol, what or f"{types}")
@@ -467,7 +477,7 @@ def refused(build, types, port: int, bad: str, tmp_path, shape=(2, 3), shapes=No
 # packed integers: :func:`typed_runs` feeds the op parameters of a NumPy type converted in
 # the graph to the type under test, and converts outputs of these types to f32 (exactly:
 # every value of those types is an f32).
-EDGE_F32 = {"bf16", "f8e4m3", "f8e5m2", "f8e8m0", "f4e2m1", "nf4", "u1", "u2", "u3", "u4",
+_EDGE_F32 = {"bf16", "f8e4m3", "f8e5m2", "f8e8m0", "f4e2m1", "nf4", "u1", "u2", "u3", "u4",
             "u6", "i4"}  # fmt: skip
 
 
@@ -494,7 +504,7 @@ def converted_model(build, inputs, types, outputs, through=None) -> ov.Model:
         if through is not None and et == through and types[0] != through:
             out = opset1.convert(out, getattr(ov.Type, types[0])).output(0)
             et = types[0]
-        if et in EDGE_F32:
+        if et in _EDGE_F32:
             out = opset1.convert(out, ov.Type.f32).output(0)
         outs.append(out)
     for k, out in enumerate(outs):
