@@ -152,10 +152,12 @@ def run_openvino(model: ov.Model, inputs, types, oracle: str = "reference") -> l
         outs = [ov.Tensor(o.get_element_type(), [0]) for o in model.outputs]
         if not model.evaluate(outs, tensors):
             raise RuntimeError("evaluate ran nothing")
-    else:
+    elif oracle == "cpu":
         request = CORE.compile_model(model, "CPU", CPU_CONFIG).create_infer_request()
         request.infer(dict(enumerate(tensors)))
         outs = [request.get_output_tensor(k) for k in range(len(model.outputs))]
+    else:
+        raise ValueError(f"oracle {oracle!r}: 'reference' or 'cpu'")
     return [from_tensor(o, o.get_element_type().get_type_name()) for o in outs]
 
 
