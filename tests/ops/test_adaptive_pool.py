@@ -13,7 +13,7 @@ import pytest
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset8  # noqa: E402
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ir.element_types import INTEGERS  # noqa: E402
 from irrun.ir.registry import resolve  # noqa: E402
@@ -31,7 +31,7 @@ def test_declared_types(op):
 @pytest.mark.parametrize("st", INTEGERS)
 @pytest.mark.parametrize("op", list(POOLS))
 def test_every_output_size_type(op, st, tmp_path):
-    x = sample("f32", (1, 2, 5, 4), seed=1)
+    x = convertible("f32", (1, 2, 5, 4), seed=1)
     size = opset1.constant(np.array([2, 3]), getattr(ov.Type, st))
     outputs = 2 if op == "AdaptiveMaxPool" else 1
     got, want = typed_runs(lambda p: POOLS[op](p, size), [x], ["f32"], tmp_path,

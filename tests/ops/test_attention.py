@@ -452,7 +452,7 @@ def test_ir_saved_by_openvino_validates_without_findings(n_inputs, tmp_path):
 # with each; causal=true takes a mask of any type, which it ignores; validate names the
 # types it does not take.
 
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ops.attention import REAL_TYPES  # noqa: E402
 
@@ -463,11 +463,11 @@ F8_RTOL = {"f8e4m3": 2.0**-3, "f8e5m2": 2.0**-2}
 @pytest.mark.parametrize("et", REAL_TYPES)
 @pytest.mark.parametrize("mask", ["same", "boolean"])
 def test_element_types(et, mask, tmp_path):
-    q, k, v = (sample(et, (1, 2, 3, 4), seed=i, low=-1, high=1) for i in range(3))
-    m = (sample("boolean", (3, 3), seed=4) if mask == "boolean"
-         else sample(et, (3, 3), seed=4, low=-1, high=1))  # fmt: skip
+    q, k, v = (convertible(et, (1, 2, 3, 4), seed=i, low=-1, high=1) for i in range(3))
+    m = (convertible("boolean", (3, 3), seed=4) if mask == "boolean"
+         else convertible(et, (3, 3), seed=4, low=-1, high=1))  # fmt: skip
     m[:, 0] = 1
-    s, sink = np.float32([0.5]), sample(et, (1, 2, 3, 1), seed=5, low=-1, high=1)
+    s, sink = np.float32([0.5]), convertible(et, (1, 2, 3, 1), seed=5, low=-1, high=1)
     types = [et, et, et, et if mask == "same" else "boolean", et, et]
     got, want = typed_runs(_sdpa_with_sink, [q, k, v, m, s, sink], types, tmp_path)
     # OpenVINO's reference computes bf16 in bf16, irrun in f32 rounded once: where terms
@@ -484,8 +484,8 @@ def _sdpa_with_sink(q, k, v, m, s, sink):
 
 @pytest.mark.parametrize("mask_type", ["i32", "u8", "f16", "i64"])
 def test_causal_ignores_a_mask_of_any_type(mask_type, tmp_path):
-    q, k, v = (sample("f32", (1, 2, 3, 4), seed=i, low=-1, high=1) for i in range(3))
-    m = sample(mask_type, (3, 3), seed=4)
+    q, k, v = (convertible("f32", (1, 2, 3, 4), seed=i, low=-1, high=1) for i in range(3))
+    m = convertible(mask_type, (3, 3), seed=4)
     build = lambda *p: opset13.scaled_dot_product_attention(*p, causal=True)  # noqa: E731
     got, want = typed_runs(build, [q, k, v, m], ["f32", "f32", "f32", mask_type], tmp_path)
     plain, _ = typed_runs(lambda *p: opset13.scaled_dot_product_attention(*p[:3], causal=True),
@@ -505,9 +505,10 @@ def test_validate_names_a_type_it_does_not_take(port, et, tmp_path):
         return opset13.scaled_dot_product_attention(*p, causal=False)
 
     if port == 3:  # not a type the declaration refuses: the shape rule's (causal=false)
-        from support.converted import refused
+        from support.ov_oneop import one_op_model
+        from support.typed import refusals
 
-        errors = refused(errors_for, [q, q, q, m, s], port, et, tmp_path)
+        errors = refusals(one_op_model(errors_for, [q, q, q, m, s]), tmp_path, {port: et})
         assert [f.code for f in errors] == ["shape-error"], errors
         assert "attention_mask is i32; it must be boolean" in errors[0].message
         return

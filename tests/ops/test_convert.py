@@ -329,11 +329,12 @@ def test_rank_0_empty_and_strided_arrays(dst):
 # --------------------------------------------------------------------------- element types
 # Convert and ConvertLike take every element type on every port (ANY): real IRs bring f16
 # and bf16 weights, u8/i8 data and i4/u4/nf4/f8 compressed weights to them.  Each type
-# below reaches the op through a Convert from f32 (support.converted); nf4 sources are
+# below reaches the op through a Convert from f32 (support.typed); nf4 sources are
 # swept above (test_nf4_codes_read_as_the_table, test_from_a_small_float), as OpenVINO's
 # reference makes no nf4 from f32; strings are refused (no OpenVINO kernel converts them).
 
-from support.converted import refused, sample, typed_irrun, typed_runs  # noqa: E402
+from support.ov_oneop import one_op_model, run_saved  # noqa: E402
+from support.typed import converted_model, convertible, refusals, typed_runs  # noqa: E402
 
 from irrun.ir.element_types import ANY  # noqa: E402
 from irrun.ir.registry import resolve  # noqa: E402
@@ -349,17 +350,17 @@ def test_convert_and_convert_like_take_any_type():
 @pytest.mark.parametrize("src", TYPED)
 @pytest.mark.parametrize("dst", ["f32", "i32", "u4"])
 def test_convert_from_every_type(src, dst, tmp_path):
-    x = sample(src, (3, 8), seed=3, low=-20, high=20)
+    x = convertible(src, (3, 8), seed=3, low=-20, high=20)
     got, want = typed_runs(lambda p: opset1.convert(p, dst), [x], [src], tmp_path)
     np.testing.assert_array_equal(got[0], want[0])
 
 
 @pytest.mark.parametrize("src", TYPED)
 def test_convert_like_from_every_type(src, tmp_path):
-    x = sample(src, (3, 8), seed=4, low=-20, high=20)
+    x = convertible(src, (3, 8), seed=4, low=-20, high=20)
     like = np.zeros(2, np.int32)
-    got = typed_irrun(lambda p, q: opset1.convert_like(p, q), [x, like], [src, "i32"],
-                      tmp_path)  # fmt: skip
+    model = converted_model(lambda p, q: opset1.convert_like(p, q), [x, like], [src, "i32"], 1)
+    got = run_saved(model, [x, like], tmp_path)
     # OpenVINO's reference has no ConvertLike from the packed and some small types: its
     # ConvertConvertLike pass makes it this Convert.
     _, want = typed_runs(lambda p: opset1.convert(p, "i32"), [x], [src], tmp_path)
@@ -401,9 +402,9 @@ def test_convert_like_to_every_type_is_convert(dst, tmp_path):
 def test_strings_are_refused_by_validate(op, tmp_path):
     x = np.zeros(3, np.float32)
     if op == "Convert":
-        errors = refused(lambda p: opset1.convert(p, "f32"), [x], 0, "string", tmp_path)
+        model, port = one_op_model(lambda p: opset1.convert(p, "f32"), [x]), 0
     else:
-        errors = refused(lambda p, q: opset1.convert_like(p, q), [x, x], 1, "string",
-                         tmp_path)  # fmt: skip
+        model, port = one_op_model(lambda p, q: opset1.convert_like(p, q), [x, x]), 1
+    errors = refusals(model, tmp_path, {port: "string"})
     assert [f.code for f in errors] == ["shape-error"], errors
     assert "OpenVINO runs no Convert of string tensors" in errors[0].message

@@ -255,7 +255,7 @@ def test_convolution_by_hand(tmp_path):
 # OpenVINO's reference kernels, or the convolution in f32 rounded once to the type for
 # the f8 floats it has no kernel for; a type they do not take is named by validate.
 
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ops.convolution import CONV_TYPES  # noqa: E402
 
@@ -263,8 +263,8 @@ from irrun.ops.convolution import CONV_TYPES  # noqa: E402
 @pytest.mark.parametrize("et", CONV_TYPES)
 @pytest.mark.parametrize("grouped", [False, True])
 def test_element_types(et, grouped, tmp_path):
-    x = sample(et, (1, 2, 4, 4), seed=1, low=-2, high=2)
-    w = sample(et, (2, 1, 1, 2, 2) if grouped else (3, 2, 2, 2), seed=2, low=-2, high=2)
+    x = convertible(et, (1, 2, 4, 4), seed=1, low=-2, high=2)
+    w = convertible(et, (2, 1, 1, 2, 2) if grouped else (3, 2, 2, 2), seed=2, low=-2, high=2)
     make = opset1.group_convolution if grouped else opset1.convolution
     got, want = typed_runs(lambda p, q: make(p, q, [1, 1], [1, 0], [0, 1], [1, 1]), [x, w],
                            [et, et], tmp_path)  # fmt: skip

@@ -151,7 +151,7 @@ def test_convolution_backprop_attributes_are_checked(tmp_path):
 # rounded once, for the f8 floats); types they do not take are named by validate
 # (OpenVINO takes integer data too, which irrun does not compute).
 
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ir.element_types import INTEGERS  # noqa: E402
 from irrun.ops.convolution_backprop import INPUT_TYPES  # noqa: E402
@@ -172,8 +172,8 @@ def _transposed(grouped, shape_type=None):
 @pytest.mark.parametrize("et", INPUT_TYPES[0])
 @pytest.mark.parametrize("grouped", [False, True])
 def test_element_types(et, grouped, tmp_path):
-    x = sample(et, (1, 2, 3, 3), seed=1, low=-2, high=2)
-    w = sample(et, (2, 1, 1, 2, 2) if grouped else (2, 3, 2, 2), seed=2, low=-2, high=2)
+    x = convertible(et, (1, 2, 3, 3), seed=1, low=-2, high=2)
+    w = convertible(et, (2, 1, 1, 2, 2) if grouped else (2, 3, 2, 2), seed=2, low=-2, high=2)
     got, want = typed_runs(_transposed(grouped), [x, w], [et, et], tmp_path)
     assert_typed_close(got, want)
 

@@ -380,7 +380,7 @@ def test_ir_saved_by_openvino_validates_without_findings(equation, tmp_path):
 # bf16 model, the f8 ones as f32 rounded once); the types Einsum does not take are named
 # by validate on any of its inputs.
 
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ops.einsum import EINSUM_TYPES  # noqa: E402
 
@@ -393,7 +393,7 @@ def test_every_declared_type_is_swept():
 @pytest.mark.parametrize("equation,shapes", [("ab,bc->ac", [(2, 3), (3, 4)]),
                                              ("...ii->...", [(2, 3, 3)])])  # fmt: skip
 def test_small_float_types(type_name, equation, shapes, tmp_path):
-    inputs = [sample(type_name, s, seed=i, low=-2, high=2) for i, s in enumerate(shapes)]
+    inputs = [convertible(type_name, s, seed=i, low=-2, high=2) for i, s in enumerate(shapes)]
     got, want = typed_runs(lambda *p: opset7.einsum(list(p), equation), inputs,
                            [type_name] * len(inputs), tmp_path)  # fmt: skip
     assert_typed_close(got, want)

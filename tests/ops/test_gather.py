@@ -1,5 +1,5 @@
 """The element types of the gathers (irrun/ops/gather.py): data of every type, indices
-and axes of every type each version takes, against OpenVINO (see support.ov_any_type);
+and axes of every type each version takes, against OpenVINO (see support.typed);
 the gathers' values are tested in test_movement.py (Gather) and test_scatter.py
 (GatherElements, GatherND)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.ov_any_type import Case, check_data_type, check_index_type, index_types, refused_on
+from support.typed import Case, assert_not_taken
 
 from irrun.ir.element_types import ANY
 from irrun.ir.registry import resolve
@@ -40,15 +40,15 @@ def declared(op: str):
 @pytest.mark.parametrize("t", ANY)
 @pytest.mark.parametrize("op", CASES)
 def test_every_data_type(op, t, tmp_path):
-    check_data_type(CASES[op], t, tmp_path)
+    CASES[op].check_data_type(t, tmp_path)
 
 
-INDEX_CASES = [(op, t) for op, case in CASES.items() for t in index_types(declared(op), case)]
+INDEX_CASES = [(op, t) for op, case in CASES.items() for t in case.index_types(declared(op))]
 
 
 @pytest.mark.parametrize(("op", "t"), INDEX_CASES)
 def test_every_index_type(op, t, tmp_path):
-    check_index_type(CASES[op], t, tmp_path, data_type="f32")
+    CASES[op].check_index_type(t, tmp_path, data_type="f32")
 
 
 def test_index_cases_cover_the_declared_types():
@@ -65,7 +65,6 @@ REFUSED = [("Gather-1", 1, "f32"), ("Gather-1", 2, "boolean"), ("Gather-7", 1, "
 
 @pytest.mark.parametrize(("op", "port", "t"), REFUSED)
 def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
-    errors = refused_on(CASES[op], port, t, tmp_path)
+    errors = CASES[op].refused(port, t, tmp_path)
     label = declared(op).label
-    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
-               for e in errors), errors  # fmt: skip
+    assert_not_taken(errors, port, t, label)

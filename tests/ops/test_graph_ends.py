@@ -14,7 +14,7 @@ from irrun.ir.registry import resolve
 
 ov = pytest.importorskip("openvino")
 from openvino import opset1  # noqa: E402
-from support.typed_io import assert_same, evaluate, run_irrun, sample  # noqa: E402
+from support.typed import assert_same, run_irrun, run_openvino, sample  # noqa: E402
 
 
 def test_declared_ports():
@@ -30,6 +30,6 @@ def test_a_parameter_reaches_its_result_as_openvino_gives_it(et, tmp_path):
     p.output(0).get_tensor().set_names({"in0"})
     model = ov.Model([opset1.result(p)], [p], "ends")
     (got,) = run_irrun(model, [x], tmp_path)
-    (want,) = evaluate(model, [x], [et])
+    (want,) = run_openvino(model, [x], [et])
     assert_same(got, want, et)
     assert_same(got, x, et)

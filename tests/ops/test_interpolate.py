@@ -346,7 +346,7 @@ def test_pillow_random_against_reference(seed, tmp_path):
 # validate naming the types they do not take.
 
 from openvino import opset10  # noqa: E402
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ops.interpolate import DATA_TYPES, SCALES_TYPES, SIZES_TYPES, V0_TYPES  # noqa: E402
 
@@ -358,7 +358,7 @@ def _typed(et, x):
 
 def _check(build, et, tmp_path, off=0):
     """Integers within ``off`` of the plugin (its f32 arithmetic decides near-ties)."""
-    x = _typed(et, sample(et, (1, 2, 3, 4), seed=5, low=-50, high=50))
+    x = _typed(et, convertible(et, (1, 2, 3, 4), seed=5, low=-50, high=50))
     if x.dtype.kind in "iu":
         got, want = run_both(build, [x], tmp_path)
         assert got.dtype == want.dtype and got.shape == want.shape

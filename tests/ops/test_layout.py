@@ -313,7 +313,7 @@ def test_absent_attributes_as_openvino_reads_them(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import Case, check_data_type  # noqa: E402
+from support.typed import Case  # noqa: E402
 
 from irrun.ir.element_types import ANY  # noqa: E402
 
@@ -332,8 +332,8 @@ TYPE_CASES = {
 @pytest.mark.parametrize("op", TYPE_CASES)
 def test_every_data_type(op, t, tmp_path):
     """Data of every element type (the ops take any), strings and packed types included, as
-    OpenVINO moves it (support.ov_any_type)."""
-    check_data_type(TYPE_CASES[op], t, tmp_path)
+    OpenVINO moves it (support.typed)."""
+    TYPE_CASES[op].check_data_type(t, tmp_path)
 
 
 def test_the_layout_ops_take_any_type():

@@ -199,8 +199,7 @@ def test_xor_shape_rule_refuses_what_openvino_refuses(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_typed import check_types, refused, sample, typed  # noqa: E402
-from support.ov_typed import run_irrun as run_typed  # noqa: E402
+from support.typed import assert_not_taken, check_types, numbers, refused, run_typed, typed  # noqa: E402
 
 from irrun.ir.registry import resolve  # noqa: E402
 
@@ -219,7 +218,7 @@ def test_comparisons_of_every_declared_type_match_openvino(op, t, tmp_path):
     """Each type the comparisons take (both ports alike), with ties: the reference kernels'
     values (the plugin's where they have none), or those of their f32 (i32) values where
     OpenVINO has no kernel of the type (f8, f4 and packed types)."""
-    a = sample(t)
+    a = numbers(t)
     b = a[[0, 2, 1, 3, 5, 4, 7, 6]]  # equal at 0 and 3
     got = check_types(lambda p, q: _factory(op)(p, q), [a.reshape(2, 4), b.reshape(2, 4)],
                       [t, t], tmp_path, what=op)  # fmt: skip
@@ -231,7 +230,7 @@ def test_select_of_every_declared_type_matches_openvino(op, t, tmp_path):
     """Each type then and else take: OpenVINO's values (through f32 or i32 where it has no
     kernel of the type), by hand for nf4 codes and strings, which it selects no number of."""
     cond = np.array([[1, 0, 1, 1], [0, 0, 1, 0]])
-    a, b = sample(t).reshape(2, 4), sample(t)[::-1].reshape(2, 4)
+    a, b = numbers(t).reshape(2, 4), numbers(t)[::-1].reshape(2, 4)
     build = lambda c, x, y: opset1.select(c, x, y)  # noqa: E731
     if t not in ("nf4", "string"):
         check_types(build, [cond, a, b], ["boolean", t, t], tmp_path, what=f"Select {t}")
@@ -264,5 +263,4 @@ def test_a_type_not_taken_is_an_error_of_validate(op, port, bad, tmp_path):
     if types.count(good) > 1 or good == "f64":
         types = ["i16" if i != port else good for i in range(count)]
     found = refused(build, types, port, bad, tmp_path)
-    assert any(f"input {port} is {bad}, which {opdef.label} does not take (it takes" in m
-               for m in found), found
+    assert_not_taken(found, port, bad, opdef.label)

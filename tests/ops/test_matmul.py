@@ -67,7 +67,7 @@ def test_matmul_by_hand(tmp_path):
 # rounded once to the type, for the small floats it has no kernel for); a type it does not
 # take is named by validate.
 
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ops.matmul import MATMUL_TYPES  # noqa: E402
 
@@ -75,7 +75,7 @@ from irrun.ops.matmul import MATMUL_TYPES  # noqa: E402
 @pytest.mark.parametrize("et", MATMUL_TYPES)
 @pytest.mark.parametrize("tb", [False, True])
 def test_matmul_element_types(et, tb, tmp_path):
-    a, b = sample(et, (2, 3, 4), seed=1), sample(et, (3, 5) if not tb else (5, 3), seed=2)
+    a, b = convertible(et, (2, 3, 4), seed=1), convertible(et, (3, 5) if not tb else (5, 3), seed=2)
     a = a.reshape(2, 3, 4).transpose(0, 2, 1).copy()  # [2, 4, 3]
     got, want = typed_runs(lambda p, q: opset1.matmul(p, q, False, tb), [a, b], [et, et],
                            tmp_path)  # fmt: skip

@@ -845,15 +845,7 @@ def test_roll_by_hand(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import (  # noqa: E402
-    Case,
-    check_data_type,
-    check_index_type,
-    index_types,
-    refused_on,
-    sample,
-)
-from support.ov_any_type import run_irrun as run_typed  # noqa: E402
+from support.typed import Case, assert_not_taken, run_pairs, sample  # noqa: E402
 
 from irrun.ir.element_types import ANY  # noqa: E402
 
@@ -901,7 +893,7 @@ def test_every_data_type_moves(op, t, tmp_path):
     move packed types by the byte)."""
     if t == "string" and op in STRING_ONLY_CONSTANT:
         pytest.skip("OpenVINO builds no non-constant Pad of strings (tested below)")
-    check_data_type(TYPE_CASES[op], t, tmp_path)
+    TYPE_CASES[op].check_data_type(t, tmp_path)
 
 
 SHAPE_OF_CASES = [(v, t) for v in (1, 3) for t in ANY]
@@ -911,7 +903,7 @@ SHAPE_OF_CASES = [(v, t) for v in (1, 3) for t in ANY]
 def test_shape_of_of_every_type(version, t, tmp_path):
     x = sample(t, (2, 0, 3) if t == "u1" else (2, 1, 3))
     factory = opset1.shape_of if version == 1 else lambda p: opset3.shape_of(p, "i32")
-    (got,) = run_typed(factory, [(x, t)], tmp_path)
+    (got,) = run_pairs(factory, [(x, t)], tmp_path)
     assert got.dtype == (np.int64 if version == 1 else np.int32)
     assert got.tolist() == list(x.shape)
 
@@ -923,14 +915,14 @@ def declared(op: str):
 
 
 INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items() if case.index_ports()
-               for t in index_types(declared(op), case)]  # fmt: skip
+               for t in case.index_types(declared(op))]  # fmt: skip
 
 
 @pytest.mark.parametrize(("op", "t"), INDEX_CASES)
 def test_every_index_type(op, t, tmp_path):
     """Target shapes, axes, pads and repeats of every integer type the op takes (where its
     values fit), against OpenVINO's run with i64 ones."""
-    check_index_type(TYPE_CASES[op], t, tmp_path)
+    TYPE_CASES[op].check_index_type(t, tmp_path)
 
 
 def test_index_cases_cover_the_declared_types():
@@ -954,10 +946,8 @@ REFUSED = [("Reshape-1", 1, "f32"), ("Squeeze-1", 1, "boolean"), ("Squeeze-15", 
 
 @pytest.mark.parametrize(("op", "port", "t"), REFUSED)
 def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
-    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
-    name = op.split("-")[0]
-    assert any(f"): input {port} is {t}, which {name}-v" in e and "does not take (it takes "
-               in e for e in errors), errors  # fmt: skip
+    errors = TYPE_CASES[op].refused(port, t, tmp_path)
+    assert_not_taken(errors, port, t, declared(op).label)
 
 
 def test_concat_and_pad_take_one_type(tmp_path):

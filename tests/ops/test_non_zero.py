@@ -148,8 +148,15 @@ def test_non_zero_with_dynamic_input(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import evaluate, refused, same, sample  # noqa: E402
-from support.ov_any_type import run_irrun as run_typed  # noqa: E402
+from support.typed import (  # noqa: E402
+    assert_not_taken,
+    assert_same,
+    one_op,
+    refusals,
+    run_irrun,
+    run_openvino,
+    sample,
+)
 
 from irrun.ir.element_types import ALL_NUMBERS  # noqa: E402
 
@@ -173,9 +180,11 @@ def test_every_type_it_takes(t, tmp_path):
     same values converted to f32 in the graph (its NonZero kernels take neither the low
     floats nor u1, u2, u3, u6)."""
     x = _with_zeros(t)
-    (got,) = run_typed(lambda p: opset3.non_zero(p, "i64"), [(x, t)], tmp_path)
-    (want,) = evaluate(lambda p: opset3.non_zero(opset1.convert(p, "f32"), "i64"), [(x, t)])
-    same(got, want, t)
+    model = one_op(lambda p: opset3.non_zero(p, "i64"), [t], [x.shape])
+    (got,) = run_irrun(model, [x], tmp_path)
+    in_f32 = one_op(lambda p: opset3.non_zero(opset1.convert(p, "f32"), "i64"), [t], [x.shape])
+    (want,) = run_openvino(in_f32, [x], [t])
+    assert_same(got, want, t)
     if t not in ("f8e8m0", "boolean"):
         assert got.shape[1] <= 10, t  # the zeros set above (-0.0 among them) are left out
 
@@ -183,7 +192,6 @@ def test_every_type_it_takes(t, tmp_path):
 @pytest.mark.parametrize("t", ["nf4", "string"])
 def test_a_type_not_taken_is_a_validate_error(t, tmp_path):
     """OpenVINO builds NonZero of any type, but none of its kernels count nf4 or strings."""
-    errors = refused(lambda p: opset3.non_zero(p, "i64"), [(sample("f32", (2, 3)), "f32")], 0, t,
-                     tmp_path)  # fmt: skip
-    assert any(f"(NonZero-v3): input 0 is {t}, which NonZero-v3 does not take (it takes " in e
-               for e in errors), errors  # fmt: skip
+    model = one_op(lambda p: opset3.non_zero(p, "i64"), ["f32"], [(2, 3)])
+    errors = [str(d) for d in refusals(model, tmp_path, {0: t})]
+    assert_not_taken(errors, 0, t, "NonZero-v3")

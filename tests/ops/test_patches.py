@@ -63,7 +63,7 @@ def test_extract_image_patches_by_hand(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import Case, check_data_type  # noqa: E402
+from support.typed import Case  # noqa: E402
 
 from irrun.ir.element_types import ANY  # noqa: E402
 
@@ -80,8 +80,8 @@ TYPE_CASES = {
 def test_every_data_type(pad, t, tmp_path):
     """Data of every element type (the op takes any), strings and packed types included, as
     OpenVINO moves it, taps outside the image read "" from strings and all bits zero from
-    the others (support.ov_any_type)."""
-    check_data_type(TYPE_CASES[pad], t, tmp_path)
+    the others (support.typed)."""
+    TYPE_CASES[pad].check_data_type(t, tmp_path)
 
 
 def test_extract_image_patches_takes_any_type():

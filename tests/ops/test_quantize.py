@@ -610,7 +610,7 @@ def test_fake_convert_bf16_like_the_reference(dst, with_shift, tmp_path):
     few bits, so that each intermediate is a bf16 value: the reference kernel agrees bit
     for bit there (where one must round, it rounds inconsistently: see
     FAKE_CONVERT_TYPES)."""
-    from support.converted import typed_runs
+    from support.typed import typed_runs
 
     rng = np.random.default_rng(7)
     x = (rng.integers(-127, 128, (4, 64)) / 8).astype(np.float32)
@@ -629,7 +629,7 @@ def test_fake_convert_bf16_like_the_reference(dst, with_shift, tmp_path):
 
 @pytest.mark.parametrize("et", ["f64", "i32", "f8e4m3", "u8"])
 def test_fake_convert_validate_names_a_type_it_does_not_take(et, tmp_path):
-    from support.converted import assert_refused
+    from support.typed import assert_refused
 
     x = np.zeros(4, np.float32)
     s = np.ones(1, np.float32)

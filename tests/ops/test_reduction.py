@@ -557,7 +557,7 @@ def test_validate_names_a_bad_cumsum(tmp_path):
 # (packed integers wrapping to their bits); every integer type of the axes; validate
 # naming the types they do not take.
 
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ir.element_types import INDEX_TYPES, INTEGERS  # noqa: E402
 from irrun.ops.reduction import ARITHMETIC_TYPES  # noqa: E402
@@ -568,7 +568,7 @@ ARITHMETIC = [op for op in REDUCE if op not in LOGICAL]
 @pytest.mark.parametrize("et", ARITHMETIC_TYPES)
 @pytest.mark.parametrize("op", ARITHMETIC)
 def test_every_declared_type(op, et, tmp_path):
-    x = sample(et, (2, 3, 4), seed=len(op), low=-3, high=3)
+    x = convertible(et, (2, 3, 4), seed=len(op), low=-3, high=3)
     got, want = typed_runs(lambda p: REDUCE[op](p, axes_const([2]), False), [x], [et], tmp_path)
     # OpenVINO's reference reduces bf16 in bf16, rounding towards zero (L2's square root):
     # irrun in f32, rounding once to nearest.
@@ -579,7 +579,7 @@ def test_every_declared_type(op, et, tmp_path):
 @pytest.mark.parametrize("op", list(REDUCE))
 def test_every_axes_type(op, at, tmp_path):
     et = "boolean" if op in LOGICAL else "f32"
-    x = sample(et, (2, 3, 4), seed=1)
+    x = convertible(et, (2, 3, 4), seed=1)
     axes = opset1.constant(np.array([0, 2]), getattr(ov.Type, at))
     got, want = typed_runs(lambda p: REDUCE[op](p, axes, True), [x], [et], tmp_path)
     assert got[0].shape == (1, 3, 1)
@@ -589,7 +589,7 @@ def test_every_axes_type(op, at, tmp_path):
 @pytest.mark.parametrize("et", [*ARITHMETIC_TYPES, "boolean"])
 @pytest.mark.parametrize("at", INDEX_TYPES)
 def test_cumsum_every_declared_type(et, at, tmp_path):
-    x = sample(et, (2, 5), seed=3, low=-3, high=3)
+    x = convertible(et, (2, 5), seed=3, low=-3, high=3)
     axis = opset1.constant(np.array(1), getattr(ov.Type, at))
     got, want = typed_runs(lambda p: opset3.cum_sum(p, axis, reverse=True), [x], [et],
                            tmp_path)  # fmt: skip

@@ -141,17 +141,8 @@ def test_reverse_sequence_shape_rule_matches_openvino():
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import (  # noqa: E402
-    Case,
-    check_data_type,
-    check_index_type,
-    index_types,
-    refused_on,
-    same,
-    sample,
-)
-from support.ov_any_type import run_irrun as run_typed  # noqa: E402
 from support.ov_oneop import run_cpu  # noqa: E402
+from support.typed import Case, assert_not_taken, assert_same, run_pairs, sample  # noqa: E402
 
 from irrun.ir.element_types import ALL_NUMBERS, ANY, ELEMENT_TYPES  # noqa: E402
 
@@ -170,18 +161,18 @@ TYPE_CASES = {
 @pytest.mark.parametrize("op", ["Reverse-1", "Reverse-1/mask", "ReverseSequence-1"])
 def test_every_data_type(op, t, tmp_path):
     """Data of every element type, strings and packed types included, as OpenVINO moves it
-    (support.ov_any_type)."""
-    check_data_type(TYPE_CASES[op], t, tmp_path)
+    (support.typed)."""
+    TYPE_CASES[op].check_data_type(t, tmp_path)
 
 
 INDEX_CASES = [(op, t) for op in ("Reverse-1", "Reverse-1/negative", "ReverseSequence-1",
                                   "ReverseSequence-1/batch")
-               for t in index_types(resolve(op.split("-")[0], "opset1"), TYPE_CASES[op])]  # fmt: skip
+               for t in TYPE_CASES[op].index_types(resolve(op.split("-")[0], "opset1"))]  # fmt: skip
 
 
 @pytest.mark.parametrize(("op", "t"), INDEX_CASES)
 def test_every_integer_axis_and_length_type(op, t, tmp_path):
-    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+    TYPE_CASES[op].check_index_type(t, tmp_path, data_type="f32")
 
 
 def test_index_cases_cover_the_declared_integers():
@@ -202,10 +193,10 @@ def test_reverse_sequence_takes_float_lengths(t, tmp_path):
     x = sample("i32", (2, 3))
     lengths = np.array([2.0, 1.0]).astype(ELEMENT_TYPES[t].dtype)
     build = lambda p, q: opset1.reverse_sequence(p, q, 0, 1)  # noqa: E731
-    (got,) = run_typed(build, [(x, "i32"), (lengths, t)], tmp_path)
+    (got,) = run_pairs(build, [(x, "i32"), (lengths, t)], tmp_path)
     ints = [x, np.array([2, 1], np.int64)]
     (want,) = run_cpu(one_op_model(build, ints), ints)
-    same(got, want)
+    assert_same(got, want)
     assert got.tolist() == [[x[0, 1], x[0, 0], x[0, 2]], x[1].tolist()]
 
 
@@ -216,10 +207,9 @@ REFUSED = [("Reverse-1", 1, "f32"), ("Reverse-1", 1, "string"), ("ReverseSequenc
 
 @pytest.mark.parametrize(("op", "port", "t"), REFUSED)
 def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
-    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    errors = TYPE_CASES[op].refused(port, t, tmp_path)
     label = resolve(op.split("-")[0], "opset1").label
-    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
-               for e in errors), errors  # fmt: skip
+    assert_not_taken(errors, port, t, label)
 
 
 def test_reverse_mode_picks_integers_or_booleans():

@@ -649,16 +649,8 @@ def test_validate_names_a_bad_reduction(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import (  # noqa: E402
-    Case,
-    check_data_type,
-    check_index_type,
-    index_types,
-    refused_on,
-    same,
-)
-from support.ov_any_type import run_irrun as run_typed  # noqa: E402
 from support.ov_oneop import const  # noqa: E402
+from support.typed import Case, assert_not_taken, assert_same, run_pairs  # noqa: E402
 
 from irrun.ir.element_types import ANY, NUMBERS  # noqa: E402
 
@@ -691,16 +683,16 @@ def _declared(op: str):
 @pytest.mark.parametrize("op", [op for op in TYPE_CASES if "/" not in op])
 def test_every_data_type(op, t, tmp_path):
     """Data and updates of every element type, strings and packed types included, as
-    OpenVINO moves them without a reduction (support.ov_any_type)."""
-    check_data_type(TYPE_CASES[op], t, tmp_path)
+    OpenVINO moves them without a reduction (support.typed)."""
+    TYPE_CASES[op].check_data_type(t, tmp_path)
 
 
-INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items() for t in index_types(_declared(op), case)]
+INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items() for t in case.index_types(_declared(op))]
 
 
 @pytest.mark.parametrize(("op", "t"), INDEX_CASES)
 def test_every_index_type(op, t, tmp_path):
-    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+    TYPE_CASES[op].check_index_type(t, tmp_path, data_type="f32")
 
 
 def test_index_cases_cover_the_declared_types():
@@ -717,11 +709,11 @@ def test_seu_takes_boolean_indices(tmp_path):
         build = (lambda x, i, u: opset3.scatter_elements_update(x, i, u, const(0))) if (
             version == 3) else (lambda x, i, u: opset12.scatter_elements_update(
                 x, i, u, const(0), "sum"))  # fmt: skip
-        (got,) = run_typed(build, [(data, "f32"), (np.array([[True, False]]), "boolean"),
+        (got,) = run_pairs(build, [(data, "f32"), (np.array([[True, False]]), "boolean"),
                                    (upd, "f32")], tmp_path)  # fmt: skip
         ints = [data, np.int64([[1, 0]]), upd]
         (want,) = run_cpu(one_op_model(build, ints), ints)
-        same(got, want, f"v{version}")
+        assert_same(got, want, f"v{version}")
 
 
 REFUSED = [("ScatterUpdate-3", 1, "f32"), ("ScatterUpdate-3", 3, "boolean"),
@@ -732,10 +724,9 @@ REFUSED = [("ScatterUpdate-3", 1, "f32"), ("ScatterUpdate-3", 3, "boolean"),
 
 @pytest.mark.parametrize(("op", "port", "t"), REFUSED)
 def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
-    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    errors = TYPE_CASES[op].refused(port, t, tmp_path)
     label = _declared(op).label
-    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
-               for e in errors), errors  # fmt: skip
+    assert_not_taken(errors, port, t, label)
 
 
 @pytest.mark.parametrize("t", ["string", "nf4", "i4", "u1", "f8e4m3", "f4e2m1"])
@@ -766,14 +757,14 @@ def test_reductions_of_the_other_number_types(t, tmp_path):
     for reduction in ("sum", "max"):
         build = lambda x, u, r=reduction: opset12.scatter_elements_update(  # noqa: E731
             x, const(idx), u, const(0), r)
-        (got,) = run_typed(build, [(data, t), (upd, t)], tmp_path)
+        (got,) = run_pairs(build, [(data, t), (upd, t)], tmp_path)
         want = {"sum": [4, 8, 2, 7, 9, 4], "max": [3, 5, 2, 7, 6, 4]}[reduction]
-        same(got, np.array(want).astype(dtype), f"{t} {reduction}")
+        assert_same(got, np.array(want).astype(dtype), f"{t} {reduction}")
 
 
 def test_bf16_reductions_fold_in_f32_as_the_reference_does(tmp_path):
     """Rounding after every step would leave 256 + 1 + ... at 256 (the plugin does)."""
-    from support.ov_any_type import evaluate
+    from support.typed import one_op, run_openvino
 
     bf16 = ELEMENT_TYPES["bf16"].dtype
     data = np.array([1.0, 256.0]).astype(bf16)
@@ -786,8 +777,9 @@ def test_bf16_reductions_fold_in_f32_as_the_reference_does(tmp_path):
                       x, const(idx.reshape(16, 1)), u, "sum")]  # fmt: skip
         for build in builds[: 1 if reduction == "mean" else 2]:
             inputs = [(data, "bf16"), (upd, "bf16")]
-            (got,) = run_typed(build, inputs, tmp_path)
-            (want,) = evaluate(build, inputs)
-            same(got, want, reduction)
+            (got,) = run_pairs(build, inputs, tmp_path)
+            (want,) = run_openvino(one_op(build, ["bf16"] * 2, [data.shape, upd.shape]),
+                                   [data, upd], ["bf16"] * 2)
+            assert_same(got, want, reduction)
             assert float(got[1]) == float(np.array([268.0 / (17 if reduction == "mean" else 1)])
                                           .astype(bf16)[0]), reduction  # fmt: skip

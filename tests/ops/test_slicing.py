@@ -351,13 +351,7 @@ def test_slice_scatter_updates_of_the_wrong_shape_at_run_time(tmp_path):
 # --------------------------------------------------------------------------- element types
 
 from openvino import opset15  # noqa: E402
-from support.ov_any_type import (  # noqa: E402
-    Case,
-    check_data_type,
-    check_index_type,
-    index_types,
-    refused_on,
-)
+from support.typed import Case, assert_not_taken  # noqa: E402
 
 from irrun.ir.element_types import ANY  # noqa: E402
 
@@ -389,16 +383,16 @@ def _declared(op: str):
 @pytest.mark.parametrize("op", [op for op in TYPE_CASES if "/" not in op])
 def test_every_data_type(op, t, tmp_path):
     """Data (and SliceScatter's updates) of every element type, strings and packed types
-    included, as OpenVINO moves them (support.ov_any_type)."""
-    check_data_type(TYPE_CASES[op], t, tmp_path)
+    included, as OpenVINO moves them (support.typed)."""
+    TYPE_CASES[op].check_data_type(t, tmp_path)
 
 
-INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items() for t in index_types(_declared(op), case)]
+INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items() for t in case.index_types(_declared(op))]
 
 
 @pytest.mark.parametrize(("op", "t"), INDEX_CASES)
 def test_every_index_type(op, t, tmp_path):
-    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+    TYPE_CASES[op].check_index_type(t, tmp_path, data_type="f32")
 
 
 def test_index_cases_cover_the_declared_types():
@@ -415,10 +409,9 @@ REFUSED = [("Slice-8", 1, "f32"), ("Slice-8", 4, "boolean"), ("SliceScatter-15",
 
 @pytest.mark.parametrize(("op", "port", "t"), REFUSED)
 def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
-    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    errors = TYPE_CASES[op].refused(port, t, tmp_path)
     label = _declared(op).label
-    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
-               for e in errors), errors  # fmt: skip
+    assert_not_taken(errors, port, t, label)
 
 
 def test_slice_scatter_takes_updates_of_the_data_type():

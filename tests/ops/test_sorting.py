@@ -266,7 +266,7 @@ def test_row_search_is_searchsorted_per_row(rows, n, m, right, data):
 # against OpenVINO's reference kernels; validate naming the types they do not take.
 # (OpenVINO takes the small floats and packed integers too; irrun does not order them.)
 
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ir.element_types import INDEX_TYPES, NUMBERS  # noqa: E402
 from irrun.ops.sorting import UNIQUE_TYPES  # noqa: E402
@@ -275,8 +275,8 @@ from irrun.ops.sorting import UNIQUE_TYPES  # noqa: E402
 @pytest.mark.parametrize(("et", "bt"), [(t, "f32") for t in NUMBERS] + [("f32", t) for t in NUMBERS])
 @pytest.mark.parametrize("right", [False, True])
 def test_bucketize_every_declared_type(et, bt, right, tmp_path):
-    x = sample(et, (3, 7), seed=1, low=-6, high=6)
-    buckets = np.sort(sample(bt, (4,), seed=2, low=-6, high=6))
+    x = convertible(et, (3, 7), seed=1, low=-6, high=6)
+    buckets = np.sort(convertible(bt, (4,), seed=2, low=-6, high=6))
     got, want = typed_runs(lambda p, q: opset3.bucketize(p, q, "i32", right), [x, buckets],
                            [et, bt], tmp_path)  # fmt: skip
     assert_typed_close(got, want, rtol=0)
@@ -285,8 +285,8 @@ def test_bucketize_every_declared_type(et, bt, right, tmp_path):
 @pytest.mark.parametrize("et", NUMBERS)
 @pytest.mark.parametrize("right", [False, True])
 def test_search_sorted_every_declared_type(et, right, tmp_path):
-    seq = np.sort(sample(et, (2, 6), seed=3, low=-6, high=6), axis=-1)
-    values = sample(et, (2, 4), seed=4, low=-6, high=6)
+    seq = np.sort(convertible(et, (2, 6), seed=3, low=-6, high=6), axis=-1)
+    values = convertible(et, (2, 4), seed=4, low=-6, high=6)
     got, want = typed_runs(lambda p, q: opset15.search_sorted(p, q, right), [seq, values],
                            [et, et], tmp_path)  # fmt: skip
     assert_typed_close(got, want, rtol=0)
@@ -295,7 +295,7 @@ def test_search_sorted_every_declared_type(et, right, tmp_path):
 @pytest.mark.parametrize("et", UNIQUE_TYPES)
 @pytest.mark.parametrize("at", [None, *INDEX_TYPES])
 def test_unique_every_declared_type(et, at, tmp_path):
-    x = sample(et, (4, 3), seed=5, low=-3, high=3)
+    x = convertible(et, (4, 3), seed=5, low=-3, high=3)
     x[2] = x[0]  # a repeated row along axis 0
 
     def build(p):

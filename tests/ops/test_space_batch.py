@@ -156,13 +156,7 @@ def test_validate_names_the_layer(tmp_path):
 
 # --------------------------------------------------------------------------- element types
 
-from support.ov_any_type import (  # noqa: E402
-    Case,
-    check_data_type,
-    check_index_type,
-    index_types,
-    refused_on,
-)
+from support.typed import Case, assert_not_taken  # noqa: E402
 
 from irrun.ir.element_types import ANY, ELEMENT_TYPES  # noqa: E402
 
@@ -179,17 +173,17 @@ TYPE_CASES = {
 @pytest.mark.parametrize("op", TYPE_CASES)
 def test_every_data_type(op, t, tmp_path):
     """Data of every element type, strings and packed types included, as OpenVINO moves it
-    (support.ov_any_type)."""
-    check_data_type(TYPE_CASES[op], t, tmp_path)
+    (support.typed)."""
+    TYPE_CASES[op].check_data_type(t, tmp_path)
 
 
 INDEX_CASES = [(op, t) for op, case in TYPE_CASES.items()
-               for t in index_types(resolve(op.split("-")[0], "opset2"), case)]  # fmt: skip
+               for t in case.index_types(resolve(op.split("-")[0], "opset2"))]  # fmt: skip
 
 
 @pytest.mark.parametrize(("op", "t"), INDEX_CASES)
 def test_every_block_type(op, t, tmp_path):
-    check_index_type(TYPE_CASES[op], t, tmp_path, data_type="f32")
+    TYPE_CASES[op].check_index_type(t, tmp_path, data_type="f32")
 
 
 def test_index_cases_cover_the_declared_types():
@@ -204,10 +198,9 @@ REFUSED = [("BatchToSpace-2", 1, "f32"), ("BatchToSpace-2", 3, "boolean"),
 
 @pytest.mark.parametrize(("op", "port", "t"), REFUSED)
 def test_a_type_not_taken_is_a_validate_error(op, port, t, tmp_path):
-    errors = refused_on(TYPE_CASES[op], port, t, tmp_path)
+    errors = TYPE_CASES[op].refused(port, t, tmp_path)
     label = resolve(op.split("-")[0], "opset2").label
-    assert any(f"({label}): input {port} is {t}, which {label} does not take (it takes " in e
-               for e in errors), errors  # fmt: skip
+    assert_not_taken(errors, port, t, label)
 
 
 def test_batch_to_space_takes_one_type_of_block_parameters():

@@ -74,7 +74,7 @@ def test_topk_matches_cpu(module, shape, axis, k, mode, sort, stable, dtype, tmp
 # for, TopK of the f32 values converted back; ties go lowest index first in both); validate
 # naming the types it does not take.
 
-from support.converted import assert_refused, assert_typed_close, sample, typed_runs  # noqa: E402
+from support.typed import assert_refused, assert_typed_close, convertible, typed_runs  # noqa: E402
 
 from irrun.ops.topk import K_TYPES, TOPK_TYPES  # noqa: E402
 
@@ -93,7 +93,7 @@ def _build(version, k, mode="max"):
 @pytest.mark.parametrize("version", [1, 3, 11])
 @pytest.mark.parametrize("mode", ["max", "min"])
 def test_every_declared_type(et, version, mode, tmp_path):
-    x = sample(et, (3, 6), seed=version, low=-8, high=8)
+    x = convertible(et, (3, 6), seed=version, low=-8, high=8)
     k = opset1.constant(np.int64(3))
     got, want = typed_runs(_build(version, k, mode), [x], [et], tmp_path, outputs=2)
     assert_typed_close(got, want, rtol=0)
@@ -101,7 +101,7 @@ def test_every_declared_type(et, version, mode, tmp_path):
 
 @pytest.mark.parametrize(("version", "kt"), [(v, t) for v in (1, 3, 11) for t in K_TYPES[v]])
 def test_every_k_type(kt, version, tmp_path):
-    x = sample("f32", (3, 6), seed=2)
+    x = convertible("f32", (3, 6), seed=2)
     k = opset1.constant(np.array(2), getattr(ov.Type, kt))
     got, want = typed_runs(_build(version, k), [x], ["f32"], tmp_path, outputs=2)
     assert got[0].shape == (3, 2)

@@ -20,7 +20,7 @@ from irrun.ir.registry import resolve
 ov = pytest.importorskip("openvino")
 from openvino import opset1, opset6  # noqa: E402
 from openvino.op.util import Variable, VariableInfo  # noqa: E402
-from support.typed_io import assert_same, evaluate, sample  # noqa: E402
+from support.typed import assert_same, run_openvino, sample  # noqa: E402
 
 
 def _param(name, et):
@@ -69,7 +69,7 @@ def test_a_variable_of_each_type(version, et, tmp_path):
     request = irrun.load(path).create_request()
     got = request.run({"in0": first, "in1": second})["out"]
     if et != "string":  # OpenVINO's evaluate aborts the process on a string variable
-        (want,) = evaluate(model, [first, second], [et, et])
+        (want,) = run_openvino(model, [first, second], [et, et])
         assert_same(got, want, "the initial value")
     assert_same(got, first, "the initial value")
     got = request.run({"in0": third, "in1": third})["out"]
