@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     attention,
     avg_pool,
     convolution,
+    detection,
     matmul,
     max_pool,
     normalization,
