@@ -29,6 +29,7 @@ from . import (  # noqa: F401
     normalization,
     pool_chain,
     reduction,
+    scatter,
 )
 
 # isort: split
