@@ -18,7 +18,16 @@ and the same along x (a NaN coordinate gives a NaN IoU, which drops nothing).  H
    corner; each paired with those whose low corner lies below its high corner) lists
    the pairs that may overlap; their IoU is the reference's :func:`box_iou`, elementwise
    (IoU is symmetric to the bit: ``areas + c_area`` is one commutative f32 addition), so
-   the pairs whose earlier box would drop the later one are exactly the reference's;
+   the pairs whose earlier box would drop the later one are exactly the reference's.
+   The window is narrower where that is safe: two boxes' IoU is at most their
+   intersection's extent along an axis over either box's extent there (``h w / max(a,
+   a') <= h / max(e, e')``, as ``w`` is at most either width), so a box ``p`` pairs only
+   with boxes whose low corner is below its high corner less ``t e_p``.  The sweep
+   leaves out ``0.9 t e_p`` (in f64): an f32 IoU above ``t`` is a true IoU above
+   ``t / (1 + 8u)``, far more than ``0.9 t``, where nothing overflows or falls to
+   denormals, which coordinates within 1e18 and ``t >= 2^-20`` ensure (an intersection
+   that underflows gives an IoU below ``t``); otherwise the window is the whole
+   extent;
 3. the selection is decided in rounds over those pairs: a candidate dropped by a
    selected one is dropped; a candidate no undecided one can drop is selected.  Each
    round decides at least the first undecided candidate, and usually many at once;
@@ -57,32 +66,46 @@ def _one_value(x: np.ndarray | None, default, dtype):
     return dtype(values[0]) if values.size == 1 else None
 
 
-def _sweep(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+def _sweep(low: np.ndarray, high: np.ndarray, shrink: float) -> tuple[np.ndarray, np.ndarray, int]:
     """Boxes by ``low`` (stable) and, for each in that order, the end (exclusive) of the
-    run of later boxes whose ``low`` is below its ``high``; and the pairs so listed."""
+    run of later boxes whose ``low`` is below its ``high`` less ``shrink`` times its
+    extent; and the pairs so listed."""
     order = np.argsort(low, kind="stable")
-    lows = low[order]
-    ends = np.searchsorted(lows, high[order], side="left")
+    lows, highs = low[order], high[order]
+    if shrink:
+        lows, highs = lows.astype(np.float64), highs.astype(np.float64)
+        highs = highs - shrink * (highs - lows)
+    ends = np.searchsorted(lows, highs, side="left")
     ends = np.maximum(ends, np.arange(1, len(order) + 1))
     return order, ends, int((ends - np.arange(1, len(order) + 1)).sum())
 
 
-def overlapping_pairs(corners: np.ndarray, areas: np.ndarray, drops, limit: int):
+def _shrink(corners: np.ndarray, iou_threshold: np.float32) -> float:
+    """How much of its extent a box's window may leave out (see the module's docstring):
+    ``0.9 * iou_threshold`` where every coordinate is finite and within 1e18 and the
+    threshold at least 2^-20, else 0."""
+    if not iou_threshold >= 2.0**-20 or not len(corners):
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        tame = bool(np.all(np.abs(corners) <= 1e18))  # NaN is not
+    return 0.9 * float(iou_threshold) if tame else 0.0
+
+
+def overlapping_pairs(corners: np.ndarray, areas: np.ndarray, drops, limit: int,
+                      shrink: float = 0.0):  # fmt: skip
     """Pairs ``(i, j)`` of rows of ``corners`` (``[m, 4]``, ordered corners) for which
     ``drops(iou)`` holds, each pair once in one of its two orders; None where the sweep
-    would list more than ``limit`` pairs."""
+    would list more than ``limit`` pairs.  ``shrink``: see :func:`_shrink`."""
     m = len(corners)
-    sweeps = [(_sweep(corners[:, axis], corners[:, axis + 2]), axis) for axis in (0, 1)]
-    (order, ends, count), axis = min(sweeps, key=lambda s: s[0][2])
+    sweeps = [(_sweep(corners[:, axis], corners[:, axis + 2], shrink), axis) for axis in (0, 1)]
+    (order, ends, count), _ = min(sweeps, key=lambda s: s[0][2])
     if count > limit:
         return None
-    # By the sweep's order from here on, a row per coordinate (np.take of a row, along a
-    # contiguous row, is several times faster than fancy indexing of [m, 4] boxes).
+    # By the sweep's order from here on, a row per coordinate (np.take along a contiguous
+    # row is several times faster than fancy indexing of [m, 4] boxes).
     columns = np.ascontiguousarray(corners[order].T)
     box_areas = areas[order]
-    low, high = columns[1 - axis], columns[3 - axis]  # the listed pairs may not overlap here
-    starts = np.arange(1, m + 1, dtype=np.int32)
-    ends = ends.astype(np.int32)
+    starts = np.arange(1, m + 1)
     firsts, seconds = [], []
     p = 0
     while p < m:  # chunks of boxes whose pairs number about PAIRS_AT_ONCE
@@ -92,14 +115,11 @@ def overlapping_pairs(corners: np.ndarray, areas: np.ndarray, drops, limit: int)
         total = int(counts.sum())
         if total:
             # the k-th pair of box a is (a, a + 1 + k): k counts from the a's first pair
-            firsts_at = np.arange(p, q, dtype=np.int32)
-            shift = firsts_at + 1 - (np.cumsum(counts) - counts).astype(np.int32)
+            firsts_at = np.arange(p, q)
+            shift = firsts_at + 1 - (np.cumsum(counts) - counts)
             first = np.repeat(firsts_at, counts)
-            second = np.arange(total, dtype=np.int32)
+            second = np.arange(total)
             second += np.repeat(shift, counts)
-            apart = np.minimum(np.take(high, first), np.take(high, second)) <= \
-                np.maximum(np.take(low, first), np.take(low, second))  # fmt: skip
-            first, second = first[~apart], second[~apart]
             with np.errstate(all="ignore"):
                 iou = box_iou(np.take(columns, second, axis=1).T[:, None, :],
                               np.take(box_areas, second)[:, None],
@@ -159,8 +179,10 @@ def hard_nms(boxes, scores, per_class: int, iou_threshold, score_threshold, vers
                 continue
             # the reference's order of selection: by score, then lowest index
             candidates = candidates[np.argsort(-s[candidates], kind="stable")]
-            pairs = overlapping_pairs(corners[candidates], areas[candidates], drops,
-                                      PAIRS_PER_BOX * len(candidates) + PAIRS_MIN)  # fmt: skip
+            boxes_in = corners[candidates]
+            pairs = overlapping_pairs(boxes_in, areas[candidates], drops,
+                                      PAIRS_PER_BOX * len(candidates) + PAIRS_MIN,
+                                      _shrink(boxes_in, thr_iou))  # fmt: skip
             if pairs is None:
                 return None
             i, j = pairs  # positions in ``candidates``: their ranks
