@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     avg_pool,
     convolution,
     detection,
+    gather,
     matmul,
     max_pool,
     normalization,
