@@ -123,7 +123,7 @@ def overlapping_pairs(corners: np.ndarray, areas: np.ndarray, drops, limit: int,
             with np.errstate(all="ignore"):
                 iou = box_iou(np.take(columns, second, axis=1).T[:, None, :],
                               np.take(box_areas, second)[:, None],
-                              np.take(columns, first, axis=1).T)[:, 0]  # fmt: skip
+                              np.repeat(columns[:, p:q], counts, axis=1).T)[:, 0]  # fmt: skip
             hit = drops(iou)
             firsts.append(np.take(order, first[hit]))
             seconds.append(np.take(order, second[hit]))
