@@ -30,6 +30,7 @@ from . import (  # noqa: F401
     normalization,
     pool_chain,
     reduction,
+    roi_align,
     scatter,
 )
 
