@@ -14,8 +14,8 @@ per-class NMS, top-k, and for Mask R-CNN the mask paste), converted with
 
 Random weights score every box near 1/91 (a softmax over 91 classes), under the
 default thresholds of some models, so the post-processing would see few or no boxes.
-The score thresholds are lowered here (``THRESHOLDS``) so that many boxes go through
-NMS and top-k, as with a trained model on a busy image.  The IR is converted once from
+The score thresholds are lowered to 0.001 here (``MODELS``) so that many boxes go
+through NMS and top-k, as with a trained model on a busy image.  The IR is converted once from
 the example image; the benchmark feeds it the same image.
 """
 
@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 
 DEFAULT_DIR = Path(__file__).resolve().parent / "models" / "detection"
-SIZE = {"ssdlite320": 320, "fasterrcnn_mobilenet_320": 320, "maskrcnn": 320}
 # name -> (torchvision builder, keyword arguments beyond weights=None, weights_backbone=None)
 MODELS = {
     "ssdlite320": ("ssdlite320_mobilenet_v3_large", {"score_thresh": 0.001}),
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(0)
         model = getattr(torchvision.models.detection, builder)(
             weights=None, weights_backbone=None, **kwargs).eval()  # fmt: skip
-        image = example_image(SIZE[name])
+        image = example_image(320)
         with torch.no_grad():
             boxes = model([image])[0]["boxes"]
             keys = ("boxes", "scores", "labels") + (("masks",) if name == "maskrcnn" else ())
