@@ -226,14 +226,16 @@ def _nms(version: int):
 
 def _scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
              outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
-    """Per candidate: its corners, area, rank, order and state, and its share of the
-    pairs (up to PAIRS_PER_BOX, in chunks of PAIRS_AT_ONCE, and those kept: two indices
-    each); plus a chunk's temporaries (indices and IoU terms)."""
+    """Per score: its f32 copy and, once selected, its group, box and score; per box of
+    the group at work (one at a time): its corners, area, order, rank and state, and its
+    share of the pairs (up to PAIRS_PER_BOX, those kept two indices each); plus a chunk's
+    temporaries (indices and IoU terms)."""
     scores = static_shape(inputs[1])
-    if scores is None:
+    if scores is None or len(scores) != 3:
         return 0
-    n = math.prod(scores)
-    return 96 * n + 16 * min(PAIRS_PER_BOX * n + PAIRS_MIN, n * n) + 128 * PAIRS_AT_ONCE
+    n = scores[2]
+    return (28 * math.prod(scores) + 96 * n + 16 * min(PAIRS_PER_BOX * n + PAIRS_MIN, n * n)
+            + 128 * PAIRS_AT_ONCE)  # fmt: skip
 
 
 for _version in (5, 9):
