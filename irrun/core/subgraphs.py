@@ -152,10 +152,11 @@ class Body:
         reference = reference_mode()  # a body runs as the plan that runs its layer
         plan = self._plans.get(reference)
         if plan is None:
-            # A body's plan takes the passes of the top level's, and grows the values a Loop
-            # accumulates by Concat in place (see irrun.core.passes.loop_append).
-            plan = self._plans[reference] = Plan(self.lg, self.nodes, (*PASSES, grow_accumulators),
-                                                 reference=reference)  # fmt: skip
+            # A body's plan takes the passes of the top level's; a Loop's (or a
+            # TensorIterator's) also grows the values it accumulates by Concat in place (see
+            # irrun.core.passes.loop_append).
+            passes = (*PASSES, grow_accumulators) if self.tag == "body" else PASSES
+            plan = self._plans[reference] = Plan(self.lg, self.nodes, passes, reference=reference)
         slots = [plan.slots[self.source(r)] for r in results]
         got = plan.run({plan.parameters[lid]: v for lid, v in feeds.items()}, slots)
         return [got[s] for s in slots]

@@ -5,12 +5,13 @@ torchvision's paste-masks loop (Mask R-CNN) builds its output one mask per itera
     Parameter(acc) -> Concat(acc, new, axis 0) -> Result --back edge--> Parameter(acc)
 
 Run as written, iteration N's Concat copies the N masks before it (100 masks of
-320x320: 2 GB copied, half a second).  In a body's plan (:class:`irrun.core.subgraphs.
-Body`) this pass gives each two-input Concat whose first input is fed to the body (a
-Parameter) and whose output the body returns the KV cache's appending kernel
-(:mod:`.kv_cache`): it appends ``new`` to a buffer with room to spare and returns the
-filled part as a view, which the back edge feeds to the next iteration's Concat, which
-finds the buffer behind it.  The buffer doubles when full, so N iterations copy O(N).
+320x320: 2 GB copied, half a second).  In the plan of a Loop's or TensorIterator's
+body (:class:`irrun.core.subgraphs.Body`) this pass gives each two-input Concat whose
+first input is fed to the body (a Parameter) and whose output the body returns the KV
+cache's appending kernel (:mod:`.kv_cache`): it appends ``new`` to a buffer with room
+to spare and returns the filled part as a view, which the back edge feeds to the next
+iteration's Concat, which finds the buffer behind it.  The buffer doubles when full, so
+N iterations copy O(N).
 
 The appending kernel writes only past the part any view of the buffer has shown, and
 only when its first input is exactly that part; anything else (a Parameter fed
