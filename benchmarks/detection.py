@@ -9,11 +9,13 @@ For each model of ``benchmarks/models/detection/``: its example image (the ``.np
 beside the ``.xml``), irrun (``irrun.load(path, threads=N)``) and OpenVINO (CPU, f32,
 INFERENCE_NUM_THREADS=N) timed in turn in this one process, each following the other
 equally often (see benchmarks/run.py); the median milliseconds and their ratio (the
-target is <= 3 at 1 thread).  Then how far irrun's outputs are from OpenVINO's: per
-output, the rows each gives and, where they give as many, the largest difference over
-OpenVINO's largest value, rows sorted alike first (randomly initialised, ssdlite320
-scores every box 1/91: which 300 of its equal-scored boxes an engine keeps depends on
-how it orders ties, so only its scores agree); with ``--profile``, where irrun's time
+target is <= 3 at 1 thread), and at 1 thread the same of this process's CPU time per
+run (all its threads: steadier on a machine other processes share).  Then how far
+irrun's outputs are from OpenVINO's: per output, the rows each gives and, where they
+give as many, the largest difference over OpenVINO's largest value, rows sorted alike
+first (randomly initialised, ssdlite320 scores every box 1/91: which 300 of its
+equal-scored boxes an engine keeps depends on how it orders ties, so only its scores
+agree); with ``--profile``, where irrun's time
 goes by op type (each layer at its fastest of 3 runs), the share of the sub-graph layers
 (If, Loop), whose bodies hold the post-processing, and the Python functions that take
 most of a run (cProfile, which sees inside the bodies).
@@ -32,6 +34,7 @@ import cProfile  # noqa: E402
 import io  # noqa: E402
 import pstats  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -40,7 +43,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the irrun of this checkout
 sys.path.insert(0, str(HERE))
-from run import _interleaved  # noqa: E402  (benchmarks/run.py)
+from run import _each_after_each, _interleaved  # noqa: E402  (benchmarks/run.py)
 
 import irrun  # noqa: E402
 
@@ -116,6 +119,21 @@ def _canonical(outputs: list[np.ndarray]) -> list[np.ndarray]:
     return [o[order] for o in outputs]
 
 
+def _cpu_interleaved(backends: dict, runs: int) -> dict[str, float]:
+    """Median CPU milliseconds of this process per run of each backend, in the same order
+    as :func:`_interleaved` (both engines run on this thread at one thread: the CPU time
+    is theirs alone, which other processes on the machine disturb less than the clock)."""
+    samples: dict[str, list[float]] = {k: [] for k in backends}
+    order = _each_after_each(list(backends))
+    for i in range(runs * len(order)):
+        name = order[i % len(order)]
+        if len(samples[name]) < runs:
+            start = time.process_time()
+            backends[name]()
+            samples[name].append(time.process_time() - start)
+    return {k: 1e3 * float(np.median(v)) for k, v in samples.items()}
+
+
 def bench(path: Path, core, threads: int, runs: int, profile: bool) -> dict:
     compiled = core.compile_model(core.read_model(path), "CPU",
                                   {"INFERENCE_NUM_THREADS": threads,
@@ -129,6 +147,11 @@ def bench(path: Path, core, threads: int, runs: int, profile: bool) -> dict:
         "openvino": lambda: request.infer({0: x}, share_inputs=True),
     }, runs)  # fmt: skip
     result: dict = {"name": path.stem, "times": times}
+    if threads == 1:
+        result["cpu"] = _cpu_interleaved({
+            "irrun": lambda: m.run(feeds),
+            "openvino": lambda: request.infer({0: x}, share_inputs=True),
+        }, runs)  # fmt: skip
     want = [np.array(v) for v in request.infer({0: x}).values()]
     got = list(m.run(feeds).values())
     result["agreement"] = _agreement(got, want)
@@ -161,8 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     for path in found:
         r = bench(path, core, args.threads, args.runs, args.profile)
         t = r["times"]
+        cpu = r.get("cpu")
+        cpu_text = "" if cpu is None else (
+            f";  CPU {cpu['irrun']:.1f} / {cpu['openvino']:.1f} ms = "
+            f"{cpu['irrun'] / cpu['openvino']:.2f}")  # fmt: skip
         print(f"{r['name']:26s} {t['irrun']:8.1f} / {t['openvino']:7.1f} ms = "
-              f"{t['irrun'] / t['openvino']:5.2f}  (target <= 3)", flush=True)
+              f"{t['irrun'] / t['openvino']:5.2f}  (target <= 3){cpu_text}", flush=True)
         print(f"    outputs vs OpenVINO: {r['agreement']}")
         if "profile" in r:
             total = sum(s for _, s, _ in r["profile"])
