@@ -34,7 +34,9 @@ and the same along x (a NaN coordinate gives a NaN IoU, which drops nothing).  H
 4. the first ``max_output_boxes_per_class`` selected candidates, in order, are the
    group's selections, as the reference's steps give them.
 
-The same boxes, in the same order, with the same scores: bit for bit.  It gives way to
+The same boxes, in the same order, with the same scores: bit for bit.  With
+``IRRUN_JIT=1`` and numba, steps 2 and 3 run compiled (:mod:`.nms_jit`), with the same
+pairs and selection.  It gives way to
 the reference for soft NMS (``soft_nms_sigma`` > 0), an ``iou_threshold`` not above 0
 (or NaN: every pair may count), inputs the reference would refuse, and boxes that
 overlap so much that the pairs outnumber ``PAIRS_PER_BOX`` per candidate plus
@@ -52,6 +54,7 @@ import numpy as np
 from ..ir.registry import TensorInfo
 from ..ops._scratch import static_shape
 from ..ops.detection import _corners, box_iou
+from . import nms_jit
 from .registry import FastKernel, register_fast
 
 PAIRS_PER_BOX = 256  # the most pairs per candidate the sweep may list ...
@@ -92,10 +95,11 @@ def _shrink(corners: np.ndarray, iou_threshold: np.float32) -> float:
 
 
 def overlapping_pairs(corners: np.ndarray, areas: np.ndarray, drops, limit: int,
-                      shrink: float = 0.0):  # fmt: skip
+                      shrink: float = 0.0, jit: tuple | None = None):  # fmt: skip
     """Pairs ``(i, j)`` of rows of ``corners`` (``[m, 4]``, ordered corners) for which
     ``drops(iou)`` holds, each pair once in one of its two orders; None where the sweep
-    would list more than ``limit`` pairs.  ``shrink``: see :func:`_shrink`."""
+    would list more than ``limit`` pairs.  ``shrink``: see :func:`_shrink`.  ``jit``:
+    ``(threshold, at_least)`` to list them compiled (:mod:`.nms_jit`), ``i < j``."""
     m = len(corners)
     sweeps = [(_sweep(corners[:, axis], corners[:, axis + 2], shrink), axis) for axis in (0, 1)]
     (order, ends, count), _ = min(sweeps, key=lambda s: s[0][2])
@@ -105,6 +109,13 @@ def overlapping_pairs(corners: np.ndarray, areas: np.ndarray, drops, limit: int,
     # row is several times faster than fancy indexing of [m, 4] boxes).
     columns = np.ascontiguousarray(corners[order].T)
     box_areas = areas[order]
+    if jit is not None:  # the same pairs, listed by compiled loops (nms_jit)
+        first = np.empty(count, np.int64)
+        second = np.empty(count, np.int64)
+        consts = np.array([0, jit[0]], np.float32)
+        found = nms_jit.kernels()[0](columns, box_areas, order, ends, consts, jit[1], first,
+                                     second)  # fmt: skip
+        return first[:found], second[:found]
     starts = np.arange(1, m + 1)
     firsts, seconds = [], []
     p = 0
@@ -133,9 +144,15 @@ def overlapping_pairs(corners: np.ndarray, areas: np.ndarray, drops, limit: int,
     return np.concatenate(firsts), np.concatenate(seconds)
 
 
-def greedy(m: int, earlier: np.ndarray, later: np.ndarray) -> np.ndarray:
+def greedy(m: int, earlier: np.ndarray, later: np.ndarray, jit: bool = False) -> np.ndarray:
     """Which of ``m`` candidates, in order, greedy NMS selects when candidate
-    ``earlier[k]`` drops ``later[k]`` (``earlier < later``) if it is selected."""
+    ``earlier[k]`` drops ``later[k]`` (``earlier < later``) if it is selected (``jit``:
+    in one compiled pass, :mod:`.nms_jit`)."""
+    if jit:
+        by = np.argsort(earlier, kind="stable")
+        chosen = np.empty(m, np.bool_)
+        nms_jit.kernels()[1](m, earlier[by], later[by], chosen)
+        return chosen
     UNDECIDED, SELECTED, DROPPED = 0, 1, 2
     state = np.zeros(m, np.int8)
     while True:
@@ -166,6 +183,7 @@ def hard_nms(boxes, scores, per_class: int, iou_threshold, score_threshold, vers
         def drops(iou):
             return iou > thr_iou
     limit = max(0, min(per_class, n))
+    jit = nms_jit.takes()
     corners_all = _corners(boxes, encoding)
     current = scores.astype(np.float32)
     groups, picks, picked = [], [], []
@@ -182,11 +200,12 @@ def hard_nms(boxes, scores, per_class: int, iou_threshold, score_threshold, vers
             boxes_in = corners[candidates]
             pairs = overlapping_pairs(boxes_in, areas[candidates], drops,
                                       PAIRS_PER_BOX * len(candidates) + PAIRS_MIN,
-                                      _shrink(boxes_in, thr_iou))  # fmt: skip
+                                      _shrink(boxes_in, thr_iou),
+                                      (thr_iou, version == 5) if jit else None)  # fmt: skip
             if pairs is None:
                 return None
             i, j = pairs  # positions in ``candidates``: their ranks
-            chosen = greedy(len(candidates), np.minimum(i, j), np.maximum(i, j))
+            chosen = greedy(len(candidates), np.minimum(i, j), np.maximum(i, j), jit)
             box = candidates[chosen][:limit]
             groups.append(np.full(len(box), b * classes + c))
             picks.append(box)
@@ -242,6 +261,6 @@ for _version in (5, 9):
     register_fast(FastKernel(
         "NonMaxSuppression", (_version,),
         "hard NMS (soft_nms_sigma <= 0) with iou_threshold > 0: the IoU of overlapping pairs "
-        "only (a sweep), the selection decided over them; not where the pairs outnumber "
-        f"{PAIRS_PER_BOX} per candidate plus {PAIRS_MIN}",
+        "only (a sweep), the selection decided over them (both compiled with IRRUN_JIT=1 and "
+        f"numba); not where the pairs outnumber {PAIRS_PER_BOX} per candidate plus {PAIRS_MIN}",
         _nms(_version), scratch=_scratch))  # fmt: skip

@@ -3,7 +3,8 @@ the reference kernel: the same selections, scores and counts, bit for bit, over 
 encodings, element types, layouts, batches and classes, tied scores and boxes on a grid
 (IoUs exactly at the threshold, touching and identical boxes, empty ones), NaN and
 infinite coordinates and scores, limits, sorting; in chunks of a few pairs; and where it
-gives way to the reference."""
+gives way to the reference; the same with the pairs and the selection compiled
+(nms_jit, where numba is installed)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.bits import assert_same_outcome, outcome
 
-from irrun.fast import detection, fast_kernel
+from irrun.fast import detection, fast_kernel, nms_jit
 from irrun.ir import element_types
 from irrun.ir.registry import supported_ops
 
@@ -63,14 +64,24 @@ def _cases(draw):
     return attrs, [boxes, scores, *rest]
 
 
+def _jit(on: bool) -> bool:
+    """Whether the compiled pairs and selection (nms_jit) run: skips without numba."""
+    if on:
+        pytest.importorskip("numba")
+    return on
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["numpy", "jit"])
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.label)
 @settings(max_examples=150, deadline=None)
 @given(case=_cases(), chunk=st.sampled_from([1, 3, 1 << 16]))
-def test_hard_nms_is_the_reference(op, case, chunk):
+def test_hard_nms_is_the_reference(op, jit, case, chunk):
     attrs, args = case
+    on = _jit(jit)
     with pytest.MonkeyPatch.context() as patch, np.errstate(all="ignore"):
         want = outcome(op.kernel, attrs, *args)
         patch.setattr(detection, "PAIRS_AT_ONCE", chunk)  # a chunk may hold few pairs
+        patch.setattr(nms_jit, "takes", lambda: on)
         got = outcome(fast_kernel(op).run, attrs, *args)
     assert got is not NotImplemented
     assert_same_outcome(got, want)
@@ -88,9 +99,12 @@ def _torchvision_like(n: int, classes: int, seed: int) -> tuple[np.ndarray, np.n
     return boxes[None].astype(np.float32), scores[None, None].astype(np.float32)
 
 
+@pytest.mark.parametrize("jit", [False, True], ids=["numpy", "jit"])
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.label)
 @pytest.mark.parametrize("iou", [0.5, 0.7, 0.3])
-def test_many_boxes_as_torchvision_gives_them(op, iou):
+def test_many_boxes_as_torchvision_gives_them(op, iou, jit, monkeypatch):
+    on = _jit(jit)
+    monkeypatch.setattr(nms_jit, "takes", lambda: on)
     boxes, scores = _torchvision_like(3000, 20, seed=int(iou * 10))
     attrs = _attrs("corner", False, "i64")
     args = [boxes, scores, np.int64(2**31 - 1), np.float32(iou), np.float32(0.1), np.float32(0)]
@@ -100,10 +114,11 @@ def test_many_boxes_as_torchvision_gives_them(op, iou):
     assert_same_outcome(got, want)
 
 
-def test_greedy_decides_a_chain_one_by_one():
-    # each candidate drops the next: every other one is selected, one per round
+@pytest.mark.parametrize("jit", [False, True], ids=["numpy", "jit"])
+def test_greedy_decides_a_chain_one_by_one(jit):
+    # each candidate drops the next: every other one is selected (one per round)
     earlier = np.arange(9)
-    chosen = detection.greedy(10, earlier, earlier + 1)
+    chosen = detection.greedy(10, earlier, earlier + 1, _jit(jit))
     assert chosen.tolist() == [True, False] * 5
 
 
