@@ -13,7 +13,11 @@ throughput (multiply-adds, or elements, a second).  Groups:
   nets' and convnext's;
 - ``conv``: ordinary 3x3 convolutions (one GEMM per tap, or the column matrix) and 1x1
   ones (one product), with NumPy's own BLAS on the same product as a ceiling;
-- ``act``: ReLU, Clamp (ReLU6), Swish and Gelu on a 1x96x112x112 tensor.
+- ``act``: ReLU, Clamp (ReLU6), Swish and Gelu on a 1x96x112x112 tensor;
+- ``detection``: the post-processing of torchvision's detection models
+  (benchmarks/detection.py): NonMaxSuppression-9 over 27,000 boxes of 90 classes shifted
+  apart (ssdlite320's), ScatterElementsUpdate-12 of whole slices (Faster R-CNN's
+  MultiScaleRoIAlign), ROIAlign-9 of 150 regions and Gather-8 of a column.
 
 A one-op model's time holds each engine's cost per run too: OpenVINO's copies of the
 input and the output and its request's overhead, irrun's checks of the feeds.  Inside a
@@ -46,7 +50,7 @@ import irrun  # noqa: E402
 
 try:
     import openvino as ov
-    from openvino import opset1, opset4, opset7
+    from openvino import opset1, opset4, opset7, opset8, opset9, opset12
 except ImportError:  # pragma: no cover
     sys.exit("benchmarks/kernels.py needs OpenVINO: pip install openvino")
 
@@ -137,7 +141,61 @@ def act(workdir: Path, runs: int) -> list[float]:
     return ratios
 
 
-GROUPS = {"depthwise": depthwise, "conv": conv, "act": act}
+def _torchvision_boxes(n: int, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Boxes ``[1, n, 4]`` of ``classes`` classes in one NMS, each class shifted apart as
+    torchvision's batched_nms does, and their scores ``[1, 1, n]``."""
+    rng = np.random.default_rng(3)
+    xy = rng.uniform(0, 300, (n, 2))
+    boxes = np.concatenate([xy, np.minimum(xy + rng.uniform(4, 120, (n, 2)), 320)], axis=1)
+    boxes += 321 * rng.integers(0, classes, n)[:, None]
+    return boxes[None].astype(np.float32), rng.uniform(0, 1, (1, 1, n)).astype(np.float32)
+
+
+def detection(workdir: Path, runs: int) -> list[float]:
+    ratios = []
+    rng = np.random.default_rng(4)
+    boxes, scores = _torchvision_boxes(27000, 90)
+    p = opset1.parameter(list(boxes.shape), np.float32, name="x")
+    y = opset9.non_max_suppression(
+        p, opset1.constant(scores), max_output_boxes_per_class=opset1.constant(np.int64(2**31 - 1)),
+        iou_threshold=opset1.constant(np.float32(0.55)),
+        score_threshold=opset1.constant(np.float32(0.001)), box_encoding="corner",
+        sort_result_descending=False, output_type="i64")
+    ms = _pair(ov.Model([y.output(0)], [p]), boxes, workdir, "nms", runs)
+    print(_line("NMS-9 27000 boxes, 90 classes", ms, boxes.shape[1], "Gbox/s"))
+    ratios.append(ms["irrun"] / ms["openvino"])
+
+    data = np.zeros((1000, 256, 7, 7), np.float32)
+    rows = rng.permutation(1000)[:997]
+    idx = np.broadcast_to(rows[:, None, None, None], (997, 256, 7, 7)).astype(np.int32)
+    upd = rng.standard_normal((997, 256, 7, 7)).astype(np.float32)
+    p = opset1.parameter(list(data.shape), np.float32, name="x")
+    y = opset12.scatter_elements_update(p, opset1.constant(idx), opset1.constant(upd),
+                                        opset1.constant(np.int64(0)), "none")  # fmt: skip
+    ms = _pair(ov.Model([y], [p]), data, workdir, "scatter", runs)
+    print(_line("ScatterElementsUpdate 997 slices", ms, upd.size, "Gelem/s"))
+    ratios.append(ms["irrun"] / ms["openvino"])
+
+    x = rng.standard_normal((1, 256, 20, 20)).astype(np.float32)
+    xy = rng.uniform(0, 300, (150, 2))
+    rois = np.concatenate([xy, xy + rng.uniform(1, 100, (150, 2))], axis=1).astype(np.float32)
+    p = opset1.parameter(list(x.shape), np.float32, name="x")
+    y = opset9.roi_align(p, opset1.constant(rois), opset1.constant(np.zeros(150, np.int64)),
+                         7, 7, 2, 1 / 16, "avg", "asymmetric")  # fmt: skip
+    ms = _pair(ov.Model([y], [p]), x, workdir, "roi_align", runs)
+    print(_line("ROIAlign 150 regions 256x7x7", ms, 150 * 256 * 49 * 4, "Gsample/s"))
+    ratios.append(ms["irrun"] / ms["openvino"])
+
+    x = rng.standard_normal((3234, 91)).astype(np.float32)
+    p = opset1.parameter(list(x.shape), np.float32, name="x")
+    y = opset8.gather(p, opset1.constant(np.int64(5)), opset1.constant(np.int64(1)))
+    ms = _pair(ov.Model([y], [p]), x, workdir, "gather", runs)
+    print(_line("Gather a column of 3234x91", ms, 3234, "Gelem/s"))
+    ratios.append(ms["irrun"] / ms["openvino"])
+    return ratios
+
+
+GROUPS = {"depthwise": depthwise, "conv": conv, "act": act, "detection": detection}
 
 
 def main() -> None:

@@ -94,6 +94,8 @@ from ..ops._scratch import nothing, outputs_bytes
 from .binding import Node, bind
 from .executor import Plan, reference_mode
 from .graph import LayerGraph, build_graph
+from .passes import PASSES
+from .passes.loop_append import grow_accumulators
 from .propagation import propagate
 
 # Findings about a body that do not make it unusable (OpenVINO re-infers its shapes too).
@@ -154,7 +156,11 @@ class Body:
         reference = reference_mode()  # a body runs as the plan that runs its layer
         plan = self._plans.get(reference)
         if plan is None:
-            plan = self._plans[reference] = Plan(self.lg, self.nodes, reference=reference)
+            # A body's plan takes the passes of the top level's; a Loop's (or a
+            # TensorIterator's) also grows the values it accumulates by Concat in place (see
+            # irrun.core.passes.loop_append).
+            passes = (*PASSES, grow_accumulators) if self.tag == "body" else PASSES
+            plan = self._plans[reference] = Plan(self.lg, self.nodes, passes, reference=reference)
         slots = [plan.slots[self.source(r)] for r in results]
         got = plan.run({plan.parameters[lid]: v for lid, v in feeds.items()}, slots)
         return [got[s] for s in slots]

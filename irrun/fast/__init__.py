@@ -23,11 +23,15 @@ from . import (  # noqa: F401
     attention,
     avg_pool,
     convolution,
+    detection,
+    gather,
     matmul,
     max_pool,
     normalization,
     pool_chain,
     reduction,
+    roi_align,
+    scatter,
 )
 
 # isort: split

@@ -541,3 +541,34 @@ def test_port_map_entry_without_a_layer(tmp_path):
     assert any("<input> of the port_map has no internal_layer_id" in f for f in found)
     with pytest.raises(irrun.IrrunError, match="has no internal_layer_id"):
         irrun.load(path)
+
+
+def accumulating_loop(trip: int = 40):
+    """A loop that appends ``x`` times the iteration number to what it has (a back edge):
+    acc = concat(acc, x * i, axis 0), from ``b`` [1, 3]."""
+    x = o8.parameter([1, 3], F32, name="x")
+    b = o8.parameter([1, 3], F32, name="b")
+    it = o8.parameter([1], np.int64)
+    row, acc = o8.parameter([1, 3], F32), o8.parameter([-1, 3], F32)
+    grown = o8.concat([acc, o8.multiply(row, o8.convert(it, F32))], 0)
+    body = ov.Model([o8.result(grown), o8.result(o8.constant(np.bool_(True)))], [it, row, acc])
+    loop = o5.loop(o8.constant(np.int64(trip)), o8.constant(np.bool_(True)))
+    loop.set_function(body)
+    loop.set_special_body_ports([0, 1])
+    loop.set_invariant_input(row, x.output(0))
+    res = body.get_results()
+    loop.set_merged_input(acc, b.output(0), res[0].output(0))
+    return ov.Model([o8.result(loop.get_iter_value(res[0].output(0), -1))], [x, b])
+
+
+def test_a_loop_accumulating_by_concat_grows_in_place(tmp_path):
+    path = save(accumulating_loop(40), tmp_path)
+    feeds = {"x": np.array([[1, -0.0, np.nan]], F32), "b": np.full((1, 3), 7, F32)}
+    (got,) = irrun.load(path).run(feeds).values()
+    (want,) = irrun.load(path, reference=True).run(feeds).values()
+    assert got.shape == (41, 3)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    np.testing.assert_array_equal(got[1:, 0], np.arange(40))
+    # appended in place: the value is a view of a buffer with room to spare
+    assert got.base is not None and got.base.shape[0] > 41
+    compare(accumulating_loop(40), path, feeds)  # and the plugin's values
