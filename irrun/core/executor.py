@@ -24,6 +24,7 @@ from .arena import keep_freed_memory
 from .binding import Node
 from .graph import LayerGraph
 from .passes import PASSES
+from .shapes import ShapeCache, ShapeMiss
 from .steps import Pass, Schedule, Step, Tap, parts, run_step
 
 # The layer-id part of the slot key of a variable's value: no layer id is empty.
@@ -76,6 +77,7 @@ class Plan:
         # a run that does not observe each layer reads it instead of running its producers.
         self.folded: dict[int, Step] = {}
         self._schedules: dict[tuple, tuple] = {}
+        self._shapes: ShapeCache | None | bool = False  # made at the first run
 
     def schedule(self, wanted: tuple[int, ...]) -> Schedule:
         """The schedule of a run computing ``wanted``, kept for the next run that wants the same.
@@ -90,18 +92,29 @@ class Plan:
             found = self._schedules[wanted] = self._make_schedule(wanted)
         return found
 
-    def _make_schedule(self, wanted: tuple[int, ...]) -> Schedule:
+    def _make_schedule(
+        self, wanted: tuple[int, ...], fed: set[int] = frozenset(),  # type: ignore[assignment]
+        guards: Sequence[tuple[int, Step]] = (),
+    ) -> Schedule:
         """The steps ``wanted`` needs, each with the slots it is the last reader of.
 
         A step whose op can skip outputs and has some that nothing reads is scheduled
         as a copy that carries the mask of the used ones.  A slot folded at load
         (:attr:`folded`) is given by its constant step, and the steps that made it run
         only for a slot that was not kept.  Then the passes rewrite the schedule.
+
+        For a run given shape-only values (see :mod:`irrun.core.shapes`): the slots
+        ``fed`` come with the feeds, and each ``(i, guard)`` of ``guards`` runs in step
+        ``i``'s place, with what its inputs need.
         """
         required: set[int] = set()
         folded = self.folded
         given = {s for s in wanted if s in folded}  # folded slots the run reads
-        stack = [self.producer[s] for s in wanted if s in self.producer and s not in folded]
+        stack = [self.producer[s] for s in wanted
+                 if s in self.producer and s not in folded and s not in fed]  # fmt: skip
+        stack += [self.producer[s] for _, g in guards for s in g.inputs
+                  if s in self.producer and s not in folded and s not in fed]  # fmt: skip
+        given.update(s for _, g in guards for s in g.inputs if s in folded)
         while stack:
             i = stack.pop()
             if i in required:
@@ -110,11 +123,14 @@ class Plan:
             for s in self.steps[i].inputs:
                 if s in folded:
                     given.add(s)
+                elif s in fed:
+                    continue
                 elif s in self.producer:
                     stack.append(self.producer[s])
         # A folded value's step stands where its producer would.
         order = [((i, -1, 0), self.steps[i]) for i in required]
         order += [((self.producer[s], s, 1), folded[s]) for s in given]
+        order += [((i, -1, 0), g) for i, g in guards]
         chosen = [step for _, step in sorted(order, key=lambda pair: pair[0])]
         last_reader: dict[int, int] = {}
         for pos, step in enumerate(chosen):
@@ -171,16 +187,36 @@ class Plan:
             return self._run(feeds, wanted)
 
     def _run(self, feeds: Mapping[int, np.ndarray], wanted: Sequence[int]) -> dict[int, np.ndarray]:
-        values: dict[int, np.ndarray | None] = dict(feeds)
+        if self.shapes is not None:
+            return self.shapes.run(self, feeds, wanted)
+        return self._execute(self.schedule(tuple(wanted)), feeds, wanted)
+
+    @property
+    def shapes(self) -> ShapeCache | None:
+        """The cache of shape-only values (see :mod:`irrun.core.shapes`); None for a
+        reference plan, one with no shape-only step, or with the cache turned off."""
+        if self._shapes is False:
+            self._shapes = None if self.reference else ShapeCache.of(self)
+        return self._shapes  # type: ignore[return-value]
+
+    @shapes.setter
+    def shapes(self, value: ShapeCache | None) -> None:
+        self._shapes = value
+
+    def _execute(self, schedule: Schedule, feeds: Mapping[int, object],
+                 wanted: Sequence[int]) -> dict[int, np.ndarray]:  # fmt: skip
+        values: dict[int, np.ndarray | None] = dict(feeds)  # type: ignore[arg-type]
         for slot in self.variables.values():  # unset unless the caller keeps state
             values.setdefault(slot, None)
-        for step, frees in self.schedule(tuple(wanted)):
+        for step, frees in schedule:
             args = [values[s] for s in step.inputs]
             try:
                 if step.needed is None:
                     results = step.kernel(step.attrs, *args)
                 else:
                     results = step.kernel(step.attrs, *args, needed=step.needed)
+            except ShapeMiss:
+                raise
             except Exception as exc:
                 raise self._error(getattr(exc, "irrun_step", step), exc) from exc
             for slot, value in zip(step.outputs, results, strict=False):

@@ -1,0 +1,225 @@
+"""Shape-only layers computed once per set of input shapes, not at every run.
+
+A model with dynamic input dims computes, at each run, values that depend only on the
+inputs' shapes: ShapeOf, and the Gather, Concat, Range, Broadcast... that build reshape
+targets, masks and position ranges from it and from constants.  The *shape-only* steps of
+a plan are the ShapeOf steps (a ShapeOf reads only its input's shape) and every step that
+could fold at load (its op is ``foldable``, it has no body) whose inputs are constants or
+the outputs of shape-only steps, one of them at least.  Random ops, ReadValue and the
+like are not foldable, so they and all that reads them are never shape-only.
+
+A plain run looks its feeds' shapes (the Parameters', and for a request the variables')
+up in a small cache, :class:`ShapeCache`.  The first run with a set of shapes runs every
+step and keeps the values that the steps which are not shape-only read from shape-only
+ones (the *boundary*), made read-only, as folding keeps its values.  A later run with the
+same shapes is given these values and runs no shape-only step: the same kernels made them
+from the same shapes and constants, so they are the same bits.
+
+A ShapeOf of a tensor that is not a Parameter may see a shape that does not follow from
+the inputs' shapes alone (that of a NonZero's output, of a Reshape to a target read from
+an input's values...).  So each such ShapeOf that a cached value depends on stays in the
+run as a *guard*: it compares its input's shape with the one the cached values were made
+from.  A guard that fails stops the run, which then runs again without the cache, and the
+plan stops caching (its shapes are not functions of its inputs' shapes).
+
+Memory.  The cache holds, per set of shapes, the boundary values (index vectors, shapes,
+masks; a few KiB in the corpus's transformers), for at most :data:`ENTRIES` sets of
+shapes, the least recently used dropped first; a set whose values pass
+:data:`ENTRY_BYTES` is not kept.  Runs that observe every layer (``intermediate=True``,
+dumps, profiles, ``compare``) do not read the cache: they run every step, as before.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .steps import Schedule, Step
+
+if TYPE_CHECKING:
+    from .executor import Plan
+
+ENTRIES = 8  # sets of input shapes kept
+ENTRY_BYTES = 16 * 2**20  # the most one set's values may hold
+
+
+class ShapeMiss(Exception):
+    """A guard saw a shape other than the one the cached values were made from."""
+
+
+def shape_only(plan: Plan) -> list[bool]:
+    """Which of ``plan``'s steps are shape-only (see the module's text)."""
+    constant: set[int] = set()
+    shaped: set[int] = set()
+    flags = [False] * len(plan.steps)
+    for i, step in enumerate(plan.steps):
+        op = step.node.op
+        if op.type == "Const":
+            constant.update(step.outputs)
+        elif op.type == "ShapeOf":
+            flags[i] = True
+            shaped.update(step.outputs)
+        elif op.foldable and getattr(step.attrs, "sub", None) is None and step.inputs:
+            if all(s in constant for s in step.inputs):
+                constant.update(step.outputs)
+            elif all(s in constant or s in shaped for s in step.inputs):
+                flags[i] = True
+                shaped.update(step.outputs)
+    return flags
+
+
+def _guard(attrs: SimpleNamespace, x: np.ndarray, expected: tuple[int, ...]) -> tuple:
+    if x.shape != expected:
+        raise ShapeMiss
+    return (expected,)
+
+
+@dataclass(frozen=True)
+class Cached:
+    """How a run computing ``wanted`` uses the cache."""
+
+    record: tuple[int, ...]  # the slots a first run keeps: wanted, boundary, guards' shapes
+    boundary: tuple[int, ...]  # shape-only slots the cached schedule reads
+    guarded: tuple[int, ...]  # ShapeOf output slots whose input's shape is checked
+    schedule: Schedule  # the run without shape-only steps, with guards
+
+
+class ShapeCache:
+    """A plan's shape-only steps and the values they gave, per set of feed shapes."""
+
+    def __init__(self, plan: Plan, flags: list[bool]) -> None:
+        self.flags = flags
+        self.entries: OrderedDict[tuple, dict[int, object]] = OrderedDict()
+        self.on = True
+        self.hits = self.misses = 0
+        self._parameters = set(plan.parameters.values())
+
+    @classmethod
+    def of(cls, plan: Plan) -> ShapeCache | None:
+        """The cache of ``plan``, None when it has no shape-only step."""
+        flags = shape_only(plan)
+        return cls(plan, flags) if any(flags) else None
+
+    def cached(self, plan: Plan, wanted: tuple[int, ...]) -> Cached | None:
+        """How a run computing ``wanted`` reads the cache; None when it needs no
+        shape-only value (or all it needs is folded at load)."""
+        key = (wanted, "shapes")
+        found = plan._schedules.get(key)  # type: ignore[call-overload]
+        if found is None and key not in plan._schedules:
+            found = plan._schedules[key] = self._make(plan, wanted)  # type: ignore[index]
+        return found
+
+    def _make(self, plan: Plan, wanted: tuple[int, ...]) -> Cached | None:
+        flags, producer, steps, folded = self.flags, plan.producer, plan.steps, plan.folded
+
+        def is_shape(slot: int) -> bool:
+            p = producer.get(slot)
+            return p is not None and flags[p] and slot not in folded
+
+        # The shape-only slots that the run's other steps (or its caller) read.
+        boundary = {s for s in wanted if is_shape(s)}
+        stack = [producer[s] for s in wanted if s in producer and s not in folded
+                 and not is_shape(s)]  # fmt: skip
+        seen: set[int] = set()
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            for s in steps[i].inputs:
+                if s in folded:
+                    continue
+                if is_shape(s):
+                    boundary.add(s)
+                elif s in producer:
+                    stack.append(producer[s])
+        if not boundary:
+            return None
+        # The ShapeOf steps the boundary values come from, checked unless a Parameter's.
+        shapeofs: set[int] = set()
+        stack = [producer[s] for s in boundary]
+        region: set[int] = set()
+        while stack:
+            i = stack.pop()
+            if i in region:
+                continue
+            region.add(i)
+            if steps[i].node.op.type == "ShapeOf":
+                if steps[i].inputs[0] not in self._parameters:
+                    shapeofs.add(i)
+                continue
+            stack.extend(producer[s] for s in steps[i].inputs
+                         if is_shape(s))  # fmt: skip
+        guards = [(i, _guard_step(steps[i])) for i in sorted(shapeofs)]
+        guarded = tuple(steps[i].outputs[0] for i in sorted(shapeofs))
+        schedule = plan._make_schedule(wanted, fed=boundary | {_expected(s) for s in guarded},
+                                       guards=guards)  # fmt: skip
+        record = tuple(sorted(set(wanted) | boundary | set(guarded)))
+        return Cached(record, tuple(sorted(boundary)), guarded, schedule)
+
+    def run(self, plan: Plan, feeds: Mapping[int, np.ndarray | None], wanted: Sequence[int]
+            ) -> dict[int, np.ndarray]:  # fmt: skip
+        """``plan``'s run computing ``wanted``, with the shape-only values of the cache."""
+        wanted = tuple(wanted)
+        cached = self.cached(plan, wanted) if self.on else None
+        if cached is None:
+            return plan._execute(plan.schedule(wanted), feeds, wanted)
+        key = tuple([(s, None if v is None else v.shape) for s, v in feeds.items()])
+        entry = self.entries.get(key)
+        if entry is not None and all(s in entry for s in cached.boundary):
+            self.entries.move_to_end(key)
+            values = dict(feeds)
+            values.update((s, entry[s]) for s in cached.boundary)
+            values.update((_expected(s), entry[_expected(s)]) for s in cached.guarded)
+            try:
+                found = plan._execute(cached.schedule, values, wanted)
+            except ShapeMiss:  # shapes that follow from values: not cached any more
+                self.on = False
+                self.entries.clear()
+                return plan._execute(plan.schedule(wanted), feeds, wanted)
+            self.hits += 1
+            return found
+        self.misses += 1
+        found = plan._execute(plan.schedule(cached.record), feeds, cached.record)
+        self._keep(key, entry, found, cached)
+        return {s: found[s] for s in wanted}
+
+    def _keep(self, key: tuple, entry: dict | None, found: dict, cached: Cached) -> None:
+        entry = dict(entry or {})
+        for s in cached.boundary:
+            value = np.asarray(found[s])
+            if value.flags.writeable:  # a run may return a view of it: none may write it
+                value = value.view()
+                value.flags.writeable = False
+            entry[s] = value
+        for s in cached.guarded:
+            entry[_expected(s)] = tuple(int(d) for d in found[s])
+        size = sum(v.nbytes for v in entry.values() if isinstance(v, np.ndarray))
+        if size > ENTRY_BYTES:
+            return
+        self.entries[key] = entry
+        self.entries.move_to_end(key)
+        while len(self.entries) > ENTRIES:
+            self.entries.popitem(last=False)
+
+    def held_bytes(self) -> int:
+        """The memory the cached values hold."""
+        return sum(v.nbytes for e in self.entries.values() for v in e.values()
+                   if isinstance(v, np.ndarray))  # fmt: skip
+
+
+def _expected(slot: int) -> int:
+    """The slot a guard reads the shape it expects from: one no layer writes."""
+    return -1 - slot
+
+
+def _guard_step(step: Step) -> Step:
+    """A step that checks the shape of ``step``'s (a ShapeOf's) input against the shape
+    its cached output records (fed in a slot of its own), and passes it on."""
+    slot = _expected(step.outputs[0])
+    return Step(step.node, _guard, SimpleNamespace(), (step.inputs[0], slot), (slot,))
