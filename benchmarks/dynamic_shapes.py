@@ -33,6 +33,7 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from functools import partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -106,8 +107,9 @@ def corpus(names: list[str], repeats: int) -> None:
             m.run(feeds)
             m.run(feeds)
         request.infer(feeds)
-        t = _medians({"uncached": lambda: uncached.run(feeds), "cached": lambda: cached.run(feeds),
-                      "openvino": lambda: request.infer(feeds)}, repeats)  # fmt: skip
+        t = _medians({"uncached": partial(uncached.run, feeds),
+                      "cached": partial(cached.run, feeds),
+                      "openvino": partial(request.infer, feeds)}, repeats)  # fmt: skip
         shape_s = _shape_seconds(uncached, feeds, max(3, repeats // 4))
         steps = f"{_steps(uncached, False)}->{_steps(cached, True)}"
         n_shape = sum(shape_only(cached._plan))

@@ -77,7 +77,7 @@ class Plan:
         # a run that does not observe each layer reads it instead of running its producers.
         self.folded: dict[int, Step] = {}
         self._schedules: dict[tuple, tuple] = {}
-        self._shapes: ShapeCache | None | bool = False  # made at the first run
+        self._shapes: ShapeCache | bool | None = False  # made at the first run
 
     def schedule(self, wanted: tuple[int, ...]) -> Schedule:
         """The schedule of a run computing ``wanted``, kept for the next run that wants the same.
