@@ -30,6 +30,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import itertools  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -52,12 +53,13 @@ MODELS = ["bert", "roberta", "gpt2", "llama", "t5", "vit", "swin", "maxvit", "wa
 
 
 def _medians(engines: dict, repeats: int) -> dict[str, float]:
-    """Median seconds of each engine (a function of no arguments), called in turn, the
-    first of each round a different one (the first after another engine runs colder)."""
+    """Median seconds of each engine (a function of no arguments), called in turn, in
+    each order by turns: an engine run after OpenVINO finds colder caches, and each is
+    as often as the others."""
     samples: dict[str, list[float]] = {name: [] for name in engines}
-    names = list(engines)
+    orders = list(itertools.permutations(engines))
     for r in range(repeats):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in orders[r % len(orders)]:
             run = engines[name]
             start = time.perf_counter()
             run()
@@ -140,24 +142,29 @@ def decode(family: str, tokens: int, repeats: int) -> None:
     steps = [feeds_at(prompt, 0)] + [feeds_at(np.int64([[7 + i]]), 8 + i) for i in range(tokens)]
     samples: dict[str, list[list[float]]] = {k: [[] for _ in steps]
                                               for k in ("uncached", "cached", "openvino")}
-    for _ in range(repeats):
+    orders = list(itertools.permutations(samples))
+    for r in range(repeats):
         if cached._plan.shapes is not None:
             cached._plan.shapes.entries.clear()  # each decode meets new shapes
         runs = {"uncached": uncached.create_request().run, "cached": cached.create_request().run,
                 "openvino": compiled.create_infer_request().infer}  # fmt: skip
         for i, f in enumerate(steps):
-            for name, run in runs.items():
+            for name in orders[(r + i) % len(orders)]:
+                run = runs[name]
                 start = time.perf_counter()
                 run(f)
                 samples[name][i].append(time.perf_counter() - start)
     # A token's step: the median over the decode steps after the first two.
     per = {k: statistics.median(statistics.median(s) for s in v[3:]) for k, v in samples.items()}
     n_shape = sum(shape_only(cached._plan))
+    cache = cached._plan.shapes
     print(f"\n{family} decode, {tokens} tokens after a prefill of 8, {repeats} repeats "
           f"({n_shape} shape-only layers of {len(cached._plan.steps)}):")
     print(f"  per token: uncached {per['uncached'] * 1e3:.2f} ms, cached {per['cached'] * 1e3:.2f}"
           f" ms, openvino {per['openvino'] * 1e3:.2f} ms; before "
           f"{per['uncached'] / per['openvino']:.2f}x, after {per['cached'] / per['openvino']:.2f}x")
+    if cache is not None:
+        print(f"  the cache: {cache.hits} runs read it, {cache.misses} ran the shape-only layers")
 
 
 def main() -> None:
