@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -172,7 +173,8 @@ class ShapeCache:
         key = tuple([(s, None if v is None else v.shape) for s, v in feeds.items()])
         entry = self.entries.get(key)
         if entry is not None and all(s in entry for s in cached.boundary):
-            self.entries.move_to_end(key)
+            with suppress(KeyError):  # dropped meanwhile by a run in another thread
+                self.entries.move_to_end(key)
             values = dict(feeds)
             values.update((s, entry[s]) for s in cached.boundary)
             values.update((_expected(s), entry[_expected(s)]) for s in cached.guarded)
@@ -203,9 +205,10 @@ class ShapeCache:
         if size > ENTRY_BYTES:
             return
         self.entries[key] = entry
-        self.entries.move_to_end(key)
-        while len(self.entries) > ENTRIES:
-            self.entries.popitem(last=False)
+        with suppress(KeyError):  # (runs in other threads may change the cache meanwhile)
+            self.entries.move_to_end(key)
+            while len(self.entries) > ENTRIES:
+                self.entries.popitem(last=False)
 
     def held_bytes(self) -> int:
         """The memory the cached values hold."""
