@@ -36,14 +36,14 @@ from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from .steps import Schedule, Step
 
-if TYPE_CHECKING:
-    from .executor import Plan
+# An irrun.core.executor.Plan, which imports this module (so this one may not import it).
+Plan = Any
 
 ENTRIES = 8  # sets of input shapes kept
 ENTRY_BYTES = 16 * 2**20  # the most one set's values may hold
