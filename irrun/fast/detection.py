@@ -53,7 +53,7 @@ import numpy as np
 
 from ..ir.registry import TensorInfo
 from ..ops._scratch import static_shape
-from ..ops.detection import _corners, box_iou
+from ..ops.detection import _corners, box_iou, nms_outputs
 from . import nms_jit
 from .registry import FastKernel, register_fast
 
@@ -231,14 +231,7 @@ def _nms(version: int):
         found = hard_nms(boxes, scores, per_class, iou, score, version, a.box_encoding)
         if found is None:
             return NotImplemented
-        selected, chosen = found
-        if a.sort_result_descending and len(chosen):
-            order = np.lexsort((selected[:, 2], selected[:, 1], selected[:, 0], -chosen))
-            selected, chosen = selected[order], chosen[order]
-        itype = a.output_type.dtype
-        rows = np.concatenate([selected[:, :2].astype(np.float32), chosen[:, None]], axis=1)
-        return (selected.astype(itype), rows.astype(np.float32),
-                np.array([len(selected)], dtype=itype))  # fmt: skip
+        return nms_outputs(a, *found)
 
     return run
 

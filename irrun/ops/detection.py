@@ -309,15 +309,21 @@ def _nms_kernel(version: int):
         selected, chosen = non_max_suppression(
             boxes, scores, per_class, iou, score, sigma, version, a.box_encoding
         )
-        if a.sort_result_descending and len(chosen):
-            order = np.lexsort((selected[:, 2], selected[:, 1], selected[:, 0], -chosen))
-            selected, chosen = selected[order], chosen[order]
-        itype = a.output_type.dtype
-        rows = np.concatenate([selected[:, :2].astype(np.float32), chosen[:, None]], axis=1)
-        return (selected.astype(itype), rows.astype(np.float32),
-                np.array([len(selected)], dtype=itype))  # fmt: skip
+        return nms_outputs(a, selected, chosen)
 
     return kernel
+
+
+def nms_outputs(a: SimpleNamespace, selected: np.ndarray, chosen: np.ndarray) -> tuple:
+    """NonMaxSuppression-5/9's three outputs from the selected (batch, class, box) rows and
+    their scores in selection order: sorted by score when ``sort_result_descending``."""
+    if a.sort_result_descending and len(chosen):
+        order = np.lexsort((selected[:, 2], selected[:, 1], selected[:, 0], -chosen))
+        selected, chosen = selected[order], chosen[order]
+    itype = a.output_type.dtype
+    rows = np.concatenate([selected[:, :2].astype(np.float32), chosen[:, None]], axis=1)
+    return (selected.astype(itype), rows.astype(np.float32),
+            np.array([len(selected)], dtype=itype))  # fmt: skip
 
 
 def _nms_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],

@@ -339,7 +339,7 @@ def _ps_bilinear(data: np.ndarray, ids: np.ndarray, boxes: np.ndarray,
     for by in range(sby):  # the sample bins: a small attribute
         for bx in range(sbx):
             channels = (by * sbx + bx) * a.output_dim + c_out
-            out += _ps_sample(data[:, channels], ids, py[:, by], px[:, bx], h, w)
+            out += _interpolate(data[:, channels], ids, py[:, by], px[:, bx], h, w)
     return (out / F32(sbx * sby)).astype(F32)
 
 
@@ -356,31 +356,6 @@ def _ps_points(start: np.ndarray, bin_size: np.ndarray, bins: int, pooled: int,
     else:
         pos = ((bin_start + bin_start + bin_size[:, None]) * span / F32(2))[:, :, None]
     return pos.astype(F32)
-
-
-def _ps_sample(data: np.ndarray, ids: np.ndarray, py: np.ndarray, px: np.ndarray, h: int,
-               w: int) -> np.ndarray:  # fmt: skip
-    """Bilinear samples ``[R, C, PH, PW]`` of ``data [N, C, H, W]``; 0 at or past the
-    far edge."""
-    ok_y = (py >= 0) & (py <= F32(h - 1))
-    ok_x = (px >= 0) & (px <= F32(w - 1))
-    y, x = np.where(ok_y, py, F32(0)), np.where(ok_x, px, F32(0))
-    top, left = np.floor(y).astype(np.int64), np.floor(x).astype(np.int64)
-    bottom = np.minimum(np.ceil(y).astype(np.int64), h - 1)
-    right = np.minimum(np.ceil(x).astype(np.int64), w - 1)
-    fy = (y - top.astype(F32))[:, None, :, None]
-    fx = (x - left.astype(F32))[:, None, None, :]
-    b = ids[:, None, None, None]
-    ch = np.arange(data.shape[1])[None, :, None, None]
-
-    def at(rows, cols):
-        return data[b, ch, rows[:, None, :, None], cols[:, None, None, :]]
-
-    tl, tr, bl, br = at(top, left), at(top, right), at(bottom, left), at(bottom, right)
-    upper = tl + (tr - tl) * fx
-    lower = bl + (br - bl) * fx
-    value = upper + (lower - upper) * fy
-    return np.where(ok_y[:, None, :, None] & ok_x[:, None, None, :], value, F32(0))
 
 
 def _psroi_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
