@@ -46,6 +46,7 @@ sys.path.insert(0, str(HERE))
 from run import _each_after_each, _interleaved  # noqa: E402  (benchmarks/run.py)
 
 import irrun  # noqa: E402
+from irrun.fast import jit as fast_jit  # noqa: E402
 
 try:
     import openvino as ov
@@ -178,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                  "CI=true /work/genvenv/bin/python benchmarks/make_detection.py first")  # fmt: skip
     core = ov.Core()
     load = os.getloadavg()
-    print(f"irrun {irrun.__version__}, OpenVINO {ov.get_version().split('-')[0]}, "
+    engine = "with the fast engine (numba)" if fast_jit.enabled() else "NumPy only"
+    print(f"irrun {irrun.__version__} ({engine}), OpenVINO {ov.get_version().split('-')[0]}, "
           f"numpy {np.__version__}; medians of {args.runs} interleaved runs; "
           f"{args.threads} thread(s); load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     for path in found:

@@ -2,7 +2,7 @@
 
     python benchmarks/kernels.py              # every group, one thread
     python benchmarks/kernels.py --only depthwise conv
-    IRRUN_JIT=1 python benchmarks/kernels.py --only depthwise   # with the optional JIT
+    IRRUN_JIT=0 python benchmarks/kernels.py --only depthwise   # without the fast engine (numba)
 
 Each case is one layer of the shapes benchmarks/networks_ratio.py's networks hold, as a
 one-op IR, run by ``irrun.load(...).run`` and by the plugin (f32, one thread), interleaved
@@ -47,6 +47,7 @@ sys.path.insert(0, str(HERE))
 from run import _interleaved  # noqa: E402  (benchmarks/run.py)
 
 import irrun  # noqa: E402
+from irrun.fast import jit as fast_jit  # noqa: E402
 
 try:
     import openvino as ov
@@ -203,7 +204,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=list(GROUPS), default=list(GROUPS))
     parser.add_argument("--runs", type=int, default=15, help="runs per case (default 15)")
     args = parser.parse_args()
-    jit = " (IRRUN_JIT=1)" if os.environ.get("IRRUN_JIT") else ""
+    jit = " with the fast engine (numba)" if fast_jit.enabled() else " (NumPy only)"
     print(f"irrun {irrun.__version__}{jit}, OpenVINO {ov.__version__}, numpy {np.__version__}; "
           f"medians of {args.runs} interleaved runs, one thread")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:

@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE))
 from run import _interleaved  # noqa: E402  (benchmarks/run.py)
 
 import irrun  # noqa: E402
+from irrun.fast import jit as fast_jit  # noqa: E402
 
 try:
     import openvino as ov
@@ -142,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"no models in {args.dir}: run "
                  "/work/genvenv/bin/python benchmarks/make_torchvision.py first")  # fmt: skip
     core = ov.Core()
-    print(f"irrun {irrun.__version__}, OpenVINO {ov.get_version().split('-')[0]}, "
+    engine = "with the fast engine (numba)" if fast_jit.enabled() else "NumPy only"
+    print(f"irrun {irrun.__version__} ({engine}), OpenVINO {ov.get_version().split('-')[0]}, "
           f"numpy {np.__version__}; medians of {runs} interleaved runs; threads "
           f"{' '.join(map(str, args.threads))}")
     results = []

@@ -23,9 +23,9 @@ dispatcher (:mod:`.convolution`) sends such filters to the reference.
 
 Blocks run on the run's threads (:func:`irrun.threads.map_blocks`).  Neither the
 layout nor the blocks change which products are added in which order, so the values
-are the same for every thread count and as the reference's.  With ``IRRUN_JIT=1`` and
-numba installed (optional), :mod:`.conv_jit` runs the depthwise tap loop compiled, on
-the same padded blocks, with the same bits.
+are the same for every thread count and as the reference's.  Where the fast engine is
+on (numba installed, optional: :mod:`.jit`), :mod:`.conv_jit` runs the depthwise tap loop
+compiled, on the same padded blocks, with the same bits.
 
 Grouped filters (several input channels per group, and ordinary filters with many
 more input channels than output ones) use the flat layout too: each tap is one
@@ -92,7 +92,7 @@ def depthwise(x: np.ndarray, w: np.ndarray, win: Windows) -> np.ndarray:
     flat_out = out.reshape(batch * channels, *win.out)
     small = math.prod(win.out) <= _NHWC_POSITIONS
     kernel = _channels_last if small else _flat
-    jit = conv_jit.takes(x)  # the same sums compiled, when IRRUN_JIT=1 asks for it
+    jit = conv_jit.takes(x)  # the same sums compiled, where the fast engine is on
 
     def block(start: int, stop: int) -> None:
         room = _BLOCK_BYTES_LAST if small else _BLOCK_BYTES

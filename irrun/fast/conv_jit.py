@@ -1,12 +1,10 @@
-"""Depthwise 2-D convolution compiled by numba: optional, off by default.
+"""Depthwise 2-D convolution compiled by numba: the fast engine's, where it is on.
 
-``IRRUN_JIT=1`` in the environment (read once, at the first depthwise convolution)
-sends :func:`irrun.fast.conv_depthwise.depthwise` here for f32 and f64 data (f16 and
-bf16 arrive as f32: the convolution sums them in f32).  Other element types, and
-every run without the variable, stay on the NumPy path, which is the default and the
-oracle of this one (tests/fast/test_conv_jit.py).  numba is the optional extra
-``pip install 'irrun[jit]'``; with the variable set and numba missing, irrun warns
-once and runs the NumPy path, whose values are the same.
+Where the fast engine is on (numba installed, the optional extra ``pip install
+'irrun[fast]'``, and ``IRRUN_JIT`` not ``0``: :mod:`.jit`), :func:`irrun.fast.
+conv_depthwise.depthwise` sends f32 and f64 data here (f16 and bf16 arrive as f32: the
+convolution sums them in f32).  Other element types, and every run without the engine,
+stay on the NumPy path, which is the oracle of this one (tests/fast/test_conv_jit.py).
 
 Same bits as the NumPy path and the reference.  Those compute each output element as
 +0 plus its first tap's product, then add each further tap's product in the filter's
@@ -31,53 +29,32 @@ measured 2-5x slower: numba's index checks keep LLVM from vectorising.)
 
 Blocks run on the run's threads as the NumPy path's do (:func:`irrun.threads.
 map_blocks`): the kernels are compiled with ``nogil``, so blocks run at once.
-Compiling costs once per process: importing numba about 0.1 s, then each kernel about
-0.25-0.35 s at the first depthwise convolution of its layout and element type (about
-0.6 s for an f32 network that uses both layouts).  ``cache=False``: nothing is written
-next to the package.
+Compiling costs importing numba (about 0.1 s) and each kernel about 0.25-0.35 s at the
+first depthwise convolution of its layout and element type (about 0.6 s for an f32
+network that uses both layouts), once: numba's disk cache keeps them for the next
+process (:mod:`.jit`), and ``irrun ... -v`` shows each compile.
 """
 
 from __future__ import annotations
 
 import functools
-import os
-import warnings
 from collections.abc import Callable
 
 import numpy as np
 
-INSTALL_HINT = "pip install 'irrun[jit]'"
+from . import jit
 
 
 @functools.cache
-def enabled() -> bool:
-    """Whether ``IRRUN_JIT`` asks for the JIT (``1``, ``true``, ``yes``, ``on``); read
-    once (``enabled.cache_clear()`` reads it again)."""
-    return os.environ.get("IRRUN_JIT", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@functools.cache
-def kernels() -> tuple[Callable[..., None], Callable[..., None]] | None:
-    """The compiled kernels (flat, channels last), or None, with one warning, when numba
-    cannot be imported."""
-    try:
-        import numba
-    except ImportError as e:
-        warnings.warn(
-            f"IRRUN_JIT is set but numba cannot be imported ({e}); depthwise convolutions "
-            f"run on NumPy (same values, slower). Install the optional extra: {INSTALL_HINT}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    jit = numba.njit(cache=False, nogil=True)
-    return jit(_flat), jit(_last)
+def kernels() -> tuple[Callable[..., None], Callable[..., None]]:
+    """The compiled kernels (flat, channels last); the fast engine must be on."""
+    return jit.compile(_flat, "depthwise flat"), jit.compile(_last, "depthwise channels-last")
 
 
 def takes(x: np.ndarray) -> bool:
-    """Whether the JIT computes a depthwise convolution of ``x``: enabled, numba there,
-    and float data (f32, f64)."""
-    return enabled() and x.dtype in (np.float32, np.float64) and kernels() is not None
+    """Whether the JIT computes a depthwise convolution of ``x``: the fast engine on, and
+    float data (f32, f64)."""
+    return x.dtype in (np.float32, np.float64) and jit.enabled()
 
 
 def _flat(ph, w, tr, tq, toff, wq, zero, out):  # pragma: no cover - runs compiled

@@ -20,7 +20,7 @@ infinite or NaN weight goes to the reference wherever a path would multiply padd
    group one input and one output channel (depthwise) or several input channels
    (grouped), and ordinary filters of several taps with at least 32 input channels and
    at most half as many outputs (:func:`_tap_by_tap`): tap by tap over cache-sized
-   blocks on the run's threads (depthwise compiled by numba with ``IRRUN_JIT=1``,
+   blocks on the run's threads (depthwise compiled by numba where it is installed,
    :mod:`.conv_jit`).  Taken where the padded copy is no larger than
    ``conv_depthwise.applies`` allows (4x the input plus the output times the taps).
    Within it: output planes of up to ``_NHWC_POSITIONS`` (1024) positions are computed

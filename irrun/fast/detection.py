@@ -34,10 +34,10 @@ and the same along x (a NaN coordinate gives a NaN IoU, which drops nothing).  H
 4. the first ``max_output_boxes_per_class`` selected candidates, in order, are the
    group's selections, as the reference's steps give them.
 
-The same boxes, in the same order, with the same scores: bit for bit.  With
-``IRRUN_JIT=1`` and numba, steps 2 and 3 run compiled (:mod:`.nms_jit`), with the same
-pairs and selection.  It gives way to
-the reference for soft NMS (``soft_nms_sigma`` > 0), an ``iou_threshold`` not above 0
+The same boxes, in the same order, with the same scores: bit for bit.  Where
+the fast engine is on (numba installed: :mod:`.jit`), steps 2 and 3 run compiled
+(:mod:`.nms_jit`), with the same pairs and selection.  It gives way to the reference
+for soft NMS (``soft_nms_sigma`` > 0), an ``iou_threshold`` not above 0
 (or NaN: every pair may count), inputs the reference would refuse, and boxes that
 overlap so much that the pairs outnumber ``PAIRS_PER_BOX`` per candidate plus
 ``PAIRS_MIN`` (crowded boxes, where the reference's steps are few and short).
@@ -254,6 +254,7 @@ for _version in (5, 9):
     register_fast(FastKernel(
         "NonMaxSuppression", (_version,),
         "hard NMS (soft_nms_sigma <= 0) with iou_threshold > 0: the IoU of overlapping pairs "
-        "only (a sweep), the selection decided over them (both compiled with IRRUN_JIT=1 and "
-        f"numba); not where the pairs outnumber {PAIRS_PER_BOX} per candidate plus {PAIRS_MIN}",
+        "only (a sweep), the selection decided over them (both compiled where numba is "
+        f"installed); not where the pairs outnumber {PAIRS_PER_BOX} per candidate plus "
+        f"{PAIRS_MIN}",
         _nms(_version), scratch=_scratch))  # fmt: skip

@@ -1,6 +1,6 @@
-"""Hard NMS's pairs and selection compiled by numba: optional, off by default.
+"""Hard NMS's pairs and selection compiled by numba: the fast engine's, where it is on.
 
-With ``IRRUN_JIT=1`` (read as :mod:`.conv_jit` reads it) and numba installed, the
+Where the fast engine is on (numba installed, ``IRRUN_JIT`` not ``0``: :mod:`.jit`), the
 NonMaxSuppression kernel of :mod:`.detection` hands each group's sweep to two compiled
 loops: one lists the pairs (earlier, later) whose IoU drops the later box, going over
 the same sweep windows, with the IoU computed as :func:`irrun.ops.detection.box_iou`
@@ -8,43 +8,32 @@ computes it (f32, each operation rounded on its own: numba compiles without fast
 so no fused multiply-add; NaN coordinates give a NaN IoU, which drops nothing); the
 other runs the greedy selection over them in order of rank, one pass.  The same pairs
 and the same selection as the NumPy path, so the reference's bits
-(tests/fast/test_detection.py runs both).  Every run without the variable, and any
-without numba (one warning), takes the NumPy path.
+(tests/fast/test_detection.py runs both).  Every run without the engine takes the NumPy
+path.
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 
 import numpy as np
 
-from . import conv_jit
+from . import jit
 
 
 @functools.cache
-def kernels() -> tuple[Callable[..., int], Callable[..., None]] | None:
-    """The compiled pair lister and selection, or None (one warning) without numba."""
-    try:
-        import numba
-    except ImportError as e:
-        warnings.warn(
-            f"IRRUN_JIT is set but numba cannot be imported ({e}); NMS runs on NumPy (same "
-            f"values, slower). Install the optional extra: {conv_jit.INSTALL_HINT}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
+def kernels() -> tuple[Callable[..., int], Callable[..., None]]:
+    """The compiled pair lister and selection; the fast engine must be on."""
     # error_model="numpy": a float division by zero gives inf or NaN, as in NumPy, not
     # Python's ZeroDivisionError.
-    jit = numba.njit(cache=False, nogil=True, error_model="numpy")
-    return jit(_pairs), jit(_select)
+    return (jit.compile(_pairs, "NMS pairs", error_model="numpy"),
+            jit.compile(_select, "NMS selection", error_model="numpy"))
 
 
 def takes() -> bool:
-    """Whether the JIT lists the pairs and selects: asked for, and numba there."""
-    return conv_jit.enabled() and kernels() is not None
+    """Whether the JIT lists the pairs and selects: the fast engine on."""
+    return jit.enabled()
 
 
 def _pairs(columns, areas, order, ends, consts, at_least, first, second):  # pragma: no cover

@@ -20,6 +20,7 @@ import numpy as np
 from ..core.memory import parse_size
 from ..core.model import LayerRun, Model, load
 from ..errors import IrrunError, UsageError
+from ..fast import jit
 from ..ir.dims import format_shape
 from ..ir.element_types import dtype_name
 from ..version import __version__
@@ -144,6 +145,7 @@ def _run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     say = _say if args.verbose else _silent
+    compiles = len(jit.compiled())  # the fast engine's compiles before this run's
     start = time.perf_counter()
     model = load(args.model, args.weights, args.max_memory, args.fold_cap, args.threads,
                  args.reference)
@@ -189,6 +191,8 @@ def _run(args: argparse.Namespace) -> int:
     runs = args.iterations if profile is not None else 1
     say(f"ran {runs} time{'s' * (runs != 1)} in {_ms(start)} on "
         f"{common.count(model.threads, 'thread')}")
+    for compiled in jit.compiled(compiles):
+        say(compiled.describe())
     if dumper is not None and not args.quiet:
         print(f"irrun: {dumper.summary()}", file=sys.stderr)
     if args.output == STDOUT:

@@ -1,6 +1,6 @@
-"""The optional numba JIT of depthwise convolution (irrun.fast.conv_jit, IRRUN_JIT=1).
+"""The fast engine's depthwise convolution (irrun.fast.conv_jit: numba, on where installed).
 
-The NumPy path (irrun.fast.conv_depthwise) is the default, and it and the JIT must give
+The NumPy path (irrun.fast.conv_depthwise) is the default install's, and it and the JIT must give
 the reference kernel's bits (irrun.ops.convolution.convolve) exactly, element for element (no tolerance: the JIT promises the same
 operations in the same order, without fused multiply-adds).  Swept over geometries
 (both layouts: flat planes and channels last), strides, dilations, pads, auto_pad,
@@ -18,13 +18,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-pytest.importorskip("numba", reason="the optional jit extra (numba) is not installed")
+pytest.importorskip("numba", reason="numba not installed")
 
 from openvino import opset1
 
 import irrun
 from irrun import threads
-from irrun.fast import conv_jit
+from irrun.fast import conv_jit, jit
 from irrun.fast import convolution as fast
 from irrun.ops import convolution as reference
 
@@ -40,14 +40,12 @@ def switch(monkeypatch):
     """A function that turns the JIT on or off, as IRRUN_JIT would at start-up."""
 
     def turn(on: bool) -> None:
-        if on:
-            monkeypatch.setenv("IRRUN_JIT", "1")
-        else:
-            monkeypatch.delenv("IRRUN_JIT", raising=False)
-        conv_jit.enabled.cache_clear()
+        monkeypatch.setenv("IRRUN_JIT", "1" if on else "0")
+        jit.reset()
 
     yield turn
-    conv_jit.enabled.cache_clear()  # monkeypatch gives the environment back after this
+    monkeypatch.undo()
+    jit.reset()
 
 
 def _attrs(strides, dilations, pads_begin, pads_end, auto_pad="explicit"):
@@ -205,7 +203,6 @@ def test_missing_numba_warns_once_and_runs_numpy(switch, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_numba)
-    conv_jit.kernels.cache_clear()
     try:
         rng = np.random.default_rng(3)
         x = rng.standard_normal((1, 8, 20, 20)).astype(np.float32)
@@ -214,7 +211,7 @@ def test_missing_numba_warns_once_and_runs_numpy(switch, monkeypatch):
         switch(False)
         expected = convolve(x, w, a)
         switch(True)
-        with pytest.warns(RuntimeWarning, match=r"pip install 'irrun\[jit\]'"):
+        with pytest.warns(RuntimeWarning, match=r"pip install 'irrun\[fast\]'"):
             got = convolve(x, w, a)
         _same_bits(expected, got)
         with warnings.catch_warnings():
@@ -222,5 +219,5 @@ def test_missing_numba_warns_once_and_runs_numpy(switch, monkeypatch):
             convolve(x, w, a)  # once: no second warning
     finally:
         monkeypatch.setattr(builtins, "__import__", real_import)
-        conv_jit.kernels.cache_clear()
+        jit.reset()
 
