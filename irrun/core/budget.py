@@ -74,11 +74,26 @@ def schedule_peak(
             passing.append(held_while_running(
                 "the tensors of its body", max(body_peak(body) for body in sub.bodies),
                 step.node))
-        # A fused step's parts run one after the other: it holds the largest one's scratch.
-        scratch, part = max(((_scratch(plan, part, infos, keys), part) for part in parts(step)),
-                            key=lambda pair: pair[0])
-        if scratch:
-            passing.append(held_while_running("its kernel's scratch space", scratch, part.node))
+        if getattr(step.kernel, "holds_intermediates", False):
+            # A chain run part by part: each part holds the one before's output, its own
+            # and its scratch; the step's output, counted from its start, is the last's
+            # (the parts before it hold that much less beside it).
+            chain = parts(step)
+            made = [sum(sizes[s] or 0 for s in part.outputs) for part in chain]
+            held = max(0, *((made[i - 1] if i else 0) + _scratch(plan, part, infos, keys)
+                            + (made[i] - made[-1] if i < len(chain) - 1 else 0)
+                            for i, part in enumerate(chain)))
+            if held:
+                passing.append(held_while_running(
+                    "its kernel's scratch space and the chain's intermediates", held,
+                    step.node))
+        else:
+            # A fused step's parts run one after the other: it holds the largest one's scratch.
+            scratch, part = max(((_scratch(plan, part, infos, keys), part)
+                                 for part in parts(step)), key=lambda pair: pair[0])
+            if scratch:
+                passing.append(held_while_running("its kernel's scratch space", scratch,
+                                                  part.node))
         steps.append(((*outputs, *passing), (*frees, *passing), step.node.op.type != "Const"))
         nodes.append(step.node)
     peak = plan_peak(steps, sizes)

@@ -224,8 +224,13 @@ def test_a_product_that_is_asked_for_is_not_fused(tmp_path):
     schedule = model._plan.schedule((model._slot_of("mm1"), model._slot_of("y")))
     heads = [step.kernel.head.node.layer.name for step, _ in schedule
              if type(step.kernel).__name__ == "InPlaceChain"]  # fmt: skip
-    # mm1 is asked for, so it heads no chain; its bias's Add heads one (with the Relu).
-    assert "mm1" not in heads and "add1" in heads and len(heads) == 2
+    chains = [[p.node.layer.name for p in step.kernel.parts] for step, _ in schedule
+              if type(step.kernel).__name__ == "ElementwiseChain"]  # fmt: skip
+    # mm1 is asked for, so it heads no chain; its bias's Add heads one with the Relu (an
+    # elementwise chain, which computes the Relu into the Add's result as the in-place
+    # pass would).
+    assert "mm1" not in heads and len(heads) == 1
+    assert len(chains) == 1 and chains[0][0] == "add1" and len(chains[0]) == 2
     each = model.run({"x": x}, intermediate=True)
     for name in ("mm1", "y"):
         np.testing.assert_allclose(out[name], each[name], rtol=1e-6, atol=1e-6)

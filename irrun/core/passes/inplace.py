@@ -254,8 +254,8 @@ def fold_in_place(
 def _link(step: Step, slot: int, constants: dict[int, np.ndarray]) -> object | None:
     """How the chain runs ``step`` on the running result in ``slot``, or None."""
     kind = step.node.op.type
-    if step.needed is not None or step.inputs.count(slot) != 1:
-        return None
+    if step.needed is not None or step.inputs.count(slot) != 1 or parts(step) != (step,):
+        return None  # (a fused step, as an elementwise chain, is no op of its own)
     into = _into(step.node.op)
     if into is not None and len(step.inputs) == 2 and hasattr(step.attrs, "auto_broadcast"):
         # Two inputs broadcast alike, which commute: the result may be either.
