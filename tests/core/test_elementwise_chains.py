@@ -5,7 +5,8 @@ which NaN an operation gives may depend on whether NumPy took a SIMD or a scalar
 which blocks change; tests/support/bits.py).  Chains with broadcasting, NaN and
 infinities, f16/bf16/f32/i32, hypothesis-generated chains; blocks forced small so that
 small tensors go through them; observed runs see every layer with the reference's bits;
-and where the pass must not fuse.
+and where the pass must not fuse.  The fast engine is off here (the NumPy path);
+tests/fast/test_chain_jit.py runs the same chains compiled.
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ from support.bits import same_bits
 
 import irrun
 from irrun.fast import chain as fast_chain
+from irrun.fast import jit
+
+
+@pytest.fixture(autouse=True)
+def numpy_path(monkeypatch):
+    """The NumPy path: the fast engine off (IRRUN_JIT=0)."""
+    monkeypatch.setenv("IRRUN_JIT", "0")
+    jit.reset()
+    yield
+    monkeypatch.undo()
+    jit.reset()
 
 BINARY = {"Add": ops.add, "Subtract": ops.subtract, "Multiply": ops.multiply,
           "Divide": ops.divide, "Maximum": ops.maximum, "Minimum": ops.minimum,

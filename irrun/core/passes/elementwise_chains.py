@@ -11,6 +11,12 @@ the steps run one by one, as unfused, Add and Multiply (and the activations with
 ``into``) computed into the running result where it is the chain's own, as
 :mod:`.inplace` does.
 
+Where the fast engine is on (numba: :mod:`irrun.fast.jit`) and every op of the chain is
+one whose arithmetic numba reproduces exactly, on f32 or f64 data, the chain runs as one
+compiled loop instead (:mod:`irrun.fast.chain_jit`): each element through the whole chain
+in registers, the same bits.  Observed runs (views) run the parts one by one, whole, and
+report each: the same bits again, since every op is elementwise and each kernel exact.
+
 It runs before :mod:`.inplace` and leaves it what it does better: the ops it would apply
 into a convolution's or a matrix product's fresh result (a bias, an activation) are not
 taken.  Ops whose fast kernel is not exact are not taken either: their fast kernel may
@@ -25,7 +31,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...fast import fast_kernel
+from ...fast import chain_jit, fast_kernel, jit
 from ...fast.chain import Block, blocks_of, run_blocks
 from ..steps import Step, Tap, parts, run_step
 from .inplace import _Activation, _Binary, _into
@@ -53,17 +59,43 @@ class ElementwiseChain:
             (step, w, link, next((k for k in w if k != RUNNING), None) if link else None,
              step.node.op.fresh_output)
             for step, w, link in zip(steps, wiring, self.links, strict=True)]
-        self._plans: dict[tuple, list[Block] | None] = {}
+        # The chain as the fast engine compiles it (chain_jit), or None.
+        compiled = [(step.node.op.type, step.attrs, w) for step, w in zip(steps, wiring,
+                                                                           strict=True)]
+        self._compiled = compiled if chain_jit.takes(compiled) else None
+        # Per argument shapes: the output's shape (None where they do not broadcast), its
+        # blocks (None: run whole), and the compiled loop (None: NumPy; False: not yet
+        # looked for).
+        self._plans: dict[tuple, list] = {}
 
     def __call__(self, _attrs: object, *args: np.ndarray) -> tuple[np.ndarray]:
         key = tuple(map(_SHAPE, args))  # a chain of 200 Adds has 200 arguments: kept lean
-        found = self._plans.get(key, False)
-        if found is False:
-            found = self._plans[key] = self._blocks(args)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(args)
+        shape, found, compiled = plan
+        if compiled is False:
+            compiled = plan[2] = self._compile(args, shape)
+        if compiled is not None:
+            out = compiled(args)
+            if out is not None:
+                return (out,)
         if found is None:
             return (self._run(args),)
-        shape = self._shape(args)
         return (run_blocks(lambda *block: self._run(block), shape, args, found),)  # type: ignore[arg-type]
+
+    def _plan(self, args: tuple[np.ndarray, ...]) -> list:
+        try:
+            shape = self._shape(args)
+        except ValueError:
+            return [None, None, None]  # the step that breaks says why, run one by one
+        return [shape, self._blocks(args), False]
+
+    def _compile(self, args, shape) -> chain_jit.Prepared | None:
+        """The fast engine's loop of the chain for ``args``, where it is on and takes it."""
+        if self._compiled is None or shape is None or not jit.enabled():
+            return None
+        return chain_jit.prepare(self._compiled, args, shape)
 
     def _shape(self, args) -> tuple[int, ...]:
         return np.broadcast_shapes(*(a.shape for a in args))
