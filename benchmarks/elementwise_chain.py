@@ -4,6 +4,11 @@ the elementwise-chain one) and OpenVINO's CPU plugin, on one thread.
     python benchmarks/elementwise_chain.py                    # every chain and shape
     python benchmarks/elementwise_chain.py --runs 30 --only add200
     IRRUN_JIT=0 python benchmarks/elementwise_chain.py        # without the fast engine
+    python benchmarks/elementwise_chain.py --models benchmarks/models/densenet121.xml ...
+
+With ``--models``, whole models instead: irrun with the chain pass against irrun without it
+(the pass's whole-network effect, same process, interleaved, seeded random inputs), and
+how many chains each plan holds.
 
 Chains: ``add200``, 200 Adds of a per-channel constant (the issue's: per-step overhead on
 [1,16], memory passes on [1,64,56,56]); ``mixed50``, 50 ops cycling through Multiply, Add,
@@ -95,11 +100,34 @@ def timed(backends: dict, runs: int) -> dict[str, tuple[float, float]]:
             for k, v in samples.items()}
 
 
+def whole_models(paths: list[Path], runs: int) -> None:
+    engine = "with the fast engine (numba)" if fast_jit.enabled() else "NumPy only"
+    load = os.getloadavg()
+    print(f"irrun {irrun.__version__} ({engine}); medians of {runs} interleaved runs, one "
+          f"thread; load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    for path in paths:
+        fused, plain = irrun.load(path, threads=1), unfused(path)
+        feeds = fused.random_inputs(0)
+        wanted = tuple(fused._slot_of(o.name) for o in fused.outputs)
+        chains = [s.kernel.parts for s, _ in fused._plan.schedule(wanted)
+                  if type(s.kernel).__name__ == "ElementwiseChain"]
+        got = timed({"fused": lambda f=fused, d=feeds: f.run(d),
+                     "unfused": lambda p=plain, d=feeds: p.run(d)}, runs)
+        f, u = got["fused"], got["unfused"]
+        print(f"{path.stem:22s} {len(chains):3d} chains of {sum(map(len, chains)):4d} layers: "
+              f"fused {f[0]:8.2f} ms, unfused {u[0]:8.2f} ms CPU = {f[0] / u[0]:5.3f} "
+              f"(wall {f[1]:8.2f} / {u[1]:8.2f})", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=list(CHAINS), default=list(CHAINS))
     parser.add_argument("--runs", type=int, default=15, help="runs per case (default 15)")
+    parser.add_argument("--models", nargs="+", type=Path, help="whole models: fused/unfused")
     args = parser.parse_args()
+    if args.models:
+        whole_models(args.models, args.runs)
+        return
     engine = "with the fast engine (numba)" if fast_jit.enabled() else "NumPy only"
     load = os.getloadavg()
     print(f"irrun {irrun.__version__} ({engine}), OpenVINO {ov.get_version().split('-')[0]}, "
