@@ -99,7 +99,11 @@ class Prepared:
             for k, shape in self.ranks:
                 args[k] = args[k].reshape(shape)
         out = np.empty(self.shape, self.dtype)
-        self.kernel(out, self.bounds, *args)
+        try:
+            self.kernel(out, self.bounds, *args)
+        except jit.numba().core.errors.NumbaError:  # type: ignore[union-attr]
+            # Arguments numba does not type (a byte order of their own): NumPy's path.
+            return None
         return out
 
 

@@ -157,3 +157,27 @@ def test_a_chain_of_200_adds_compiles_once(tmp_path):
     check(path, feeds, views=False)
     model.run(feeds)
     assert [c.name for c in jit.compiled(since)] == ["chain of 200 (Add)"]
+
+
+def test_arguments_numba_does_not_take_go_to_numpy():
+    """Big-endian data (numba types no foreign byte order): None, so the NumPy path runs."""
+    x = np.arange(6, dtype=">f4").reshape(2, 3)
+    parts = [("Abs", SimpleNamespace(), (0,)), ("Negative", SimpleNamespace(), (-1,))]
+    prepared = chain_jit.prepare(parts, [x.astype(np.float32)], x.shape)
+    assert prepared is not None and prepared([x]) is None  # another type than compiled
+    assert chain_jit.run(parts, [x], x.shape) is None  # not one of TYPES
+
+
+def test_without_a_writable_cache_folder_the_loop_is_made_in_memory(tmp_path, monkeypatch):
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    monkeypatch.setattr(chain_jit, "_folders", lambda: [blocker / "chains"])
+    # a chain no other test compiles: a fresh source
+    parts = [("Ceiling", SimpleNamespace(), (0,)), ("Sqrt", SimpleNamespace(), (-1,)),
+             ("Floor", SimpleNamespace(), (-1,)), ("Abs", SimpleNamespace(), (-1,))]
+    x = np.array([[0.5, 4.2, -0.0, np.nan, 9.0]], np.float64)
+    since = len(jit.compiled())
+    got = chain_jit.run(parts, [x], x.shape)
+    assert same_bits(got, reference(parts, [x]))
+    compiled = jit.compiled(since)
+    assert len(compiled) == 1 and not compiled[0].cached
