@@ -16,6 +16,9 @@ one whose arithmetic numba reproduces exactly, on f32 or f64 data, the chain run
 compiled loop instead (:mod:`irrun.fast.chain_jit`): each element through the whole chain
 in registers, the same bits.  Observed runs (views) run the parts one by one, whole, and
 report each: the same bits again, since every op is elementwise and each kernel exact.
+(Which NaN an operation on NaNs gives, its sign and payload, is the CPU's, and NumPy's SIMD
+and scalar loops, which blocks and compiled loops meet at other places, may pick another:
+NaN stays NaN at the same places, as :func:`irrun.fast.blocks.split` has it.)
 
 It runs before :mod:`.inplace` and leaves it what it does better: the ops it would apply
 into a convolution's or a matrix product's fresh result (a bias, an activation) are not
