@@ -244,7 +244,8 @@ class Model:
             self._plan = Plan(self._graph, self._nodes, reference=self.reference)
             # Layers of constants run once, here (see irrun.core.folding); None: not asked.
             self.folding: Folding | None = fold_model(
-                self._plan, self._infos, self._fold_arg, self.weights.size, self._budget_arg)
+                self._plan, self._infos, self._fold_arg, self.weights.size, self._budget_arg,
+                self.weights)
             self._index_names()
 
     def __getstate__(self) -> dict[str, Any]:
