@@ -89,7 +89,11 @@ def mlp(batch: int, width: int, layers: int, compressed: bool, seed: int = 0) ->
 
 
 def _u4(values: np.ndarray):
-    return ov.op.Constant(ov.Type.u4, ov.Shape(values.shape), values.reshape(-1).tolist())
+    """A u4 Constant, packed as OpenVINO packs it (low nibble first)."""
+    tensor = ov.Tensor(ov.Type.u4, ov.Shape(values.shape))
+    flat = values.reshape(-1)
+    tensor.data[...] = (flat[0::2] | (flat[1::2] << 4)).reshape(tensor.data.shape)
+    return ov.op.Constant(tensor)
 
 
 def mlp_int4(batch: int, width: int, layers: int, group: int, seed: int = 0) -> ov.Model:

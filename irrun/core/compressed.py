@@ -29,15 +29,16 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 
 from ..errors import UsageError
+from ..fast import compressed_jit
 from ..fast.compressed import CompressedGather, CompressedMatMul, CompressedWeight
 from ..ir import element_types
 from ..ir.dims import is_static
 from ..ir.weights import Weights
+from .binding import PackedConst
 from .executor import Plan
 from .propagation import Infos
 from .steps import Step
@@ -210,10 +211,14 @@ def build(plan: Plan, chain: Chain, leaves: dict[int, np.ndarray], weights: Weig
     et = a.element_type
     packed = None
     if et.bits == 4:
-        if weights is None:
+        # As binding keeps it (irrun.core.binding.PackedConst), or read from the .bin.
+        raw = a.packed if isinstance(a, PackedConst) else None
+        if raw is None and weights is None:
             raise ValueError("a 4-bit weight needs the .bin")
+        if raw is None:
+            raw = weights.raw(a.offset, chain.packed)  # type: ignore[union-attr]
         per = math.prod(shape[1:]) // 2
-        packed = weights.raw(a.offset, chain.packed)[: shape[0] * per].reshape(shape[0], per)
+        packed = raw[: shape[0] * per].reshape(shape[0], per)
 
         def base(index):
             picked = packed[index]
@@ -258,11 +263,14 @@ def build(plan: Plan, chain: Chain, leaves: dict[int, np.ndarray], weights: Weig
 
     held = sum(_own_bytes(v) for v in leaves.values())
     looked = _lookup(chain, shape, et, program, run, base, packed)
+    product = None
     if looked is not None:
-        rows, table_bytes = looked
+        rows, table_bytes, product = looked
         held += table_bytes
-    return CompressedWeight(chain.shape, chain.channels_first, np.dtype(np.float32), rows, held,
-                            chain.packed)  # fmt: skip
+    weight = CompressedWeight(chain.shape, chain.channels_first, np.dtype(np.float32), rows,
+                              held, chain.packed)  # fmt: skip
+    weight.product = product
+    return weight
 
 
 def _lookup(chain: Chain, shape: tuple[int, ...], et, program: list, run, base, packed):
@@ -338,7 +346,21 @@ def _lookup(chain: Chain, shape: tuple[int, ...], et, program: list, run, base, 
         out = np.take(table, idx, mode="wrap")  # every index is in the table
         return out.reshape(count, *chain.shape[1:])
 
-    return rows, 0 if held is None else held.nbytes
+    product = None
+    if group % 4 == 0:
+        signed = et.name[0] == "i"
+
+        def product(x: np.ndarray, index: slice, out: np.ndarray) -> None:
+            count = len(range(*index.indices(n)))
+            table = table_of(index, count).reshape(count * groups, codes)
+            nibbles, whole = compressed_jit.kernels()  # type: ignore[misc]
+            if packed is not None:
+                nibbles(x, packed[index], table, groups, group, signed, out)
+            else:
+                code = base(index).reshape(count, groups * group).view(np.uint8)
+                whole(x, code, table, groups, group, signed, out)
+
+    return rows, 0 if held is None else held.nbytes, product
 
 
 def _own_bytes(value: np.ndarray) -> int:
@@ -363,33 +385,3 @@ def install(plan: Plan, chain: Chain, weight: CompressedWeight | None) -> None:
 
 def _sizing(*_args):
     raise RuntimeError("a plan that only sizes runs")
-
-
-class LazyConst(SimpleNamespace):
-    """A 4-bit Const's attributes whose ``value`` is unpacked from the ``.bin`` at each
-    read, not held: its only readers keep the weight compressed, so only a run that
-    observes every layer (or a shape check) asks for it."""
-
-    @property
-    def value(self) -> np.ndarray:  # type: ignore[override]
-        raw = self._raw  # type: ignore[attr-defined]
-        return element_types.decode(raw, self.element_type, math.prod(self.shape)
-                                    ).reshape(self.shape)  # fmt: skip
-
-
-def release(plan: Plan, chain: Chain, infos: Infos, weights: Weights) -> None:
-    """Drop the unpacked copy of a 4-bit Const (a byte per element) that binding made:
-    what needs its values unpacks them from the ``.bin`` again."""
-    step = plan.steps[chain.base]
-    a = step.attrs
-    if a.element_type.bits != 4 or isinstance(a, LazyConst):
-        return
-    fields = {k: v for k, v in vars(a).items() if k != "value"}
-    lazy = LazyConst(**fields)
-    lazy._raw = weights.raw(a.offset, chain.packed)
-    step.node.attrs = lazy
-    plan.steps[chain.base] = Step(step.node, step.kernel, lazy, step.inputs, step.outputs)
-    key = next(k for k, s in plan.slots.items() if s == step.outputs[0])
-    info = infos.get(key)
-    if info is not None and info.value is not None:
-        infos[key] = type(info)(info.shape, info.element_type, None)

@@ -93,14 +93,15 @@ class Folding:
         a model with no layer to fold."""
         if not (self.values or self.over_cap or self.failed or self.compressed):
             return []
+        folded = self.bytes - self.compressed_held
         lines = [] if not self.values else [f"folded {count(self.layers, 'constant layer')} into "
-                 f"{count(self.values, 'value')} ({format_bytes(self.bytes)}) at load in "
+                 f"{count(self.values, 'value')} ({format_bytes(folded)}) at load in "
                  f"{self.seconds * 1e3:.1f} ms"]  # fmt: skip
         if self.compressed:
             lines.append(
                 f"kept {count(self.compressed, 'weight')} compressed "
                 f"({format_bytes(self.compressed_bytes)} read from the .bin, "
-                f"{format_bytes(self.compressed_held)} of scales and zero points)"
+                f"{format_bytes(self.compressed_held)} of scales, zero points and tables)"
             )
         if self.over_cap:
             lines.append(
@@ -300,8 +301,6 @@ def _compress(plan: Plan, infos: Infos, choice: _Choice, values: dict[int, np.nd
             choice.left.append(chain.slot)
             continue
         compressed_weights.install(plan, chain, weight)
-        if weights is not None:
-            compressed_weights.release(plan, chain, infos, weights)
         folding.compressed += 1
         folding.compressed_bytes += weight.packed
         folding.compressed_held += weight.held

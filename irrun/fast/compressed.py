@@ -22,6 +22,10 @@ whose order differs from a whole one's): so the product agrees with the referenc
 the bound of the fast MatMul (:data:`irrun.fast.matmul.BOUND`), not bit for bit.
 Measured: bit-identical in most shapes, a few ulps where it is not.
 
+With ``IRRUN_JIT=1`` and numba, a product of a few rows (a decode step) by a weight
+decompressed by table look-ups runs compiled, without decompressing (:mod:`.compressed_jit`),
+within the same bound.
+
 A call that the blocks do not fit (``transpose_a``, an input of another element type or a
 1-D one) decompresses the whole weight for that call and runs the reader's own kernel.
 """
@@ -33,6 +37,8 @@ from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
+
+from . import compressed_jit
 
 # Decompressed bytes a block of output channels holds: a few hundred KiB, so that the
 # block is still in the CPU's L2 cache when BLAS reads it.
@@ -54,6 +60,10 @@ class CompressedWeight:
         self.rows = rows
         self.held = held  # bytes of its own (scales, zero points), beside the mapped .bin
         self.packed = packed  # bytes of the compressed weight in the .bin
+        # ``product(x, channels, out)``: ``out = x @ rows(channels).T`` for a slice of
+        # channels without decompressing them, where the weight allows (compiled table
+        # look-ups, :mod:`.compressed_jit`); None: by blocks only.
+        self.product: Callable[[np.ndarray, slice, np.ndarray], None] | None = None
 
     @property
     def channels(self) -> int:
@@ -96,6 +106,12 @@ class CompressedMatMul:
         x = a.reshape(rows, k)
         out = np.empty((rows, n), w.dtype)
         step = w.block_channels()
+        if w.product is not None and compressed_jit.takes(rows):
+            x = np.ascontiguousarray(x)
+            for start in range(0, n, step):
+                stop = min(n, start + step)
+                w.product(x, slice(start, stop), out[:, start:stop])
+            return (out.reshape(*a.shape[:-1], n),)
         for start in range(0, n, step):
             block = w.rows(slice(start, min(n, start + step)))
             np.matmul(x, block.T if w.channels_first else block, out=out[:, start : start + step])

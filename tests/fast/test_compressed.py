@@ -210,11 +210,61 @@ def test_a_compressed_model_holds_about_its_bin(tmp_path, monkeypatch, group):
     held = {}
     for setting in ("1", "0"):
         monkeypatch.setenv("IRRUN_COMPRESSED", setting)
+        irrun.load(path).run(x)  # what the first load imports and keeps is no weight's
         tracemalloc.start()
         model = irrun.load(path)
         model.run(x)
         held[setting] = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         del model
-    assert held["0"] > 8 * size  # the f32 weights
+    assert held["0"] > 4 * 256 * 256 * 4  # the f32 weights, 6-8x the .bin
     assert held["1"] < (1.5 if group == 128 else 0.75) * size + 2**20, (held, size)
+
+
+def _tiered_model(path: Path, kind: str, group: int | None, k: int, rows: int) -> Path:
+    rng = np.random.default_rng(11)
+    x = opset1.parameter([rows, k], np.float32, name="x")
+    w = _weight(rng, kind, kind[0] == "u", group, True, n=N, k=k)
+    y = opset1.matmul(x, w, False, True)
+    y.output(0).get_tensor().set_names({"y"})
+    ov.save_model(ov.Model([y.output(0)], [x], "m"), path, compress_to_fp16=False)
+    return path
+
+
+# (codes, group, K): tables held (no larger than the packed weight), made per block (a
+# group longer than its codes), or none (the chain itself on each block).
+TIERS = [("u4", 128, 256, "held"), ("i4", 128, 256, "held"), ("u4", 32, 256, "per block"),
+         ("i4", 32, 256, "per block"), ("u8", None, 1024, "held"), ("i8", None, 1024, "held"),
+         ("u8", None, 512, "per block"), ("u4", 16, 256, "chain")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "group", "k", "tier"), TIERS)
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("jit", [False, True])
+def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, group, k, tier,
+                                                   rows, jit):  # fmt: skip
+    from irrun.fast import compressed_jit, conv_jit
+
+    if jit:
+        pytest.importorskip("numba")
+    monkeypatch.setenv("IRRUN_JIT", "1" if jit else "0")
+    conv_jit.enabled.cache_clear()
+    try:
+        path = _tiered_model(tmp_path / "m.xml", kind, group, k, rows)
+        monkeypatch.setenv("IRRUN_COMPRESSED", "1")
+        model = irrun.load(path)
+        weight = _weight_of(model)
+        table = N * (k // (group or k)) * (16 if kind[1] == "4" else 256) * 4  # f32 entries
+        assert (model.folding.compressed_held >= table) == (tier == "held")
+        assert (weight.product is None) == (tier == "chain")
+        x = np.random.default_rng(rows).standard_normal((rows, k)).astype(np.float32)
+        want = irrun.load(path, reference=True).run({"x": x}, outputs=["w", "y"])
+        np.testing.assert_array_equal(weight.whole(), want["w"], strict=True)
+        index = np.array([N - 1, 0, 7, 7])
+        np.testing.assert_array_equal(weight.rows(index), want["w"][index], strict=True)
+        assert compressed_jit.takes(rows) == jit
+        got = model.run({"x": x})["y"]
+        bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(want["w"].T))
+        assert (np.abs(got - want["y"].astype(np.float64)) <= bound).all()
+    finally:
+        conv_jit.enabled.cache_clear()
