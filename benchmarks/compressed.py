@@ -176,6 +176,8 @@ def _hwm():
             return int(line.split()[1]) * 1024
 """
 _BASELINE = _HWM + "import numpy, openvino, irrun\nprint(_hwm())"
+if os.environ.get("IRRUN_JIT") == "1":  # numba's compiler is no weight's
+    _BASELINE = _BASELINE.replace("import numpy,", "import numba, numpy,")
 
 
 def int4(args: argparse.Namespace, runs: int) -> int:
@@ -217,7 +219,8 @@ def int4(args: argparse.Namespace, runs: int) -> int:
     print(f"int4 MLP of {args.layers} layers {args.width}x{args.width} (group {args.group}), "
           f"batch {args.batch}, {runs} interleaved runs, 1 thread, CPU ms per run; .bin "
           f"{bin_bytes / 2**20:.1f} MiB; peak RSS of a process that imports numpy, openvino "
-          f"and irrun: {base / 2**20:.0f} MiB")  # fmt: skip
+          f"and irrun{' and numba' if 'numba' in _BASELINE else ''}: {base / 2**20:.0f} MiB; "
+          f"IRRUN_JIT={os.environ.get('IRRUN_JIT', '')!r}")  # fmt: skip
     for name, ms in times.items():
         over = peaks[name] - base
         print(f"  {name:17s} {ms:9.3f} ms  {ms / times['OpenVINO']:6.2f}x OpenVINO   peak RSS "

@@ -93,6 +93,7 @@ for line in open("/proc/self/status"):
 SETTINGS = {
     "irrun compressed": ("irrun", {"IRRUN_COMPRESSED": "1"}),
     "irrun compressed JIT": ("irrun", {"IRRUN_COMPRESSED": "1", "IRRUN_JIT": "1"}),
+    "irrun folded f32 JIT": ("irrun", {"IRRUN_COMPRESSED": "0", "IRRUN_JIT": "1"}),
     "irrun folded f32": ("irrun", {"IRRUN_COMPRESSED": "0"}),
     "OpenVINO": ("openvino", {}),
 }
@@ -107,10 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, CI="true", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     base = int(subprocess.run([sys.executable, "-c", _BASE], capture_output=True, text=True,
                               check=True, env=env).stdout.split()[-1])  # fmt: skip
+    # numba's compiler, which a JIT setting imports where it compiles, is no weight's.
+    jit_base = int(subprocess.run([sys.executable, "-c", "import numba\n" + _BASE],
+                                  capture_output=True, text=True, check=True,
+                                  env=env).stdout.split()[-1])  # fmt: skip
     size = (Path(args.folder) / "openvino_model.bin").stat().st_size
     print(f"{args.folder}: .bin {size / 2**20:.1f} MiB; {args.tokens} tokens after 8, median "
           f"CPU ms of a step after the first two, 1 thread; peak RSS over {base / 2**20:.0f} "
-          "MiB (a process that imports numpy, openvino and irrun)")  # fmt: skip
+          "MiB (a process that imports numpy, openvino and irrun; numba too: "
+          f"{jit_base / 2**20:.0f} MiB, which a JIT setting imports where it compiles)")  # fmt: skip
     results = {}
     for name, (kind, extra) in SETTINGS.items():
         if name in args.skip:
