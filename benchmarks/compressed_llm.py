@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.folder}: .bin {size / 2**20:.1f} MiB; {args.tokens} tokens after 8, median "
           f"CPU ms of a step after the first two, 1 thread; peak RSS over {base / 2**20:.0f} "
           "MiB (a process that imports numpy, openvino and irrun; numba too: "
-          f"{jit_base / 2**20:.0f} MiB, which a JIT setting imports where it compiles)")  # fmt: skip
+          f"{jit_base / 2**20:.0f} MiB, imported by a JIT setting that compiles)")  # fmt: skip
     results = {}
     for name, (kind, extra) in SETTINGS.items():
         if name in args.skip:
