@@ -35,6 +35,12 @@ reads the same folded values as any run, so its outputs are the same bits; the l
 were folded into a later layer's value run after it, apart, to be seen.  A profile lists
 the layers computed here as load-time work, with the times they took (:attr:`Folding.timings`).
 
+Compressed weights.  A value that a decompression chain feeds into MatMuls or Gathers
+(NNCF's int8/int4 weights, f16 ones) may be kept compressed instead of folded
+(:mod:`irrun.core.compressed`, chosen by ``IRRUN_COMPRESSED``: by default where the cap
+would not hold it): its readers' steps then read the packed weight, and what it holds of
+its own (scales, zero points, look-up tables) counts in :attr:`Folding.bytes`.
+
 Propagation's values (:attr:`irrun.ir.registry.TensorInfo.value`) are not reused: it folds
 only up to 4096 elements, which cost microseconds, and a value there may come from a shape
 rule rather than the kernel a run uses.

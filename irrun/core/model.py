@@ -936,7 +936,10 @@ def load(
     ``fold_constants`` computes the layers whose inputs are all constants (decompressed
     weights, shape subgraphs) once, here, rather than at each run: True for the default
     cap on the memory their values keep, a cap (bytes, or a size such as ``"256M"``;
-    ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).
+    ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).  A weight that a
+    decompression chain feeds into a MatMul or Gather and that the cap would not hold is
+    kept compressed instead; ``IRRUN_COMPRESSED=1`` in the environment keeps every such
+    weight compressed, ``0`` none (see :mod:`irrun.core.compressed`).
     ``threads`` is how many threads runs use (None: the cores this process may use that
     the machine's load leaves idle; see :attr:`Model.threads`).
     ``reference=True`` runs each op's reference kernel (:mod:`irrun.ops`), with no pass

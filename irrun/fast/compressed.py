@@ -26,6 +26,10 @@ With ``IRRUN_JIT=1`` and numba, a product of a few rows (a decode step) by a wei
 decompressed by table look-ups runs compiled, without decompressing (:mod:`.compressed_jit`),
 within the same bound.
 
+Memory.  A product holds its block, the block's codes and look-up indices (8 bytes an
+element) or the chain's intermediates: a few MiB at most, which the memory plan does not
+count (:meth:`CompressedWeight.scratch` gives the bound).
+
 A call that the blocks do not fit (``transpose_a``, an input of another element type or a
 1-D one) decompresses the whole weight for that call and runs the reader's own kernel.
 """
