@@ -26,6 +26,10 @@ With ``IRRUN_JIT=1`` and numba, a product of a few rows (a decode step) by a wei
 decompressed by table look-ups runs compiled, without decompressing (:mod:`.compressed_jit`),
 within the same bound.
 
+Threads.  The blocks go to the run's threads (:func:`irrun.threads.map_blocks`; BLAS at
+one thread in each, the compiled kernel without the GIL): each writes its own columns of
+the output, and the blocks are the same for any thread count, so are the values.
+
 Memory.  A product holds its block, the block's codes and look-up indices (8 bytes an
 element) or the chain's intermediates: a few MiB at most, which the memory plan does not
 count (:meth:`CompressedWeight.scratch` gives the bound).
@@ -42,6 +46,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from .. import threads
 from . import compressed_jit
 
 # Decompressed bytes a block of output channels holds: a few hundred KiB, so that the
@@ -112,13 +117,21 @@ class CompressedMatMul:
         step = w.block_channels()
         if w.product is not None and compressed_jit.takes(rows):
             x = np.ascontiguousarray(x)
-            for start in range(0, n, step):
-                stop = min(n, start + step)
-                w.product(x, slice(start, stop), out[:, start:stop])
-            return (out.reshape(*a.shape[:-1], n),)
-        for start in range(0, n, step):
-            block = w.rows(slice(start, min(n, start + step)))
-            np.matmul(x, block.T if w.channels_first else block, out=out[:, start : start + step])
+
+            def blocks(first: int, last: int) -> None:
+                for start in range(first * step, min(n, last * step), step):
+                    stop = min(n, start + step)
+                    w.product(x, slice(start, stop), out[:, start:stop])  # type: ignore[misc]
+        else:
+
+            def blocks(first: int, last: int) -> None:
+                for start in range(first * step, min(n, last * step), step):
+                    block = w.rows(slice(start, min(n, start + step)))
+                    np.matmul(x, block.T if w.channels_first else block,
+                              out=out[:, start : start + step])  # fmt: skip
+
+        # Each block on its own columns, the same blocks for any thread count: the same bits.
+        threads.map_blocks(blocks, -(-n // step))
         return (out.reshape(*a.shape[:-1], n),)
 
 

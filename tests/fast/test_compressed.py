@@ -136,6 +136,9 @@ def test_products_by_blocks_of_columns(tmp_path, monkeypatch):
         got = model.run({"x": x})["y"]
         bound = 2 * K * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(want["w"].T))
         assert (np.abs(got - want["y"].astype(np.float64)) <= bound).all()
+        # The blocks on two threads: the same blocks, the same bits.
+        two = irrun.load(path, threads=2)
+        np.testing.assert_array_equal(two.run({"x": x})["y"], got, strict=True)
 
 
 def _embedding_model(path: Path, tied: bool) -> Path:
