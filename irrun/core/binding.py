@@ -26,6 +26,37 @@ from .graph import LayerGraph
 UNSUPPORTED_CODES = ("unsupported-op", "unknown-opset")
 
 
+# 4-bit Consts of more elements than this stay packed in the mapped .bin (PackedConst).
+PACKED_ELEMENTS = 4096
+
+
+class PackedConst(SimpleNamespace):
+    """A large 4-bit Const's attributes: ``value`` is unpacked from the ``.bin`` at each
+    read, not held.  Unpacked, a 4-bit weight takes a byte an element, twice the ``.bin``;
+    a weight kept compressed (:mod:`irrun.core.compressed`) reads the packed bytes, and
+    only what asks for the values (folding, a run that observes every layer) unpacks
+    them.  ``vars()`` of it has no ``value``: propagation keeps none for it (it folds
+    only small values anyway), and the packed bytes are no attribute of the layer."""
+
+    __slots__ = ("packed",)
+
+    @classmethod
+    def of(cls, attrs: SimpleNamespace, weights: Weights) -> PackedConst:
+        count = 1
+        for d in attrs.shape:
+            count *= d
+        made = cls(**vars(attrs))
+        made.packed = weights.raw(attrs.offset, element_types.byte_size(attrs.element_type, count))
+        return made
+
+    @property
+    def value(self) -> Any:
+        count = 1
+        for d in self.shape:
+            count *= d
+        return element_types.decode(self.packed, self.element_type, count).reshape(self.shape)
+
+
 @dataclass
 class Node:
     layer: Layer
@@ -143,10 +174,13 @@ class _Binder:
             # one missing or extra port is one finding, not a second one from the rule.
             return Node(layer, op, None, ref)
         attrs = SimpleNamespace(**values)
-        if op.type == "Const" and not self.read_const(ref, attrs, data_line):
-            # Its shape or size is in doubt: nothing is inferred from it, so the one
-            # mistake is not reported again at every layer it feeds.
-            return Node(layer, op, None, ref)
+        if op.type == "Const":
+            if not self.read_const(ref, attrs, data_line):
+                # Its shape or size is in doubt: nothing is inferred from it, so the one
+                # mistake is not reported again at every layer it feeds.
+                return Node(layer, op, None, ref)
+            if not hasattr(attrs, "value"):  # a large 4-bit weight, kept packed
+                attrs = PackedConst.of(attrs, self.weights)
         return Node(layer, op, attrs, ref, kind)
 
     @staticmethod
@@ -206,6 +240,8 @@ class _Binder:
                         f"size {a.size} bytes is more than shape {list(a.shape)} of {et} needs "
                         f"({need} bytes); OpenVINO ignores the rest", line, ref,
                         expected=need, actual=a.size)  # fmt: skip
+        if et.bits == 4 and count > PACKED_ELEMENTS and not strings:
+            return True  # read when asked (see PackedConst)
         try:
             a.value = w.read(a.offset, a.size, et, a.shape)
         except (ValueError, OSError) as exc:

@@ -35,6 +35,12 @@ reads the same folded values as any run, so its outputs are the same bits; the l
 were folded into a later layer's value run after it, apart, to be seen.  A profile lists
 the layers computed here as load-time work, with the times they took (:attr:`Folding.timings`).
 
+Compressed weights.  A value that a decompression chain feeds into MatMuls or Gathers
+(NNCF's int8/int4 weights, f16 ones) may be kept compressed instead of folded
+(:mod:`irrun.core.compressed`, chosen by ``IRRUN_COMPRESSED``: by default where the cap
+would not hold it): its readers' steps then read the packed weight, and what it holds of
+its own (scales, zero points, look-up tables) counts in :attr:`Folding.bytes`.
+
 Propagation's values (:attr:`irrun.ir.registry.TensorInfo.value`) are not reused: it folds
 only up to 4096 elements, which cost microseconds, and a value there may come from a shape
 rule rather than the kernel a run uses.
@@ -52,7 +58,9 @@ import numpy as np
 from ..errors import UsageError
 from ..ir.dims import is_static
 from ..ir.registry import TensorInfo, resolve
+from ..ir.weights import Weights
 from ..text import count
+from . import compressed as compressed_weights
 from .binding import Node
 from .executor import Plan
 from .memory import available_memory, format_bytes, parse_size, tensor_bytes
@@ -76,6 +84,12 @@ class Folding:
     over_cap: int = 0  # values left to the runs, above the cap
     over_cap_bytes: int = 0
     failed: list[Step] = field(default_factory=list)  # layers whose kernel failed at load
+    # Weights kept compressed (see irrun.core.compressed): how many, their bytes in the
+    # .bin (memory-mapped, not read at load), and the bytes of their scales and zero points
+    # (counted in ``bytes`` too).
+    compressed: int = 0
+    compressed_bytes: int = 0
+    compressed_held: int = 0
     seconds: float = 0.0
     # Each layer computed at load, with its kernel's seconds (a profile lists them apart).
     timings: list[tuple[Step, float]] = field(default_factory=list)
@@ -83,11 +97,18 @@ class Folding:
     def describe(self) -> list[str]:
         """A line for what was folded, and one for each reason something was not; none for
         a model with no layer to fold."""
-        if not (self.values or self.over_cap or self.failed):
+        if not (self.values or self.over_cap or self.failed or self.compressed):
             return []
-        lines = [f"folded {count(self.layers, 'constant layer')} into "
-                 f"{count(self.values, 'value')} ({format_bytes(self.bytes)}) at load in "
+        folded = self.bytes - self.compressed_held
+        lines = [] if not self.values else [f"folded {count(self.layers, 'constant layer')} into "
+                 f"{count(self.values, 'value')} ({format_bytes(folded)}) at load in "
                  f"{self.seconds * 1e3:.1f} ms"]  # fmt: skip
+        if self.compressed:
+            lines.append(
+                f"kept {count(self.compressed, 'weight')} compressed "
+                f"({format_bytes(self.compressed_bytes)} read from the .bin, "
+                f"{format_bytes(self.compressed_held)} of scales, zero points and tables)"
+            )
         if self.over_cap:
             lines.append(
                 f"kept {count(self.over_cap, 'constant subgraph')} "
@@ -130,12 +151,13 @@ def default_cap(weights_bytes: int, budget: int | str | None) -> int:
 
 
 def fold_model(plan: Plan, infos: Infos, option: bool | int | None, weights_bytes: int,
-               budget: int | str | None) -> Folding | None:  # fmt: skip
+               budget: int | str | None, weights: Weights | None = None
+               ) -> Folding | None:  # fmt: skip
     """Fold ``plan`` as ``option`` (see :func:`fold_option`) asks; None when it asks for none."""
     if option is False:
         return None
     cap = default_cap(weights_bytes, budget) if option is True else option
-    return fold(plan, infos, cap)  # type: ignore[arg-type]
+    return fold(plan, infos, cap, weights)  # type: ignore[arg-type]
 
 
 def _may_fold(step: Step) -> bool:
@@ -153,6 +175,8 @@ class _Choice:
     chosen: list[int]  # values to compute and keep, if they fit once computed
     left: list[int]  # values the runs compute
     folding: Folding
+    # Weights kept compressed instead (see irrun.core.compressed).
+    chains: list[compressed_weights.Chain] = field(default_factory=list)
 
 
 def _choose(plan: Plan, infos: Infos, cap: int | None) -> _Choice:
@@ -175,12 +199,18 @@ def _choose(plan: Plan, infos: Infos, cap: int | None) -> _Choice:
     if not wanted:
         return choice
     key_of = {slot: key for key, slot in plan.slots.items()}
+    mode = "off" if plan.reference else compressed_weights.mode()
+    chains = {} if mode == "off" else {c.slot: c for c in compressed_weights.find_chains(
+        plan, infos, foldable, readers, sorted(wanted))}  # fmt: skip
     planned = 0
     for s in sorted(wanted, key=lambda s: (producer[s], s)):
         size = _static_bytes(infos.get(key_of[s]))
-        if cap is not None and size is not None and planned + size > cap:
+        over = cap is not None and size is not None and planned + size > cap
+        if s in chains and (over or mode == "all"):
+            choice.chains.append(chains[s])
+        elif over:
             choice.folding.over_cap += 1
-            choice.folding.over_cap_bytes += size
+            choice.folding.over_cap_bytes += size  # type: ignore[operator]
             choice.left.append(s)
         else:  # a size not known beforehand is checked once computed
             choice.chosen.append(s)
@@ -199,6 +229,8 @@ def plan_folding(plan: Plan, infos: Infos, cap: int | None) -> None:
         if _static_bytes(info) is not None:
             kept[s] = _constant_step(plan.steps[plan.producer[s]], s,
                                      np.zeros((), info.element_type.dtype))  # type: ignore[union-attr]  # fmt: skip
+    for chain in choice.chains:  # the reader reads the weight compressed, never the chain
+        compressed_weights.install(plan, chain, None)
     plan.folded = kept
     plan._schedules.clear()
 
@@ -209,20 +241,24 @@ def _constant_step(step: Step, slot: int, value: np.ndarray) -> Step:
     return Step(node, _CONST.kernel, node.attrs, (), (slot,), folded=True)
 
 
-def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
-    """Compute the plan's constant layers once and give their values to its runs.
+def fold(plan: Plan, infos: Infos, cap: int | None, weights: Weights | None = None) -> Folding:
+    """Compute the plan's constant layers once and give their values to its runs, and
+    keep the weights that :mod:`irrun.core.compressed` can use compressed.
 
     ``infos`` (the propagated shapes) size the values before they are computed, so that
-    one above the cap is never made.
+    one above the cap is never made.  ``weights`` is the ``.bin`` (where 4-bit weights
+    are read from, packed).
     """
     start = time.perf_counter()
     steps, producer = plan.steps, plan.producer
     choice = _choose(plan, infos, cap)
     foldable = choice.foldable
     chosen, left, folding = choice.chosen, choice.left, choice.folding
-    if not chosen and not left:
+    if not chosen and not left and not choice.chains:
         return folding
-    values, failed = _compute(plan, chosen, folding.timings)
+    leaves = [s for chain in choice.chains for s in chain.leaves]
+    values, failed = _compute(plan, chosen + leaves, folding.timings)
+    compressed = _compress(plan, infos, choice, values, weights)
     kept: dict[int, Step] = {}
     for s in chosen:
         value = values.pop(s, None)
@@ -245,12 +281,40 @@ def fold(plan: Plan, infos: Infos, cap: int | None) -> Folding:
     folding.values = len(kept)
     # Layers that still run: those the values left to the runs come from.
     still = _ancestors(plan, left, foldable)
-    done = _ancestors(plan, list(kept), foldable)
+    done = _ancestors(plan, list(kept) + compressed, foldable)
     folding.layers = len(done - still)
     plan.folded = kept
     plan._schedules.clear()  # schedules made before folding would run the layers
     folding.seconds = time.perf_counter() - start
     return folding
+
+
+def _compress(plan: Plan, infos: Infos, choice: _Choice, values: dict[int, np.ndarray],
+              weights: Weights | None) -> list[int]:  # fmt: skip
+    """Give the readers of each chain chosen the weight kept compressed; the slots done.
+    A chain whose small constants failed, or that cannot be built, is left to the runs."""
+    done = []
+    folding = choice.folding
+    for chain in choice.chains:
+        leaves = {s: values.get(s) for s in chain.leaves}
+        weight = None
+        if all(v is not None for v in leaves.values()):
+            try:
+                weight = compressed_weights.build(plan, chain, leaves, weights)  # type: ignore[arg-type]
+            except (ValueError, OSError):
+                weight = None
+        if weight is None:
+            choice.left.append(chain.slot)
+            continue
+        compressed_weights.install(plan, chain, weight)
+        folding.compressed += 1
+        folding.compressed_bytes += weight.packed
+        folding.compressed_held += weight.held
+        folding.bytes += weight.held
+        done.append(chain.slot)
+    for s in {s for chain in choice.chains for s in chain.leaves} - set(choice.chosen):
+        values.pop(s, None)
+    return done
 
 
 def _ancestors(plan: Plan, slots: list[int], foldable: list[bool]) -> set[int]:

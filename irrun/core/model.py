@@ -244,7 +244,8 @@ class Model:
             self._plan = Plan(self._graph, self._nodes, reference=self.reference)
             # Layers of constants run once, here (see irrun.core.folding); None: not asked.
             self.folding: Folding | None = fold_model(
-                self._plan, self._infos, self._fold_arg, self.weights.size, self._budget_arg)
+                self._plan, self._infos, self._fold_arg, self.weights.size, self._budget_arg,
+                self.weights)
             self._index_names()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -935,7 +936,10 @@ def load(
     ``fold_constants`` computes the layers whose inputs are all constants (decompressed
     weights, shape subgraphs) once, here, rather than at each run: True for the default
     cap on the memory their values keep, a cap (bytes, or a size such as ``"256M"``;
-    ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).
+    ``"none"`` for no cap), or False (see :mod:`irrun.core.folding`).  A weight that a
+    decompression chain feeds into a MatMul or Gather and that the cap would not hold is
+    kept compressed instead; ``IRRUN_COMPRESSED=1`` in the environment keeps every such
+    weight compressed, ``0`` none (see :mod:`irrun.core.compressed`).
     ``threads`` is how many threads runs use (None: the cores this process may use that
     the machine's load leaves idle; see :attr:`Model.threads`).
     ``reference=True`` runs each op's reference kernel (:mod:`irrun.ops`), with no pass

@@ -63,6 +63,12 @@ class Weights:
         raw = self._bytes().view(np.ndarray)[offset : offset + need]
         return element_types.decode(raw, et, count).reshape(shape)
 
+    def raw(self, offset: int, size: int) -> np.ndarray:
+        """``size`` bytes at ``offset``, as a view of the map (a packed constant as it lies)."""
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise ValueError(f"bytes {offset}..{offset + size} are not in {self.path.name}")
+        return self._bytes().view(np.ndarray)[offset : offset + size]
+
     def _strings(self, offset: int, size: int, count: int) -> np.ndarray:
         """A string constant: a count, offsets and bytes (its ``size`` bytes at most)."""
         if offset + size > self.size:

@@ -38,8 +38,10 @@ def _result(a: SimpleNamespace, x: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def _const_infer(a: SimpleNamespace, inputs: Sequence[TensorInfo]) -> list[TensorInfo]:
-    # The executor decodes the weights into ``a.value`` before anything asks.
-    return [TensorInfo(tuple(a.shape), a.element_type, getattr(a, "value", None))]
+    # The executor decodes the weights into ``a.value`` before anything asks; a large
+    # 4-bit weight kept packed (irrun.core.binding.PackedConst) decodes only when a kernel
+    # asks, so no value of it is kept here.
+    return [TensorInfo(tuple(a.shape), a.element_type, vars(a).get("value"))]
 
 
 def _const(a: SimpleNamespace) -> tuple[np.ndarray, ...]:

@@ -172,7 +172,9 @@ def test_an_f16_model_converts_no_weight_at_each_run(tmp_path):
     np.testing.assert_array_equal(bare.run(x)["y"], unfolded.run(x)["y"], strict=True)
 
 
-def test_the_cap_keeps_what_is_above_it_unfolded(capsys):
+def test_the_cap_keeps_what_is_above_it_unfolded(capsys, monkeypatch):
+    # Weights are not kept compressed instead (irrun.core.compressed; tests/fast/test_compressed.py).
+    monkeypatch.setenv("IRRUN_COMPRESSED", "0")
     feeds = _feeds("bert_int8_asym")
     full = irrun.load(CORPUS / "bert_int8_asym.xml")
     capped = irrun.load(CORPUS / "bert_int8_asym.xml", fold_constants="20K")

@@ -227,7 +227,7 @@ def test_max_memory_on_the_command_line_is_checked(capsys):
     assert rc == 0
 
 
-def test_folded_weights_are_not_tensors_of_the_run(tmp_path, capsys):
+def test_folded_weights_are_not_tensors_of_the_run(tmp_path, capsys, monkeypatch):
     # x f32[1,64] times a u8[64,64] weight decompressed as NNCF writes it: Convert (16 KiB),
     # Subtract of the converted zero point (256 bytes, and 16 KiB out, with 64 KiB of
     # scratch: its kernel's broadcast operands), Multiply by the scale (16 KiB, and 64 KiB of
@@ -267,7 +267,16 @@ def test_folded_weights_are_not_tensors_of_the_run(tmp_path, capsys):
         folded.run(feeds, on_layer=lambda layer: None)
     # validate plans the run of a loaded model: folded as load would fold it.
     assert irrun.validate(path, max_memory="32K") == []
-    # Under 30 KiB the cap is 15 KiB: the weight is left to the runs, whose peak is over.
+    # Under 30 KiB the cap is 15 KiB: the weight is kept compressed (irrun.core.compressed),
+    # and the run holds only its block and the MatMul's output.
+    assert irrun.validate(path, max_memory="30K") == []
+    small = irrun.load(path, max_memory="30K")
+    # It holds the zero point converted to f32 (the u8 codes and the scale are the .bin).
+    assert small.folding.compressed == 1 and small.folding.bytes == 256
+    np.testing.assert_array_equal(small.run(feeds)[small.outputs[0].name],
+                                  folded.run(feeds)[folded.outputs[0].name])  # fmt: skip
+    # Not kept compressed, the weight is left to the runs, whose peak is over.
+    monkeypatch.setenv("IRRUN_COMPRESSED", "0")
     found = irrun.validate(path, max_memory="30K")
     # (at the chain's step, named by its last layer)
     assert [(d.code, d.layer.type) for d in found] == [("over-budget", "Multiply")]

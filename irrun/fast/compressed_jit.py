@@ -1,0 +1,92 @@
+"""Products with a compressed weight's table look-ups compiled by numba: optional, off by default.
+
+With ``IRRUN_JIT=1`` (read as :func:`irrun.fast.conv_jit.enabled` reads it) and numba
+installed, a MatMul of a few rows (:data:`MAX_ROWS`, a decode step's) whose weight is kept
+compressed with look-up tables (:mod:`irrun.core.compressed`: 4-bit or 8-bit codes whose
+scale and zero point are shared by a group) multiplies without decompressing: for each
+output channel and group it reads the group's codes (two to a byte for 4 bits) and their
+values in the group's table, and sums ``x[m, k] * w[n, k]`` over k.  Without it, and for
+more rows, NumPy decompresses blocks and BLAS multiplies (:mod:`.compressed`).
+
+Values.  Each weight value is the table's entry, which is exactly the decompressed value
+(the tables are made by the chain's own kernels); the products are summed over k in f32
+in an order of LLVM's (compiled with the ``reassoc`` and ``contract`` fast-math flags
+only: it may reorder the sum into vector lanes and fuse a multiply with its add).  That
+is another order than BLAS's, within the same bound as the fast MatMul's
+(:data:`irrun.fast.matmul.BOUND`: 2 K u sum_k |a_ik w_kj|, which a sum of K products in
+any order, fused or not, keeps).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from . import conv_jit
+
+MAX_ROWS = 8  # rows of the input: beyond, BLAS on decompressed blocks re-reads less
+
+
+@functools.cache
+def kernels() -> tuple[Callable[..., None], Callable[..., None]] | None:
+    """The compiled kernels (4-bit, 8-bit), or None when numba cannot be imported (conv_jit
+    warns once about that)."""
+    if conv_jit.kernels() is None:
+        return None
+    import numba
+
+    # Sums in any order, with fused multiply-adds: LLVM vectorises the look-ups' products
+    # (0.5 ns an element instead of 0.8 in order, measured); no other fast-math flag, so
+    # NaN and infinities are what the arithmetic makes of them.
+    jit = numba.njit(cache=False, nogil=True, fastmath={"reassoc", "contract"})
+    return jit(_nibbles), jit(_bytes)
+
+
+def takes(rows: int) -> bool:
+    """Whether the compiled product runs for an input of ``rows`` rows."""
+    return rows <= MAX_ROWS and conv_jit.enabled() and kernels() is not None
+
+
+def _nibbles(x, packed, table, groups, group, signed, out):  # pragma: no cover - compiled
+    """``out[m, n] = sum_k x[m, k] * table[n * groups + k // group, code(n, k)]``, codes
+    two to a byte, low nibble first (``signed``: two's complement, its table from -8)."""
+    rows, count = out.shape
+    half = group // 2
+    for n in range(count):
+        for m in range(rows):
+            s = np.float32(0.0)
+            xm = x[m]
+            for g in range(groups):
+                t = table[n * groups + g]
+                at = g * half
+                k = g * group
+                for i in range(half):
+                    b = np.int64(packed[n, at + i])  # an int: uint8 with int64 is a float
+                    lo = b & 15
+                    hi = b >> 4
+                    if signed:
+                        lo ^= 8
+                        hi ^= 8
+                    s += xm[k + 2 * i] * t[lo] + xm[k + 2 * i + 1] * t[hi]
+            out[m, n] = s
+
+
+def _bytes(x, code, table, groups, group, signed, out):  # pragma: no cover - compiled
+    """As :func:`_nibbles`, a code a byte (``signed``: int8 read as uint8, its table from
+    -128)."""
+    rows, count = out.shape
+    for n in range(count):
+        for m in range(rows):
+            s = np.float32(0.0)
+            xm = x[m]
+            for g in range(groups):
+                t = table[n * groups + g]
+                k = g * group
+                for i in range(group):
+                    c = np.int64(code[n, k + i])
+                    if signed:
+                        c ^= 128
+                    s += xm[k + i] * t[c]
+            out[m, n] = s
