@@ -210,11 +210,12 @@ def _fresh(engine: str, variant: str, args: argparse.Namespace) -> dict:
 
 def profile_step(runner: Irrun, prompt: list[int], at: int, top: int = 8) -> None:
     """Where a single-token step goes, from ``at`` tokens on: each step meets a KV cache
-    one longer, as in a decode.  Three plain steps give the step's wall time (their
-    median), three observed layer by layer its kernels' time by op type (each layer at its
-    fastest), the difference is what the step spends outside its kernels (shape inference
-    and the memory check for the new shapes, the loop); one more plain step under cProfile
-    names the functions."""
+    one longer, as in a decode.  Five plain steps give the step's CPU and wall time (the
+    fastest of each: other work on the machine only adds to them), three observed layer
+    by layer its kernels' (wall) time by op type (each layer at its fastest); the step's
+    CPU time less the kernels' is what it spends outside them (shape inference and the
+    memory check for new shapes, the loop), meaningful on a quiet machine, where wall and
+    CPU time agree; one more plain step under cProfile names the functions."""
     import cProfile
     import pstats
 
@@ -226,19 +227,19 @@ def profile_step(runner: Irrun, prompt: list[int], at: int, top: int = 8) -> Non
     sequence = list(prompt)
     seen = 0
 
-    def step(on_layer=None) -> float:
+    def step(on_layer=None) -> tuple[float, float]:
         nonlocal seen
         feeds = step_inputs(specs, sequence[seen:], seen)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         out = request.run(feeds, ["logits"], on_layer=on_layer)
-        took = time.perf_counter() - t0
+        took = time.process_time() - c0, time.perf_counter() - t0
         seen = len(sequence)
         sequence.append(int(np.argmax(out["logits"][0, -1])))
         return took
 
     for _ in range(at):
         step()
-    plain = [step() for _ in range(3)]
+    plain = [step() for _ in range(5)]
     best: dict[tuple[str, int], tuple[str, float]] = {}
 
     def on_layer(run) -> None:
@@ -256,9 +257,10 @@ def profile_step(runner: Irrun, prompt: list[int], at: int, top: int = 8) -> Non
         seconds[kind] += s
         count[kind] += 1
     kernels = sum(seconds.values())
-    wall = statistics.median(plain)
-    print(f"  irrun step at {seen} positions: {wall * 1e3:.1f} ms wall; kernels "
-          f"{kernels * 1e3:.1f} ms, outside them {(wall - kernels) * 1e3:.1f} ms")  # fmt: skip
+    cpu, wall = min(c for c, _ in plain), min(w for _, w in plain)
+    outside = cpu - kernels
+    print(f"  irrun step at {seen} positions: {cpu * 1e3:.1f} ms CPU ({wall * 1e3:.1f} wall); "
+          f"kernels {kernels * 1e3:.1f} ms, outside them {outside * 1e3:.1f} ms")  # fmt: skip
     for kind, s in sorted(seconds.items(), key=lambda r: -r[1])[:top]:
         print(f"    {kind:28s} {s * 1e3:8.2f} ms  {count[kind]:4d} layers")
     profiler = cProfile.Profile()
