@@ -7,6 +7,11 @@ times each), where the reference's work around the gather (its shape rule, index
 checks, the fancy index of every leading axis, the mask of out-of-range indices) takes
 most of the 40-90 us a call.  ``np.take`` copies the same elements: bit for bit.
 
+``np.take`` copies data that is not C-contiguous and aligned before it picks: Gather's
+fast kernel does that only for data of at most :data:`COPIED_UP_TO` bytes (its declared
+scratch), and gives larger such data to the reference, which picks where the data lies.
+An embedding table (contiguous) is never copied.
+
 They give way to the reference for batch dims, an index out of range (Gather gives
 zeros there, GatherND refuses it), index tensors that are not integers, and GatherND's
 empty index tuples, empty data or no tuple at all.
@@ -21,6 +26,23 @@ import numpy as np
 from ..ir.registry import ShapeError
 from ..ops.gather import _gather_params
 from .registry import FastKernel, register_fast
+
+# Data that np.take would copy (not C-contiguous, or unaligned) up to this size.
+COPIED_UP_TO = 1 << 20
+
+
+def _copied(data: np.ndarray) -> bool:
+    return not (data.flags.c_contiguous and data.flags.aligned)
+
+
+def _gather_scratch(a: SimpleNamespace, inputs, outputs) -> int:
+    """np.take's copy of data it cannot read in place, for data small enough to copy."""
+    data = inputs[0]
+    if data.shape is None or not all(isinstance(d, int) for d in data.shape):
+        return COPIED_UP_TO
+    nbytes = int(np.prod(data.shape, dtype=np.int64)) * (
+        data.element_type.item_bytes if data.element_type else 16)
+    return nbytes if nbytes <= COPIED_UP_TO else 0
 
 
 def _in_range(idx: np.ndarray, sizes) -> np.ndarray | None:
@@ -43,7 +65,7 @@ def _gather(a: SimpleNamespace, data: np.ndarray, idx: np.ndarray, axis_arr: np.
         batch, axis = _gather_params(a, data.ndim, idx.ndim, int(np.reshape(axis_arr, -1)[0]))
     except ShapeError:
         return NotImplemented
-    if batch != 0 or data.shape[axis] == 0:
+    if batch != 0 or data.shape[axis] == 0 or (data.nbytes > COPIED_UP_TO and _copied(data)):
         return NotImplemented
     i = _in_range(idx, data.shape[axis])
     if i is None:
@@ -69,7 +91,8 @@ def _gather_nd(a: SimpleNamespace, data: np.ndarray, idx: np.ndarray):
 
 
 register_fast(FastKernel(
-    "Gather", (1, 7, 8), "no batch dims, integer indices all in range: np.take", _gather))
+    "Gather", (1, 7, 8), "no batch dims, integer indices all in range, data contiguous or "
+    "at most 1 MiB: np.take", _gather, scratch=_gather_scratch))
 register_fast(FastKernel(
     "GatherND", (5, 8), "no batch dims, integer indices all in range: np.take of the tuples' "
     "flat offsets", _gather_nd))  # fmt: skip

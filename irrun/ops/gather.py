@@ -28,7 +28,7 @@ from ..ir.attributes import Attr
 from ..ir.dims import DYNAMIC, Dim, Interval
 from ..ir.element_types import ANY, INDEX_TYPES
 from ..ir.registry import OpDef, ShapeError, TensorInfo, register
-from ._scratch import per_element
+from ._scratch import largest, per_element
 from ._shapes import (
     ALL_INTEGERS,
     element_count,
@@ -117,6 +117,30 @@ def _gather(version: int):
         return (picked.reshape(out_shape),)
 
     return kernel
+
+
+def _gather_scratch(a: SimpleNamespace, inputs: Sequence[TensorInfo],
+                    outputs: Sequence[TensorInfo]) -> int:  # fmt: skip
+    """16 bytes per element of the indices or of the output, whichever has more (the
+    indices as int64, their mask and clamped copy, the values picked before the mask);
+    the data's elements only where the kernel's reshape merges its axes (more than one
+    batch dim, or more than one axis between the batch dims and ``axis``), which copies
+    data that is not contiguous across them.  Otherwise the data is read where it lies:
+    an embedding table of ``[32000, 1024]`` gathered for one token holds a row's worth,
+    not four tables' worth, which would make every decoding step of an LLM look large
+    enough to check against the memory available."""
+    data, idx, axis_info = inputs
+    need = per_element(16)(a, [idx], outputs)
+    axis_values = int_values(axis_info)
+    if data.shape is None or idx.shape is None or axis_values is None:
+        return need + per_element(16)(a, [data], [])
+    batch = getattr(a, "batch_dims", 0)
+    if batch < 0:
+        batch += len(idx.shape)
+    axis = axis_values[0] + len(data.shape) if axis_values[0] < 0 else axis_values[0]
+    if batch > 1 or axis - batch > 1:
+        need += largest([data]) * (data.element_type.item_bytes if data.element_type else 16)
+    return need
 
 
 # --------------------------------------------------------------------------- GatherElements
@@ -221,13 +245,13 @@ def _check_batch_dims(a: SimpleNamespace) -> None:
 register(OpDef(type="Gather", version=1, since_opset=1, attrs=(),
                infer=_gather_infer, kernel=_gather(1), inputs=(3, 3),
                input_types=(ANY, ALL_INTEGERS, ALL_INTEGERS),
-               scratch=per_element(16)))  # fmt: skip
+               scratch=_gather_scratch))  # fmt: skip
 for _version in (7, 8):
     register(OpDef(type="Gather", version=_version, since_opset=_version,
                    attrs=(Attr("batch_dims", "int", 0),),
                    infer=_gather_infer, kernel=_gather(_version), inputs=(3, 3),
                    shape_attrs=("batch_dims",), input_types=(ANY, ALL_INTEGERS, ALL_INTEGERS),
-                   scratch=per_element(16)))  # fmt: skip
+                   scratch=_gather_scratch))  # fmt: skip
 register(OpDef(type="GatherElements", version=6, since_opset=6, attrs=(Attr("axis", "int", 0),),
                infer=_gather_elements_infer, kernel=_gather_elements, inputs=(2, 2),
                shape_attrs=("axis",), input_types=(ANY, INDEX_TYPES),

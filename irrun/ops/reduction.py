@@ -45,6 +45,7 @@ booleans are summed as u8.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -142,7 +143,8 @@ def _restored(values: np.ndarray, dtype: np.dtype, packed: ElementType | None) -
 
 
 def _sum(x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
-    return np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
+    # np.sum's own reduction, without its Python wrapper (a third of a small sum's time)
+    return np.add.reduce(x, axis=axes, keepdims=keep, dtype=x.dtype)
 
 
 def _prod(x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
@@ -183,7 +185,7 @@ def _min(x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
 
 
 def _mean(x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
-    count = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+    count = math.prod(x.shape[i] for i in axes)
     total = _sum(x, axes, keep)
     if count == 0:
         return total  # all zeros: OpenVINO's mean of nothing is 0

@@ -22,6 +22,7 @@ from openvino import opset1
 from support.ov_oneop import CPU_CONFIG
 
 import irrun
+from irrun.ir import weights
 from irrun.ops.convert import convert
 
 CORE = ov.Core()
@@ -313,6 +314,54 @@ def test_weights_are_memory_mapped(two_consts):
     assert np.shares_memory(a, backing)
     start = np.asarray(a).__array_interface__["data"][0]
     assert start == backing.__array_interface__["data"][0] + 2
+
+
+def _unaligned_linear(tmp_path: Path, out: int = 256, inner: int = 128) -> Path:
+    """y = x @ w.T with an f32 weight [out, inner] that OpenVINO stores at offset 3, after
+    a u8 constant of 3 bytes (the unaligned layout of optimum-intel's Llama exports)."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((out, inner)).astype(np.float32)
+    x = opset1.parameter([1, inner], np.float32, name="x")
+    odd = opset1.convert(opset1.constant(np.array([1, 2, 3], np.uint8)), "f32")
+    y = opset1.matmul(x, opset1.constant(w), False, True)
+    outs = [opset1.result(y, name="y"), opset1.result(odd, name="odd")]
+    ov.save_model(ov.Model(outs, [x], "linear"), tmp_path / "m.xml", compress_to_fp16=False)
+    xml = (tmp_path / "m.xml").read_text()
+    assert f'element_type="f32" shape="{out}, {inner}" offset="3"' in xml, xml
+    np.save(tmp_path / "w.npy", w)
+    return tmp_path / "m.xml"
+
+
+def test_large_unaligned_weights_are_read_aligned(tmp_path):
+    """A weight at an offset that is no multiple of its element's size is read into
+    aligned, read-only memory of its own (NumPy gives unaligned arrays to no BLAS), with
+    the same values; the products match OpenVINO's."""
+    xml = _unaligned_linear(tmp_path)
+    w = np.load(tmp_path / "w.npy")
+    assert w.nbytes >= weights.ALIGNED_FROM
+    model = irrun.load(xml)
+    value = next(n.attrs.value for n in model._nodes.values()
+                 if n.layer.type == "Const" and n.attrs.value.size == w.size)  # fmt: skip
+    assert value.flags.aligned and value.ctypes.data % 4096 == 0
+    assert not value.flags.writeable
+    assert not any(isinstance(b, np.memmap) for b in _bases(value))
+    assert_identical(np.asarray(value), w)
+    x = np.random.default_rng(6).standard_normal((1, w.shape[1])).astype(np.float32)
+    want = CORE.compile_model(xml, "CPU", CPU_CONFIG)(x)[0]
+    got = model.run({"x": x})["y"]
+    # f32 sums of 128 products in BLAS's order and oneDNN's: a few ulps of the sums' scale
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * (np.abs(x) @ np.abs(w).T).max())
+    np.testing.assert_array_equal(got, x @ w.T)  # the same BLAS product as on the values
+
+
+def test_small_unaligned_weights_stay_views(tmp_path):
+    """Below ALIGNED_FROM an unaligned weight stays a view of the map: copying it would
+    cost more than NumPy's unaligned loops do."""
+    xml = _unaligned_linear(tmp_path, out=8, inner=8)
+    value = next(n.attrs.value for n in irrun.load(xml)._nodes.values()
+                 if n.layer.type == "Const" and n.attrs.value.size == 64)  # fmt: skip
+    assert not value.flags.aligned
+    assert any(isinstance(b, np.memmap) for b in _bases(value))
 
 
 # --- Convert against the CPU plugin -------------------------------------------------------------

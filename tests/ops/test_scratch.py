@@ -39,7 +39,9 @@ def held(op, attrs, arrays, kernel) -> tuple[int, int]:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    infos = [TensorInfo(np.shape(a), of_array(np.asarray(a))) for a in arrays if a is not None]
+    # Scalars (an axis, a count) are known as a plan knows its Consts.
+    infos = [TensorInfo(np.shape(a), of_array(np.asarray(a)), np.asarray(a) if np.ndim(a) == 0
+                        else None) for a in arrays if a is not None]  # fmt: skip
     outputs = [np.asarray(o) for o in outputs]
     declared = scratch_bytes(op, attrs, infos, [TensorInfo(o.shape, of_array(o)) for o in outputs])
     return peak - base - sum(o.nbytes for o in outputs), declared
@@ -152,3 +154,15 @@ def test_every_op_declares_its_scratch():
     import irrun.core.subgraphs  # noqa: F401  (If, Loop and TensorIterator register there)
 
     assert [op.label for op in supported_ops() if op.scratch is None] == []
+
+
+def test_an_embedding_lookup_declares_a_row_not_its_table():
+    """An LLM's token embedding (a Gather of one row of [32000, 1024] at a decode step):
+    counting the table would make every step look large enough to check against the
+    memory available (see irrun.core.budget)."""
+    op = resolve("Gather", "opset8")
+    f32, i64 = ELEMENT_TYPES["f32"], ELEMENT_TYPES["i64"]
+    inputs = [TensorInfo((32000, 1024), f32), TensorInfo((1, 1), i64),
+              TensorInfo((), i64, np.array(0))]  # fmt: skip
+    declared = scratch_bytes(op, NS(batch_dims=0), inputs, [TensorInfo((1, 1, 1024), f32)])
+    assert declared == 16 * 1024

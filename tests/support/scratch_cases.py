@@ -87,6 +87,12 @@ def cases(dtype: np.dtype) -> Iterator[Case]:
            [rng.integers(-2, 64, (8, 64)), np.int64(64), np.float32(1), np.float32(0)])
     yield r("Gather", "opset8"), NS(batch_dims=0), [x, rng.integers(-64, 64, (32, 40)), np.int64(1)]
     yield r("Gather", "opset8"), NS(batch_dims=1), [x, rng.integers(0, 64, (8, 70)), np.int64(2)]
+    # An embedding table read where it lies (a few rows of 4 MiB, also transposed, which
+    # np.take would copy whole), and data whose reshape merges non-contiguous axes.
+    table = (rng.standard_normal((4096, 256)) * 10).astype(dtype)
+    yield r("Gather", "opset8"), NS(batch_dims=0), [table, rng.integers(0, 4096, (1, 5)), np.int64(0)]
+    yield r("Gather", "opset8"), NS(batch_dims=0), [table.T, rng.integers(0, 4096, (1, 5)), np.int64(1)]
+    yield r("Gather", "opset8"), NS(batch_dims=0), [x.transpose(1, 0, 2), rng.integers(0, 64, 9), np.int64(2)]
     yield (r("GatherElements", "opset6"), NS(axis=1),
            [x, rng.integers(-64, 64, (8, 64, 64))])
     yield r("GatherND", "opset8"), NS(batch_dims=0), [x, rng.integers(0, 8, (300, 1))]
