@@ -23,6 +23,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -132,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, help="runs per model and thread count (default 15)")
     parser.add_argument("--quick", action="store_true", help="5 runs")
     parser.add_argument("--no-profile", action="store_true", help="skip the per-op profile")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write rows and summary")
     args = parser.parse_args(argv)
     runs = args.runs or (5 if args.quick else 15)
     found = sorted(args.dir.glob("*.xml"), key=lambda p: (
@@ -160,13 +162,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {1e3 * total:.1f} ms in kernels (each layer's fastest of 3 runs): "
                   + ", ".join(f"{t} {1e3 * s:.1f} ({k})" for t, s, k in r["profile"][:5]))
     print("summary:")
+    summary = {}
     for n in args.threads:
         ratios = {r["name"]: r[n]["irrun"] / r[n]["openvino"] for r in results}
         worst = max(ratios, key=ratios.get)
         geo = _geo(list(ratios.values()))
+        summary[n] = {"models": len(ratios), "geomean": geo, "worst": ratios[worst],
+                      "worst_model": worst}  # fmt: skip
         target = f"(target <= 1.5{', none over 2.5' if n == 1 else ''})"
         print(f"  {n} thread{'s' if n > 1 else ''}: geomean irrun/OpenVINO {geo:.2f} {target}; "
               f"max {ratios[worst]:.2f} ({worst})")
+    if args.json:
+        rows = [{"model": r["name"], "threads": n, "irrun_ms": r[n]["irrun"],
+                 "openvino_ms": r[n]["openvino"], "ratio": r[n]["irrun"] / r[n]["openvino"],
+                 "error": r["error"], "peak_mb": r["memory"][0] / 2**20,
+                 "profile": [[t, 1e3 * s, k] for t, s, k in r.get("profile", [])[:5]]}
+                for r in results for n in args.threads]  # fmt: skip
+        args.json.write_text(json.dumps({"rows": rows, "summary": summary, "runs": runs},
+                                        indent=1))  # fmt: skip
     return 0
 
 

@@ -37,6 +37,7 @@ _THREADS = _threads_arg(sys.argv[1:]) if __name__ == "__main__" else 1
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
     os.environ.setdefault(_var, str(_THREADS))
 
+import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
@@ -335,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="ID", help="only these workloads (W1 ... L1)")
     parser.add_argument("--threads", type=int, default=1, metavar="N",
                         help="threads of every backend (default 1; read at start-up)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write rows and targets")
     args = parser.parse_args(argv)
     if args.threads != _THREADS:
         parser.error("--threads is read when the script starts: give it on the command line")
@@ -381,8 +383,21 @@ def main(argv: list[str] | None = None) -> int:
         peak, largest = memory
         print(f"C1 peak memory allocated during a run: {peak / 2**20:.2f} MiB = "
               f"{peak / largest:.2f}x the largest tensor ({largest / 2**20:.2f} MiB)")
+    targets = _targets(results, memory)
     print("targets:")
-    print("\n".join(_targets(results, memory)))
+    print("\n".join(targets))
+    if args.json:
+        rows = [{"model": k, "irrun_ms": r["irrun"], "openvino_ms": r["openvino"],
+                 "torch_ms": r.get("torch"), "ratio": r["irrun"] / r["openvino"],
+                 **{f: r[f] for f in ("mismatches", "rel_error") if f in r}}
+                for k, r in results.items()]  # fmt: skip
+        summary = {"targets": [t.strip() for t in targets], "threads": _THREADS}
+        if ws:
+            summary["geomean_w"] = geo
+        if memory is not None:
+            summary["c1_peak_over_largest"] = memory[0] / memory[1]
+        args.json.write_text(json.dumps({"rows": rows, "summary": summary, "runs": runs},
+                                        indent=1))  # fmt: skip
     return 0
 
 
