@@ -117,7 +117,7 @@ CLASSES = [
     Class("llm", "Tiny LLM decode, per token (CPU-time ratio)", "llm_decode.py",
           [], ["--quick"], "", "",
           [(None, "median <= 2x, none over 3x", _median_worst(2, 3))]),
-    Class("cnn", "Nine torchvision CNNs, 1 thread (wall-clock ratio)", "networks_ratio.py",
+    Class("cnn", "Nine torchvision CNNs, 1 thread (CPU-time ratio)", "networks_ratio.py",
           ["--threads", "1", "--no-profile"], ["--quick"], "*.xml",
           "/work/genvenv/bin/python benchmarks/make_torchvision.py",
           [("default", "geomean <= 1.5x, none over 2.5x", _geo_worst(1.5, 2.5)),
@@ -141,6 +141,17 @@ def _script_flags(script: Path) -> str:
     return out.stdout
 
 
+def _taken(flags: list[str], help_text: str) -> list[str]:
+    """The ``flags`` (each with the values after it) that ``help_text`` names: a script
+    of another branch may not take ``--quick``."""
+    kept, taken = [], False
+    for a in flags:
+        taken = a.split("=")[0] in help_text.split() if a.startswith("--") else taken
+        if taken:
+            kept.append(a)
+    return kept
+
+
 def _env(engine: str, fast_env: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in FAST_ENV}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -158,8 +169,7 @@ def run_class(c: Class, engine: str, quick: bool, logs: Path, fast_env) -> dict:
         return {"skipped": why + (f"; its models: {c.make}" if c.make else "")}
     if c.needs and not any(MODELS.glob(c.needs)):
         return {"skipped": f"no benchmarks/models/{c.needs}: run `{c.make}`"}
-    flags = _script_flags(script)
-    args = list(c.args) + ([a for a in c.quick if a.split("=")[0] in flags] if quick else [])
+    args = list(c.args) + (_taken(c.quick, _script_flags(script)) if quick else [])
     out = logs / f"{c.key}-{engine}.json"
     log = logs / f"{c.key}-{engine}.log"
     command = [sys.executable, str(script), *args, "--json", str(out)]

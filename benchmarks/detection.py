@@ -35,7 +35,6 @@ import io  # noqa: E402
 import json  # noqa: E402
 import pstats  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -44,7 +43,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the irrun of this checkout
 sys.path.insert(0, str(HERE))
-from run import _each_after_each, _interleaved  # noqa: E402  (benchmarks/run.py)
+from run import _cpu_interleaved, _interleaved  # noqa: E402  (benchmarks/run.py)
 
 import irrun  # noqa: E402
 
@@ -118,21 +117,6 @@ def _canonical(outputs: list[np.ndarray]) -> list[np.ndarray]:
     keys = [o.reshape(len(o), -1).astype(np.float64) for o in outputs if o.ndim and o[0].size <= 4]
     order = np.lexsort(np.concatenate(keys, axis=1).T[::-1])
     return [o[order] for o in outputs]
-
-
-def _cpu_interleaved(backends: dict, runs: int) -> dict[str, float]:
-    """Median CPU milliseconds of this process per run of each backend, in the same order
-    as :func:`_interleaved` (both engines run on this thread at one thread: the CPU time
-    is theirs alone, which other processes on the machine disturb less than the clock)."""
-    samples: dict[str, list[float]] = {k: [] for k in backends}
-    order = _each_after_each(list(backends))
-    for i in range(runs * len(order)):
-        name = order[i % len(order)]
-        if len(samples[name]) < runs:
-            start = time.process_time()
-            backends[name]()
-            samples[name].append(time.process_time() - start)
-    return {k: 1e3 * float(np.median(v)) for k, v in samples.items()}
 
 
 def bench(path: Path, core, threads: int, runs: int, profile: bool) -> dict:

@@ -8,10 +8,12 @@ For each model in the cache folder (``benchmarks/models/``): batch 1, a seeded
 1x3x224x224 input; irrun (``irrun.load(path, threads=N)``) and OpenVINO (CPU, f32,
 INFERENCE_NUM_THREADS=N) timed in turn in this one process, each following the other
 equally often (see benchmarks/run.py); the median milliseconds, their ratio, and the
-geometric mean and maximum over the models.  Also, per model: how far irrun's output
-is from OpenVINO's (max abs difference over OpenVINO's max abs value), the peak
-memory a run allocates (tracemalloc) against the weights plus twice the planned peak
-of tensors alive at once, and where irrun's time goes by op type (top 5).
+geometric mean and maximum over the models; at 1 thread also the same of this
+process's CPU time per run (both engines run on this thread: steadier on a shared
+machine).  Also, per model: how far irrun's output is from OpenVINO's (max abs
+difference over OpenVINO's max abs value), the peak memory a run allocates
+(tracemalloc) against the weights plus twice the planned peak of tensors alive at
+once, and where irrun's time goes by op type (top 5).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the irrun of this checkout
 sys.path.insert(0, str(HERE))
-from run import _interleaved  # noqa: E402  (benchmarks/run.py)
+from run import _cpu_interleaved, _interleaved  # noqa: E402  (benchmarks/run.py)
 
 import irrun  # noqa: E402
 
@@ -111,6 +113,11 @@ def bench(path: Path, core, threads: list[int], runs: int, profile: bool) -> dic
             "openvino": lambda r=request: r.infer({0: x}, share_inputs=True),
         }, runs)  # fmt: skip
         result[n] = times
+        if n == 1:  # both engines on this thread: its CPU time is theirs
+            result["cpu"] = _cpu_interleaved({
+                "irrun": lambda m=m: m.run(feeds),
+                "openvino": lambda r=request: r.infer({0: x}, share_inputs=True),
+            }, runs)  # fmt: skip
     m = models[threads[0]]
     want = next(iter(compiled[threads[0]]({0: x}).values()))
     got = next(iter(m.run(feeds).values()))
@@ -153,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
         cells = "  ".join(f"{n}t: {r[n]['irrun']:8.1f} / {r[n]['openvino']:7.1f} ms = "
                           f"{r[n]['irrun'] / r[n]['openvino']:5.2f}" for n in args.threads)
+        if "cpu" in r:
+            cells += f"  1t CPU {r['cpu']['irrun'] / r['cpu']['openvino']:5.2f}"
         peak, planned, weights = r["memory"]
         bound = weights + 2 * planned
         print(f"{r['name']:20s} {cells}  err {r['error']:.1e}  mem {peak / 2**20:6.1f} MiB "
@@ -172,10 +181,20 @@ def main(argv: list[str] | None = None) -> int:
         target = f"(target <= 1.5{', none over 2.5' if n == 1 else ''})"
         print(f"  {n} thread{'s' if n > 1 else ''}: geomean irrun/OpenVINO {geo:.2f} {target}; "
               f"max {ratios[worst]:.2f} ({worst})")
+        if n == 1 and all("cpu" in r for r in results):
+            cpu = {r["name"]: r["cpu"]["irrun"] / r["cpu"]["openvino"] for r in results}
+            worst = max(cpu, key=cpu.get)
+            summary["cpu"] = {"models": len(cpu), "geomean": _geo(list(cpu.values())),
+                              "worst": cpu[worst], "worst_model": worst}  # fmt: skip
+            print(f"  1 thread, CPU time: geomean {summary['cpu']['geomean']:.2f}; max "
+                  f"{cpu[worst]:.2f} ({worst})")
     if args.json:
         rows = [{"model": r["name"], "threads": n, "irrun_ms": r[n]["irrun"],
                  "openvino_ms": r[n]["openvino"], "ratio": r[n]["irrun"] / r[n]["openvino"],
                  "error": r["error"], "peak_mb": r["memory"][0] / 2**20,
+                 **({"irrun_cpu_ms": r["cpu"]["irrun"], "openvino_cpu_ms": r["cpu"]["openvino"],
+                     "cpu_ratio": r["cpu"]["irrun"] / r["cpu"]["openvino"]}
+                    if n == 1 and "cpu" in r else {}),
                  "profile": [[t, 1e3 * s, k] for t, s, k in r.get("profile", [])[:5]]}
                 for r in results for n in args.threads]  # fmt: skip
         args.json.write_text(json.dumps({"rows": rows, "summary": summary, "runs": runs},

@@ -190,6 +190,22 @@ def _interleaved(backends: dict[str, Callable[[], object]], runs: int) -> dict[s
     return {k: _median_ms(v) for k, v in samples.items()}
 
 
+def _cpu_interleaved(backends: dict, runs: int) -> dict[str, float]:
+    """Median CPU milliseconds of this process per run of each backend, in the same order
+    as :func:`_interleaved`, without its warm-up (at one thread both engines run on this
+    thread: the CPU time is theirs alone, which other processes on the machine disturb
+    less than the clock)."""
+    samples: dict[str, list[float]] = {k: [] for k in backends}
+    order = _each_after_each(list(backends))
+    for i in range(runs * len(order)):
+        name = order[i % len(order)]
+        if len(samples[name]) < runs:
+            start = time.process_time()
+            backends[name]()
+            samples[name].append(time.process_time() - start)
+    return {k: _median_ms(v) for k, v in samples.items()}
+
+
 def _each_after_each(names: list[str]) -> list[str]:
     """A cycle of runs in which each backend follows each other one exactly once.
 
