@@ -90,11 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="NAME", help="only these models")
     parser.add_argument("--tokens", type=int, default=32, help="decode steps after the prompt")
     parser.add_argument("--repeats", type=int, help="decodes per model (default 7)")
-    parser.add_argument("--quick", action="store_true", help="3 decodes of 16 tokens")
+    parser.add_argument("--quick", action="store_true", help="5 decodes of 24 tokens")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write rows and summary")
     args = parser.parse_args(argv)
-    repeats = args.repeats or (3 if args.quick else 7)
-    tokens = 16 if args.quick and args.tokens == 32 else args.tokens
+    repeats = args.repeats or (5 if args.quick else 7)
+    tokens = 24 if args.quick and args.tokens == 32 else args.tokens
     prompts = {n: e["prompt"]["ids"] for n, e in manifest().items()}
     names = [n for n in prompts if not args.only or n in args.only]
     core = ov.Core()
