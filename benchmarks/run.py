@@ -14,7 +14,9 @@ backend leaves behind (a cold cache, a CPU that has been busy) hit all alike.
 OpenVINO and PyTorch are each timed when installed.  Ratios below 1 mean
 irrun is faster.  Every workload's irrun outputs are also compared with
 OpenVINO's bit for bit (the "exact" column), and the issue's targets are
-checked at the end.
+checked at the end.  At one thread, each workload is also timed by this process's CPU
+time (the ratios ``--json`` writes as ``cpu_ratio``: steadier than the clock on a
+shared machine).
 """
 
 from __future__ import annotations
@@ -250,6 +252,8 @@ def bench_workload(w: Workload, core, directory: Path, runs: int) -> dict:
 
         backends["torch"] = run_torch
     result = _interleaved(backends, runs)
+    if _THREADS == 1:  # both engines on this thread: its CPU time is theirs (for --json)
+        result["cpu"] = _cpu_interleaved({k: backends[k] for k in ("irrun", "openvino")}, runs)
     want = {next(iter(o.get_names())): v for o, v in compiled(x).items()}
     got = m.run({"x": x})
     if w.exact:
@@ -405,7 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         rows = [{"model": k, "irrun_ms": r["irrun"], "openvino_ms": r["openvino"],
                  "torch_ms": r.get("torch"), "ratio": r["irrun"] / r["openvino"],
-                 **{f: r[f] for f in ("mismatches", "rel_error") if f in r}}
+                 **{f: r[f] for f in ("mismatches", "rel_error") if f in r},
+                 **({"irrun_cpu_ms": r["cpu"]["irrun"], "openvino_cpu_ms": r["cpu"]["openvino"],
+                     "cpu_ratio": r["cpu"]["irrun"] / r["cpu"]["openvino"]} if "cpu" in r
+                    else {})}
                 for k, r in results.items()]  # fmt: skip
         summary = {"targets": [t.strip() for t in targets], "threads": _THREADS}
         if ws:
