@@ -32,9 +32,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import io  # noqa: E402
+import json  # noqa: E402
 import pstats  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the irrun of this checkout
 sys.path.insert(0, str(HERE))
-from run import _each_after_each, _interleaved  # noqa: E402  (benchmarks/run.py)
+from run import _cpu_interleaved, _interleaved  # noqa: E402  (benchmarks/run.py)
 
 import irrun  # noqa: E402
 from irrun.fast import jit as fast_jit  # noqa: E402
@@ -120,21 +120,6 @@ def _canonical(outputs: list[np.ndarray]) -> list[np.ndarray]:
     return [o[order] for o in outputs]
 
 
-def _cpu_interleaved(backends: dict, runs: int) -> dict[str, float]:
-    """Median CPU milliseconds of this process per run of each backend, in the same order
-    as :func:`_interleaved` (both engines run on this thread at one thread: the CPU time
-    is theirs alone, which other processes on the machine disturb less than the clock)."""
-    samples: dict[str, list[float]] = {k: [] for k in backends}
-    order = _each_after_each(list(backends))
-    for i in range(runs * len(order)):
-        name = order[i % len(order)]
-        if len(samples[name]) < runs:
-            start = time.process_time()
-            backends[name]()
-            samples[name].append(time.process_time() - start)
-    return {k: 1e3 * float(np.median(v)) for k, v in samples.items()}
-
-
 def bench(path: Path, core, threads: int, runs: int, profile: bool) -> dict:
     compiled = core.compile_model(core.read_model(path), "CPU",
                                   {"INFERENCE_NUM_THREADS": threads,
@@ -169,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", type=int, default=11, help="runs per model (default 11)")
     parser.add_argument("--profile", action="store_true", help="where irrun's time goes")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write rows and summary")
     args = parser.parse_args(argv)
     found = sorted(args.dir.glob("*.xml"), key=lambda p: (
         ORDER.index(p.stem) if p.stem in ORDER else len(ORDER), p.stem))  # fmt: skip
@@ -183,8 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"irrun {irrun.__version__} ({engine}), OpenVINO {ov.get_version().split('-')[0]}, "
           f"numpy {np.__version__}; medians of {args.runs} interleaved runs; "
           f"{args.threads} thread(s); load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    rows = []
     for path in found:
         r = bench(path, core, args.threads, args.runs, args.profile)
+        rows.append(r)
         t = r["times"]
         cpu = r.get("cpu")
         cpu_text = "" if cpu is None else (
@@ -201,6 +189,22 @@ def main(argv: list[str] | None = None) -> int:
                                          for t, s, k in r["profile"][:6]))  # fmt: skip
             print(f"    functions: {r['functions']}")
     print(f"load after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    if args.json:
+        out = []
+        for r in rows:
+            t, cpu = r["times"], r.get("cpu", {})
+            out.append({"model": r["name"], "threads": args.threads, "irrun_ms": t["irrun"],
+                        "openvino_ms": t["openvino"], "ratio": t["irrun"] / t["openvino"],
+                        "irrun_cpu_ms": cpu.get("irrun"), "openvino_cpu_ms": cpu.get("openvino"),
+                        "cpu_ratio": cpu["irrun"] / cpu["openvino"] if cpu else None,
+                        "agreement": r["agreement"],
+                        "profile": [[k, 1e3 * s, n] for k, s, n in r.get("profile", [])[:6]]})
+        key = "cpu_ratio" if all(r["cpu_ratio"] for r in out) else "ratio"
+        worst = max(out, key=lambda r: r[key], default=None)
+        summary = {} if worst is None else {"models": len(out), "key": key,
+                                            "worst": worst[key], "worst_model": worst["model"]}
+        args.json.write_text(json.dumps({"rows": out, "summary": summary, "runs": args.runs},
+                                        indent=1))  # fmt: skip
     return 0
 
 

@@ -31,6 +31,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
 
 import argparse  # noqa: E402
 import itertools  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -94,8 +95,9 @@ def _shape_seconds(model: irrun.Model, feeds: dict, repeats: int) -> float:
     return statistics.median(totals)
 
 
-def corpus(names: list[str], repeats: int) -> None:
+def corpus(names: list[str], repeats: int) -> list[dict]:
     core = ov.Core()
+    rows = []
     print(f"{'model':16} {'steps':>9} {'shape-only':>10} {'shape s':>9} {'uncached':>10} "
           f"{'cached':>10} {'openvino':>10} {'before':>7} {'after':>7} {'saved':>6}")  # fmt: skip
     for name in names:
@@ -119,9 +121,13 @@ def corpus(names: list[str], repeats: int) -> None:
               f"{t['uncached'] * 1e3:9.2f}m {t['cached'] * 1e3:9.2f}m {t['openvino'] * 1e3:9.2f}m "
               f"{t['uncached'] / t['openvino']:6.2f}x {t['cached'] / t['openvino']:6.2f}x "
               f"{1 - t['cached'] / t['uncached']:5.0%}")  # fmt: skip
+        rows.append({"model": name, "irrun_ms": t["cached"] * 1e3, "openvino_ms":
+                     t["openvino"] * 1e3, "ratio": t["cached"] / t["openvino"],
+                     "uncached_ms": t["uncached"] * 1e3, "shape_only_ms": shape_s * 1e3})
+    return rows
 
 
-def decode(family: str, tokens: int, repeats: int) -> None:
+def decode(family: str, tokens: int, repeats: int) -> dict:
     folder = ROOT / "tests" / "stateful" / family
     xml = folder / "openvino_model.xml"
     core = ov.Core()
@@ -165,6 +171,9 @@ def decode(family: str, tokens: int, repeats: int) -> None:
           f"{per['uncached'] / per['openvino']:.2f}x, after {per['cached'] / per['openvino']:.2f}x")
     if cache is not None:
         print(f"  the cache: {cache.hits} runs read it, {cache.misses} ran the shape-only layers")
+    return {"model": f"{family} decode", "irrun_ms": per["cached"] * 1e3,
+            "openvino_ms": per["openvino"] * 1e3, "ratio": per["cached"] / per["openvino"],
+            "uncached_ms": per["uncached"] * 1e3}
 
 
 def main() -> None:
@@ -173,10 +182,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--family", default="llama", help="the tests/stateful model to decode")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the rows")
     args = parser.parse_args()
     print(f"irrun {irrun.__version__}, openvino {ov.get_version()}, 1 thread; times are medians")
-    corpus(args.models, args.repeats)
-    decode(args.family, args.tokens, max(3, args.repeats // 3))
+    rows = corpus(args.models, args.repeats)
+    rows.append(decode(args.family, args.tokens, max(3, args.repeats // 3)))
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "repeats": args.repeats}, indent=1))
 
 
 if __name__ == "__main__":

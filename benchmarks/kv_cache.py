@@ -29,6 +29,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -124,7 +125,7 @@ def _around(times: list[float], step: int) -> float:
     return statistics.median(times[lo:hi])
 
 
-def _report(title: str, times: dict[str, list[float]], marks: list[int], peak: int) -> None:
+def _report(title: str, times: dict[str, list[float]], marks: list[int], peak: int) -> dict:
     print(title)
     names = list(times)
     n = len(times[names[0]])
@@ -140,6 +141,11 @@ def _report(title: str, times: dict[str, list[float]], marks: list[int], peak: i
     totals = ", ".join(f"{name} {sum(times[name]) * 1000:.0f} ms" for name in names)
     print(f"  all {n} steps: {totals}")
     print(f"  irrun's peak traced memory over one decode: {peak / 2**20:.1f} MiB")
+    steps = {str(m): {name: 1e3 * (times[name][0] if m == 1 else _around(times[name], m))
+                      for name in names} for m in marks if m <= n}  # fmt: skip
+    return {"model": title.split(" (")[0], "steps_ms": steps, "peak_mb": peak / 2**20,
+            "irrun_ms": steps[str(last)]["irrun"], "openvino_ms": steps[str(last)]["openvino"],
+            "ratio": steps[str(last)]["irrun"] / steps[str(last)]["openvino"], "at_step": last}
 
 
 def _irrun_decoder(model: irrun.Model) -> Callable[[], Callable]:
@@ -169,7 +175,7 @@ def _peak(model: irrun.Model, feeds: list[dict[str, np.ndarray]]) -> int:
     return peak
 
 
-def llama(steps: int, repeats: int) -> None:
+def llama(steps: int, repeats: int) -> dict:
     folder = ROOT / "tests" / "stateful" / "llama"
     xml = folder / "openvino_model.xml"
     feeds = []
@@ -186,11 +192,11 @@ def llama(steps: int, repeats: int) -> None:
     times = _steps(feeds, {"irrun": _irrun_decoder(irrun.load(xml)),
                            "plain": _irrun_decoder(_plain(irrun.load(xml))),
                            "openvino": _openvino_decoder(compiled)}, repeats)  # fmt: skip
-    _report(f"tests/stateful/llama (hidden 32, 2 layers), {steps} steps, {repeats} repeats",
-            times, [1, 8, 32, 128, 240], _peak(irrun.load(xml), feeds))  # fmt: skip
+    return _report(f"tests/stateful/llama (hidden 32, 2 layers), {steps} steps, {repeats} "
+                   f"repeats", times, [1, 8, 32, 128, 240], _peak(irrun.load(xml), feeds))
 
 
-def stack(steps: int, repeats: int) -> None:
+def stack(steps: int, repeats: int) -> dict:
     model = decoder_stack()
     rng = np.random.default_rng(1)
     feeds = [{"x": rng.standard_normal((1, 16 if i == 0 else 1, 512)).astype(np.float32),
@@ -209,21 +215,24 @@ def stack(steps: int, repeats: int) -> None:
         times = _steps(feeds, {"irrun": _irrun_decoder(ours),
                                "plain": _irrun_decoder(_plain(irrun.load(path))),
                                "openvino": _openvino_decoder(compiled)}, repeats)  # fmt: skip
-        _report(f"synthetic decoder stack (hidden 512, 8 heads, 4 layers, a 16-token prompt), "
-                f"{steps} steps, {repeats} repeats; first 4 steps agree with OpenVINO to "
-                f"{worst:.1e} of scale", times, [1, 8, 32, 128, 256, 512],
-                _peak(ours, feeds))  # fmt: skip
+        return _report(f"synthetic decoder stack (hidden 512, 8 heads, 4 layers, a 16-token "
+                       f"prompt), {steps} steps, {repeats} repeats; first 4 steps agree with "
+                       f"OpenVINO to {worst:.1e} of scale", times, [1, 8, 32, 128, 256, 512],
+                       _peak(ours, feeds))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the rows")
     args = parser.parse_args(argv)
     if args.steps < 8:
         parser.error("--steps must be at least 8")
-    llama(min(args.steps, 248), args.repeats)  # the corpus' llama holds 256 positions
-    stack(args.steps, args.repeats)
+    rows = [llama(min(args.steps, 248), args.repeats),  # the corpus' llama holds 256 positions
+            stack(args.steps, args.repeats)]  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "repeats": args.repeats}, indent=1))
     return 0
 
 

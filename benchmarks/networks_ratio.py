@@ -8,10 +8,12 @@ For each model in the cache folder (``benchmarks/models/``): batch 1, a seeded
 1x3x224x224 input; irrun (``irrun.load(path, threads=N)``) and OpenVINO (CPU, f32,
 INFERENCE_NUM_THREADS=N) timed in turn in this one process, each following the other
 equally often (see benchmarks/run.py); the median milliseconds, their ratio, and the
-geometric mean and maximum over the models.  Also, per model: how far irrun's output
-is from OpenVINO's (max abs difference over OpenVINO's max abs value), the peak
-memory a run allocates (tracemalloc) against the weights plus twice the planned peak
-of tensors alive at once, and where irrun's time goes by op type (top 5).
+geometric mean and maximum over the models; at 1 thread also the same of this
+process's CPU time per run (both engines run on this thread: steadier on a shared
+machine).  Also, per model: how far irrun's output is from OpenVINO's (max abs
+difference over OpenVINO's max abs value), the peak memory a run allocates
+(tracemalloc) against the weights plus twice the planned peak of tensors alive at
+once, and where irrun's time goes by op type (top 5).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import math  # noqa: E402
 import sys  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -34,7 +37,7 @@ import numpy as np  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the irrun of this checkout
 sys.path.insert(0, str(HERE))
-from run import _interleaved  # noqa: E402  (benchmarks/run.py)
+from run import _cpu_interleaved, _interleaved  # noqa: E402  (benchmarks/run.py)
 
 import irrun  # noqa: E402
 from irrun.fast import jit as fast_jit  # noqa: E402
@@ -111,6 +114,11 @@ def bench(path: Path, core, threads: list[int], runs: int, profile: bool) -> dic
             "openvino": lambda r=request: r.infer({0: x}, share_inputs=True),
         }, runs)  # fmt: skip
         result[n] = times
+        if n == 1:  # both engines on this thread: its CPU time is theirs
+            result["cpu"] = _cpu_interleaved({
+                "irrun": lambda m=m: m.run(feeds),
+                "openvino": lambda r=request: r.infer({0: x}, share_inputs=True),
+            }, runs)  # fmt: skip
     m = models[threads[0]]
     want = next(iter(compiled[threads[0]]({0: x}).values()))
     got = next(iter(m.run(feeds).values()))
@@ -133,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, help="runs per model and thread count (default 15)")
     parser.add_argument("--quick", action="store_true", help="5 runs")
     parser.add_argument("--no-profile", action="store_true", help="skip the per-op profile")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write rows and summary")
     args = parser.parse_args(argv)
     runs = args.runs or (5 if args.quick else 15)
     found = sorted(args.dir.glob("*.xml"), key=lambda p: (
@@ -153,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
         cells = "  ".join(f"{n}t: {r[n]['irrun']:8.1f} / {r[n]['openvino']:7.1f} ms = "
                           f"{r[n]['irrun'] / r[n]['openvino']:5.2f}" for n in args.threads)
+        if "cpu" in r:
+            cells += f"  1t CPU {r['cpu']['irrun'] / r['cpu']['openvino']:5.2f}"
         peak, planned, weights = r["memory"]
         bound = weights + 2 * planned
         print(f"{r['name']:20s} {cells}  err {r['error']:.1e}  mem {peak / 2**20:6.1f} MiB "
@@ -162,13 +173,34 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {1e3 * total:.1f} ms in kernels (each layer's fastest of 3 runs): "
                   + ", ".join(f"{t} {1e3 * s:.1f} ({k})" for t, s, k in r["profile"][:5]))
     print("summary:")
+    summary = {}
     for n in args.threads:
         ratios = {r["name"]: r[n]["irrun"] / r[n]["openvino"] for r in results}
         worst = max(ratios, key=ratios.get)
         geo = _geo(list(ratios.values()))
+        summary[n] = {"models": len(ratios), "geomean": geo, "worst": ratios[worst],
+                      "worst_model": worst}  # fmt: skip
         target = f"(target <= 1.5{', none over 2.5' if n == 1 else ''})"
         print(f"  {n} thread{'s' if n > 1 else ''}: geomean irrun/OpenVINO {geo:.2f} {target}; "
               f"max {ratios[worst]:.2f} ({worst})")
+        if n == 1 and all("cpu" in r for r in results):
+            cpu = {r["name"]: r["cpu"]["irrun"] / r["cpu"]["openvino"] for r in results}
+            worst = max(cpu, key=cpu.get)
+            summary["cpu"] = {"models": len(cpu), "geomean": _geo(list(cpu.values())),
+                              "worst": cpu[worst], "worst_model": worst}  # fmt: skip
+            print(f"  1 thread, CPU time: geomean {summary['cpu']['geomean']:.2f}; max "
+                  f"{cpu[worst]:.2f} ({worst})")
+    if args.json:
+        rows = [{"model": r["name"], "threads": n, "irrun_ms": r[n]["irrun"],
+                 "openvino_ms": r[n]["openvino"], "ratio": r[n]["irrun"] / r[n]["openvino"],
+                 "error": r["error"], "peak_mb": r["memory"][0] / 2**20,
+                 **({"irrun_cpu_ms": r["cpu"]["irrun"], "openvino_cpu_ms": r["cpu"]["openvino"],
+                     "cpu_ratio": r["cpu"]["irrun"] / r["cpu"]["openvino"]}
+                    if n == 1 and "cpu" in r else {}),
+                 "profile": [[t, 1e3 * s, k] for t, s, k in r.get("profile", [])[:5]]}
+                for r in results for n in args.threads]  # fmt: skip
+        args.json.write_text(json.dumps({"rows": rows, "summary": summary, "runs": runs},
+                                        indent=1))  # fmt: skip
     return 0
 
 

@@ -14,7 +14,9 @@ backend leaves behind (a cold cache, a CPU that has been busy) hit all alike.
 OpenVINO and PyTorch are each timed when installed.  Ratios below 1 mean
 irrun is faster.  Every workload's irrun outputs are also compared with
 OpenVINO's bit for bit (the "exact" column), and the issue's targets are
-checked at the end.
+checked at the end.  At one thread, each workload is also timed by this process's CPU
+time (the ratios ``--json`` writes as ``cpu_ratio``: steadier than the clock on a
+shared machine).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ _THREADS = _threads_arg(sys.argv[1:]) if __name__ == "__main__" else 1
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
     os.environ.setdefault(_var, str(_THREADS))
 
+import json  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
@@ -189,6 +192,22 @@ def _interleaved(backends: dict[str, Callable[[], object]], runs: int) -> dict[s
     return {k: _median_ms(v) for k, v in samples.items()}
 
 
+def _cpu_interleaved(backends: dict, runs: int) -> dict[str, float]:
+    """Median CPU milliseconds of this process per run of each backend, in the same order
+    as :func:`_interleaved`, without its warm-up (at one thread both engines run on this
+    thread: the CPU time is theirs alone, which other processes on the machine disturb
+    less than the clock)."""
+    samples: dict[str, list[float]] = {k: [] for k in backends}
+    order = _each_after_each(list(backends))
+    for i in range(runs * len(order)):
+        name = order[i % len(order)]
+        if len(samples[name]) < runs:
+            start = time.process_time()
+            backends[name]()
+            samples[name].append(time.process_time() - start)
+    return {k: _median_ms(v) for k, v in samples.items()}
+
+
 def _each_after_each(names: list[str]) -> list[str]:
     """A cycle of runs in which each backend follows each other one exactly once.
 
@@ -233,6 +252,8 @@ def bench_workload(w: Workload, core, directory: Path, runs: int) -> dict:
 
         backends["torch"] = run_torch
     result = _interleaved(backends, runs)
+    if _THREADS == 1:  # both engines on this thread: its CPU time is theirs (for --json)
+        result["cpu"] = _cpu_interleaved({k: backends[k] for k in ("irrun", "openvino")}, runs)
     want = {next(iter(o.get_names())): v for o, v in compiled(x).items()}
     got = m.run({"x": x})
     if w.exact:
@@ -335,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", metavar="ID", help="only these workloads (W1 ... L1)")
     parser.add_argument("--threads", type=int, default=1, metavar="N",
                         help="threads of every backend (default 1; read at start-up)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write rows and targets")
     args = parser.parse_args(argv)
     if args.threads != _THREADS:
         parser.error("--threads is read when the script starts: give it on the command line")
@@ -381,8 +403,24 @@ def main(argv: list[str] | None = None) -> int:
         peak, largest = memory
         print(f"C1 peak memory allocated during a run: {peak / 2**20:.2f} MiB = "
               f"{peak / largest:.2f}x the largest tensor ({largest / 2**20:.2f} MiB)")
+    targets = _targets(results, memory)
     print("targets:")
-    print("\n".join(_targets(results, memory)))
+    print("\n".join(targets))
+    if args.json:
+        rows = [{"model": k, "irrun_ms": r["irrun"], "openvino_ms": r["openvino"],
+                 "torch_ms": r.get("torch"), "ratio": r["irrun"] / r["openvino"],
+                 **{f: r[f] for f in ("mismatches", "rel_error") if f in r},
+                 **({"irrun_cpu_ms": r["cpu"]["irrun"], "openvino_cpu_ms": r["cpu"]["openvino"],
+                     "cpu_ratio": r["cpu"]["irrun"] / r["cpu"]["openvino"]} if "cpu" in r
+                    else {})}
+                for k, r in results.items()]  # fmt: skip
+        summary = {"targets": [t.strip() for t in targets], "threads": _THREADS}
+        if ws:
+            summary["geomean_w"] = geo
+        if memory is not None:
+            summary["c1_peak_over_largest"] = memory[0] / memory[1]
+        args.json.write_text(json.dumps({"rows": rows, "summary": summary, "runs": runs},
+                                        indent=1))  # fmt: skip
     return 0
 
 

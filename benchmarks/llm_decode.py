@@ -1,0 +1,131 @@
+"""irrun against OpenVINO's CPU plugin decoding tiny stateful LLMs token by token (issue
+28's "tiny LLM decode" class: the target is a median ratio per token <= 2, none over 3).
+
+    python benchmarks/llm_decode.py                     # every model of tests/stateful
+    python benchmarks/llm_decode.py --only llama gpt2 --tokens 32 --repeats 5 --json out.json
+
+For each optimum-intel export of tests/stateful (hidden 32, 2 layers; f32 and weight
+compressed): its manifest's prompt in one call, then ``--tokens`` calls of one token
+each, on an irrun request (``model.create_request()``, as ``irrun generate`` runs it)
+and an OpenVINO infer request (CPU, f32 throughout, KV cache in f32, one thread: the
+tests' ``F32_CONFIG``), step i of each engine in turn, the engine that goes first
+alternating by step and repeat; the whole decode ``--repeats`` times on fresh requests.
+Per engine, the median over repeats of each step's wall-clock and CPU time (of this
+process), and per token the median of those over the steps after the first two (the
+prompt's call and the first token's set up what later steps reuse).  Both engines are
+fed the same tokens (the prompt's, then a fixed sequence), so their work is the same.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the irrun of this checkout (and tests/support)
+
+import openvino as ov  # noqa: E402
+
+import irrun  # noqa: E402
+from tests.support.ov_stateful import F32_CONFIG, HERE, _feeds, manifest  # noqa: E402
+
+MEDIAN_FROM = 2  # steps before this one set up what the later ones reuse
+
+
+def bench(name: str, prompt: list[int], tokens: int, repeats: int, core) -> dict:
+    xml = HERE / name / "openvino_model.xml"
+    compiled = core.compile_model(str(xml), "CPU", F32_CONFIG)
+    names = {p.get_any_name(): p.get_element_type().to_dtype() for p in compiled.inputs}
+    model = irrun.load(xml)
+    ids = np.asarray(prompt, np.int64)[None]
+    steps = [_feeds(names, ids, 0)]
+    for i in range(tokens):
+        steps.append(_feeds(names, np.int64([[3 + (7 * i) % 97]]), ids.shape[1] + i))
+    wall = {k: [[] for _ in steps] for k in ("irrun", "openvino")}
+    cpu = {k: [[] for _ in steps] for k in ("irrun", "openvino")}
+    last = {}
+    for r in range(repeats):
+        ov_request = compiled.create_infer_request()
+        ov_request.reset_state()
+        runs = {"irrun": model.create_request().run, "openvino": ov_request.infer}
+        for i, f in enumerate(steps):
+            order = ("irrun", "openvino") if (r + i) % 2 == 0 else ("openvino", "irrun")
+            for k in order:
+                w, c = time.perf_counter(), time.process_time()
+                out = runs[k](f)
+                cpu[k][i].append(time.process_time() - c)
+                wall[k][i].append(time.perf_counter() - w)
+                if r == 0 and i == len(steps) - 1:
+                    last[k] = np.asarray(out["logits"] if k == "irrun" else
+                                         out[compiled.output("logits")])  # fmt: skip
+
+    def per_token(samples: list[list[float]]) -> float:
+        return 1e3 * statistics.median(statistics.median(s) for s in samples[MEDIAN_FROM:])
+
+    row = {"model": name, "irrun_ms": per_token(wall["irrun"]),
+           "openvino_ms": per_token(wall["openvino"]),
+           "irrun_cpu_ms": per_token(cpu["irrun"]), "openvino_cpu_ms": per_token(cpu["openvino"]),
+           "first_irrun_ms": 1e3 * statistics.median(wall["irrun"][0]),
+           "first_openvino_ms": 1e3 * statistics.median(wall["openvino"][0])}  # fmt: skip
+    row["ratio"] = row["irrun_ms"] / row["openvino_ms"]
+    row["cpu_ratio"] = row["irrun_cpu_ms"] / row["openvino_cpu_ms"]
+    want = last["openvino"]
+    row["error"] = float(np.abs(last["irrun"] - want).max() / np.abs(want).max())
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="only these models")
+    parser.add_argument("--tokens", type=int, default=32, help="decode steps after the prompt")
+    parser.add_argument("--repeats", type=int, help="decodes per model (default 7)")
+    parser.add_argument("--quick", action="store_true", help="5 decodes of 24 tokens")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write rows and summary")
+    args = parser.parse_args(argv)
+    repeats = args.repeats or (5 if args.quick else 7)
+    tokens = 24 if args.quick and args.tokens == 32 else args.tokens
+    prompts = {n: e["prompt"]["ids"] for n, e in manifest().items()}
+    names = [n for n in prompts if not args.only or n in args.only]
+    core = ov.Core()
+    load = os.getloadavg()
+    print(f"irrun {irrun.__version__}, OpenVINO {ov.get_version().split('-')[0]}; {tokens} "
+          f"tokens after the prompt, {repeats} decodes, 1 thread; per token: the median of "
+          f"steps {MEDIAN_FROM + 1}.. ; load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"{'model':12s} {'irrun ms':>9s} {'OV ms':>7s} {'ratio':>6s}  {'CPU ms':>15s} "
+          f"{'ratio':>6s}  {'prompt ms':>15s}  logits error")
+    rows = []
+    for name in names:
+        r = bench(name, prompts[name], tokens, repeats, core)
+        rows.append(r)
+        print(f"{name:12s} {r['irrun_ms']:9.3f} {r['openvino_ms']:7.3f} {r['ratio']:6.2f}  "
+              f"{r['irrun_cpu_ms']:7.3f}/{r['openvino_cpu_ms']:7.3f} {r['cpu_ratio']:6.2f}  "
+              f"{r['first_irrun_ms']:7.2f}/{r['first_openvino_ms']:7.2f}  {r['error']:.1e}",
+              flush=True)  # fmt: skip
+    ratios = {r["model"]: r["cpu_ratio"] for r in rows}
+    summary = {}
+    if ratios:
+        worst = max(ratios, key=ratios.get)
+        summary = {"models": len(ratios), "key": "cpu_ratio",
+                   "median": statistics.median(ratios.values()), "worst": ratios[worst],
+                   "worst_model": worst}  # fmt: skip
+        print(f"summary (CPU-time ratios per token): median {summary['median']:.2f} "
+              f"(target <= 2), worst {summary['worst']:.2f} ({worst}; target none over 3)")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "summary": summary, "tokens": tokens,
+                                         "repeats": repeats}, indent=1))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
