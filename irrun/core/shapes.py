@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from .steps import Schedule, Step, run_step
+from .steps import Schedule, Step
 
 # An irrun.core.executor.Plan, which imports this module (so this one may not import it).
 Plan = Any
@@ -292,8 +292,12 @@ class Memo:
             return found
         values = dict(self.constants)
         values.update(zip(self.leaves + self.crossing, xs, strict=True))
-        for step in self.region:
-            results = run_step(step, [values[s] for s in step.inputs])
+        for step in self.region:  # (a plan's own steps: all outputs needed)
+            try:
+                results = step.kernel(step.attrs, *[values[s] for s in step.inputs])
+            except Exception as exc:
+                exc.irrun_step = step  # type: ignore[attr-defined]  # its layer, not the memo
+                raise
             values.update(zip(step.outputs, results, strict=False))
         found = tuple([_read_only(values[s]) for s in self.outputs])
         if sum(getattr(v, "nbytes", 0) for v in found) <= ENTRY_BYTES:

@@ -23,6 +23,9 @@ from ..ops.gather import _gather_params
 from .registry import FastKernel, register_fast
 
 
+_FEW = 16  # indices checked one by one
+
+
 def _in_range(idx: np.ndarray, sizes) -> np.ndarray | None:
     """``idx`` as int64, negative ones counted from the end of ``sizes``; None if any is
     still out of range."""
@@ -45,7 +48,14 @@ def _gather(a: SimpleNamespace, data: np.ndarray, idx: np.ndarray, axis_arr: np.
         return NotImplemented
     if batch != 0 or data.shape[axis] == 0:
         return NotImplemented
-    i = _in_range(idx, data.shape[axis])
+    n = data.shape[axis]
+    if idx.size <= _FEW and idx.dtype.kind == "i":
+        # A shape's entries, a token's row, a beam's cache: checked in Python, faster
+        # than NumPy's checks of a few values; np.take counts a negative index from the end.
+        if all(-n <= v < n for v in idx.reshape(-1).tolist()):
+            return (np.asarray(np.take(data, idx, axis=axis)),)
+        return NotImplemented
+    i = _in_range(idx, n)
     if i is None:
         return NotImplemented
     return (np.asarray(np.take(data, i, axis=axis)),)

@@ -45,6 +45,8 @@ booleans are summed as u8.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -183,7 +185,7 @@ def _min(x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
 
 
 def _mean(x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
-    count = int(np.prod([x.shape[i] for i in axes], dtype=np.int64))
+    count = math.prod(x.shape[i] for i in axes)
     total = _sum(x, axes, keep)
     if count == 0:
         return total  # all zeros: OpenVINO's mean of nothing is 0
