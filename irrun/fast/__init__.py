@@ -32,6 +32,7 @@ from . import (  # noqa: F401
     reduction,
     roi_align,
     scatter,
+    slicing,
 )
 
 # isort: split

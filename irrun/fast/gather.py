@@ -22,7 +22,6 @@ from ..ir.registry import ShapeError
 from ..ops.gather import _gather_params
 from .registry import FastKernel, register_fast
 
-
 _FEW = 16  # indices checked one by one
 
 

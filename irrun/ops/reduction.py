@@ -46,7 +46,6 @@ booleans are summed as u8.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from types import SimpleNamespace
 
