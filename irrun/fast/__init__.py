@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     gather,
     matmul,
     max_pool,
+    movement,
     normalization,
     pool_chain,
     reduction,

@@ -8,11 +8,12 @@ reference by construction.  An op with a faster kernel of its own (:mod:`.activa
 keeps it; those split alike.
 
 At one thread, Add, Subtract, Multiply, Divide and Power of f32 or f64 operands of one
-type (NumPy broadcasting), and the unary functions of :data:`irrun.ops.unary.FUNCTIONS`
-(Sqrt, Exp, Sin...) of an f32 or f64 input, call the reference's NumPy function
-directly, without the reference's work around it (type checks, f16 conversions, NumPy's
-error state, which a run has set already): the same call on the same arrays, bit for
-bit; a tiny model's decode step has some fifty of them, at a few microseconds each.
+type (NumPy broadcasting; Add, Subtract and Multiply of integers too, which wrap alike),
+and the unary functions of :data:`irrun.ops.unary.FUNCTIONS` (Sqrt, Exp, Sin...) of an
+f32 or f64 input, call the reference's NumPy function directly, without the reference's
+work around it (type checks, f16 conversions, NumPy's error state, which a run has set
+already): the same call on the same arrays, bit for bit; a tiny model's decode step has
+some fifty of them, at a few microseconds each.
 """
 
 from __future__ import annotations
@@ -60,13 +61,23 @@ BINARY_UFUNCS = {"Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply
                  "Divide": np.true_divide, "Power": np.power}  # fmt: skip
 DIRECT = ("at one thread, f32 or f64 operands of one type broadcast as NumPy does: the "
           "reference's NumPy function called directly")
+DIRECT_INTEGERS = DIRECT.replace("f32 or f64 operands", "integer, f32 or f64 operands")
 DIRECT_UNARY = "at one thread, an f32 or f64 input: the reference's NumPy function called directly"
 
 
-def _binary_direct(ufunc: np.ufunc, split):
+# Integers wrap alike in the reference and in NumPy's function for these (not Divide's
+# nor Power's, whose reference handles division by zero and negative powers itself).
+INTEGER_UFUNCS = ("Add", "Subtract", "Multiply")
+
+
+def _binary_direct(ufunc: np.ufunc, split, integers: bool):
+    kinds = "fiu" if integers else "f"
+
     def run(attrs: SimpleNamespace, x: np.ndarray, y: np.ndarray):
-        if (threads.current() == 1 and x.dtype == y.dtype and x.dtype.kind == "f"
-                and x.dtype.itemsize >= 4 and attrs.auto_broadcast == "numpy"):  # fmt: skip
+        kind = x.dtype.kind
+        if (threads.current() == 1 and x.dtype == y.dtype and kind in kinds
+                and (kind != "f" or x.dtype.itemsize >= 4)
+                and attrs.auto_broadcast == "numpy"):  # fmt: skip
             try:
                 return (np.asarray(ufunc(x, y)),)
             except ValueError:  # shapes that do not broadcast: the reference names them
@@ -89,7 +100,9 @@ for _op in supported_ops():
     if _op.elementwise and fast_kernel(_op) is None:
         _run, _applies = blocks.split(_op.kernel), APPLIES
         if _op.type in BINARY_UFUNCS:
-            _run, _applies = _binary_direct(BINARY_UFUNCS[_op.type], _run), f"{DIRECT}; {APPLIES}"
+            integers = _op.type in INTEGER_UFUNCS
+            _run = _binary_direct(BINARY_UFUNCS[_op.type], _run, integers)
+            _applies = f"{DIRECT_INTEGERS if integers else DIRECT}; {APPLIES}"
         elif _op.type in unary.FUNCTIONS and _op.version == unary.FUNCTIONS[_op.type][0]:
             _run = _unary_direct(unary.FUNCTIONS[_op.type][2], _run)
             _applies = f"{DIRECT_UNARY}; {APPLIES}"
