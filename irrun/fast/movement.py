@@ -1,5 +1,5 @@
-"""Reshape, Unsqueeze and Squeeze with their output shape kept per input shape and
-target.
+"""Reshape, Unsqueeze, Squeeze and Broadcast with their output shape kept per input
+shape and target.
 
 Each of these gives its data in another shape worked out from the data's shape, its
 second input (a target shape or axes) and its attributes; in a decode step of a tiny
@@ -9,6 +9,10 @@ shape and bytes and the attributes the rule reads, and a call the table knows is
 ``x.reshape(shape)``: what the reference returns, a view where NumPy can give one.  A key
 not in the table runs the reference (and raises its errors).  Each table holds at most
 :data:`KEPT` shapes and is emptied when full.
+
+Broadcast keeps the shape its data takes before broadcasting (its dims at the places the
+mode and the axes give) and the output's, and a known call is the reference's copy of
+``np.broadcast_to`` to them, in the same layout, without the checks that found them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..ir.registry import Kernel, supported_ops
+from ..ops._shapes import flat_ints
+from ..ops.movement import _aligned_shape
 from .registry import FastKernel, register_fast
 
 KEPT = 512
@@ -58,7 +64,46 @@ def kept_shape(reference: Kernel, attributes: Callable[[SimpleNamespace], object
     return run
 
 
+def kept_broadcast(reference: Kernel) -> Kernel:
+    """Broadcast's ``reference``, its shapes kept (see above)."""
+    table: dict[tuple, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+
+    def run(attrs: SimpleNamespace, x: np.ndarray, target: np.ndarray,
+            axes: np.ndarray | None = None):  # fmt: skip
+        try:
+            key = (x.shape, _bits(target), _bits(axes), attrs.mode)
+        except AttributeError:
+            return NotImplemented
+        shapes = table.get(key)
+        if shapes is None:
+            out = reference(attrs, x, target) if axes is None else reference(attrs, x, target, axes)
+            if attrs.mode == "bidirectional":
+                placed = x.shape
+            else:
+                t = flat_ints(target)
+                at = _aligned_shape(attrs, x.shape, t, None if axes is None else flat_ints(axes))
+                dims = [1] * len(t)
+                for d, p in zip(x.shape, at, strict=True):
+                    dims[p] = d
+                placed = tuple(dims)
+            if len(table) >= KEPT:
+                table.clear()
+            table[key] = (placed, out[0].shape)
+            return out
+        placed, shape = shapes
+        # The reference's copy, in the layout it gives (NumPy's order "K" of the view:
+        # not always C's), which what reads it may depend on.
+        return (np.array(np.broadcast_to(x.reshape(placed), shape)),)
+
+    run.table = table  # type: ignore[attr-defined]  # (for tests)
+    return run
+
+
 for _op in supported_ops():
     if _op.type in ATTRIBUTES:
         register_fast(FastKernel(_op.type, (_op.version,), APPLIES,
                                  kept_shape(_op.kernel, ATTRIBUTES[_op.type])))  # fmt: skip
+    elif _op.type == "Broadcast":
+        register_fast(FastKernel(_op.type, (_op.version,), "always: the shapes kept per data "
+                                 "shape, target, axes and mode; the reference's copy",
+                                 kept_broadcast(_op.kernel)))  # fmt: skip

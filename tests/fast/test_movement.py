@@ -54,6 +54,7 @@ def test_the_kept_shape_is_the_references(op, data):
         assert_same_outcome(got, want)
         if not isinstance(want[0], type):
             assert np.shares_memory(got[0], x) == np.shares_memory(want[0], x)
+            assert got[0].strides == want[0].strides
 
 
 def test_the_tables_are_emptied_when_full(monkeypatch):
@@ -65,3 +66,34 @@ def test_the_tables_are_emptied_when_full(monkeypatch):
         x = np.zeros(n, np.float32)
         (got,) = run(SimpleNamespace(), x, np.int64([0]))
         assert got.shape == (1, n) and len(run.table) <= 3
+
+
+BROADCASTS = sorted((op for op in supported_ops() if op.type == "Broadcast"),
+                    key=lambda o: o.label)  # fmt: skip
+
+
+@pytest.mark.parametrize("op", BROADCASTS, ids=lambda o: o.label)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_broadcast_with_kept_shapes_is_the_reference(op, data):
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3))
+    x = data.draw(laid_out(shape, np.dtype(data.draw(st.sampled_from([np.float32, np.int64,
+                                                                         np.bool_])))))  # fmt: skip
+    mode = data.draw(st.sampled_from(next(a for a in op.attrs if a.name == "mode").choices))
+    extra = data.draw(st.lists(st.integers(0, 3), max_size=2))
+    target = [*extra, *(d if data.draw(st.booleans()) else data.draw(st.integers(0, 3))
+                        for d in shape)]  # fmt: skip
+    if mode == "bidirectional" and data.draw(st.booleans()):
+        target = target[len(extra):][1:]  # a target shorter than the data
+    dtype = data.draw(st.sampled_from(INT_TYPES))
+    args = [x, np.array(target, np.int64).astype(dtype)]
+    if mode in ("explicit", "none") or data.draw(st.integers(0, 4)) == 0:
+        start = len(extra) if data.draw(st.booleans()) else 0
+        args.append(np.arange(start, start + len(shape)).astype(dtype))
+    attrs = SimpleNamespace(mode=mode)
+    want = outcome(op.kernel, attrs, *args)
+    for _ in range(2):  # the second call reads the kept shapes
+        got = outcome(fast_kernel(op).run, attrs, *args)
+        assert_same_outcome(got, want)
+        if not isinstance(want[0], type):
+            assert got[0].strides == want[0].strides and not np.shares_memory(got[0], x)
