@@ -220,7 +220,7 @@ class Plan:
                 raise
             except Exception as exc:
                 raise self._error(getattr(exc, "irrun_step", step), exc) from exc
-            values.update(zip(step.outputs, results))  # (a kernel may give fewer: none unset)
+            values.update(zip(step.outputs, results, strict=False))
             for slot in frees:
                 drop(slot, None)
         return {s: values[s] for s in wanted}

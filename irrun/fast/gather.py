@@ -22,7 +22,7 @@ from ..ir.registry import ShapeError
 from ..ops.gather import _gather_params
 from .registry import FastKernel, register_fast
 
-_FEW = 16  # indices checked one by one
+_FEW = 32  # indices checked one by one
 
 
 def _in_range(idx: np.ndarray, sizes) -> np.ndarray | None:
@@ -39,10 +39,13 @@ def _in_range(idx: np.ndarray, sizes) -> np.ndarray | None:
 
 
 def _gather(a: SimpleNamespace, data: np.ndarray, idx: np.ndarray, axis_arr: np.ndarray):
-    if idx.dtype.kind not in "iu" or np.size(axis_arr) != 1 or data.ndim == 0:
+    # (The arrays' own methods: NumPy's functions of the same name cost a microsecond or
+    # two more a call, which a tiny model's decode step pays some ten times.)
+    axis_arr = np.asarray(axis_arr)
+    if idx.dtype.kind not in "iu" or axis_arr.size != 1 or data.ndim == 0:
         return NotImplemented
     try:
-        batch, axis = _gather_params(a, data.ndim, idx.ndim, int(np.reshape(axis_arr, -1)[0]))
+        batch, axis = _gather_params(a, data.ndim, idx.ndim, int(axis_arr.reshape(-1)[0]))
     except ShapeError:
         return NotImplemented
     if batch != 0 or data.shape[axis] == 0:
@@ -50,9 +53,9 @@ def _gather(a: SimpleNamespace, data: np.ndarray, idx: np.ndarray, axis_arr: np.
     n = data.shape[axis]
     if idx.size <= _FEW and idx.dtype.kind == "i":
         # A shape's entries, a token's row, a beam's cache: checked in Python, faster
-        # than NumPy's checks of a few values; np.take counts a negative index from the end.
+        # than NumPy's checks of a few values; take counts a negative index from the end.
         if all(-n <= v < n for v in idx.reshape(-1).tolist()):
-            return (np.asarray(np.take(data, idx, axis=axis)),)
+            return (np.asarray(data.take(idx, axis=axis)),)
         return NotImplemented
     i = _in_range(idx, n)
     if i is None:
