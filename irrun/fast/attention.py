@@ -32,10 +32,10 @@ def _key_major(attrs: SimpleNamespace, q: np.ndarray, k: np.ndarray, v: np.ndarr
     q, k, v = (x.astype(ct, copy=False) for x in (q, k, v))
     check_sizes(q, k, v)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        scores = np.matmul(k, np.swapaxes(q * scale_factor(q, scale), -1, -2))
+        scores = np.matmul(k, (q * scale_factor(q, scale)).swapaxes(-1, -2))
         bias = attention_bias(attrs.causal, mask, scores.shape[-1:-3:-1], ct)
         if bias is not None:
-            bias = np.swapaxes(bias, -1, -2) if bias.ndim >= 2 else bias
+            bias = bias.swapaxes(-1, -2) if bias.ndim >= 2 else bias
             if np.broadcast_shapes(scores.shape, bias.shape) == scores.shape:
                 scores += bias
             else:
@@ -43,7 +43,7 @@ def _key_major(attrs: SimpleNamespace, q: np.ndarray, k: np.ndarray, v: np.ndarr
         scores -= scores.max(axis=-2, keepdims=True)
         np.exp(scores, out=scores)
         total = np.matmul(np.ones(scores.shape[-2], ct), scores)
-        out = np.matmul(np.swapaxes(scores, -1, -2), v)
+        out = np.matmul(scores.swapaxes(-1, -2), v)
         out /= total[..., None]
     return (out.astype(out_dtype, copy=False),)
 
