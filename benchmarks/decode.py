@@ -15,10 +15,10 @@ wall time counts others' work), its median over repeats.  A token's time is the 
 those over the steps after the first two (the prompt, and the first step that meets a
 one-token input).
 
-``--profile`` then runs one model's decode once more under cProfile and prints, for one
-step in the middle: the steps the run executed, the time by op type (``on_layer``'s
-kernel seconds; a profile runs every step, the cache of shape-only values unread) and
-cProfile's top functions of a plain run (the executor's own overhead shows there).
+``--profile`` then decodes each model once more with a clock around each kernel of the
+schedule a request runs, and prints the steps a decode step runs, the memos of
+shape-only layers it misses, and the median time by op type (a fused step is named by
+its layers' types; "memo (miss)" is a memo running its shape-only layers).
 """
 
 from __future__ import annotations
@@ -29,9 +29,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
-import cProfile  # noqa: E402
-import io  # noqa: E402
-import pstats  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -48,6 +45,8 @@ import openvino as ov  # noqa: E402
 from support.ov_stateful import F32_CONFIG, _feeds, load_expected  # noqa: E402
 
 import irrun  # noqa: E402
+from irrun.core.shapes import Memo  # noqa: E402
+from irrun.core.steps import parts  # noqa: E402
 
 MODELS = ["llama", "qwen2", "gpt2"]
 
@@ -87,46 +86,73 @@ def per_token(name: str, tokens: int, repeats: int) -> dict[str, float]:
 
 
 def profile(name: str, tokens: int) -> None:
+    """Where a decode step's time goes: each step of the schedule a request runs, timed
+    around its kernel (the same schedule and kernels; the loop around them replaced by a
+    timed copy), medians over the steps after the first two."""
     xml = ROOT / "tests" / "stateful" / name / "openvino_model.xml"
     feeds = _decode_feeds(xml, name, tokens)
     model = irrun.load(xml)
-    mid = len(feeds) // 2
-    req = model.create_request()
-    for f in feeds[:mid]:
-        req.run(f)
-    state = dict(req._values)
-    by_type: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
-
-    def seen(layer) -> None:
-        op = f"{layer.ref.type}-{layer.ref.version}"
-        by_type[op] += layer.seconds
-        counts[op] += 1
-
-    req.run(feeds[mid], on_layer=seen)
     plan = model._plan
-    wanted = tuple(sorted(set(model._output_slots.values()) | set(plan.assigns.values())))
-    cached = plan.shapes.cached(plan, wanted) if plan.shapes is not None else None
-    print(f"\n{name}, step {mid + 1} of {tokens}: {len(plan.steps)} layers, a plain run "
-          f"executes {len(plan.schedule(wanted))} steps"
-          + (f" ({len(cached.schedule)} when the shape cache hits)" if cached else ""))
-    total = sum(by_type.values())
-    print(f"  kernels' time by op type (profile run, all layers), total {total * 1e3:.3f} ms:")
-    for op, s in sorted(by_type.items(), key=lambda kv: -kv[1])[:20]:
-        print(f"    {op:32} {counts[op]:4d} layers {s * 1e6:8.1f} us")
-    # cProfile of plain runs of the same step (from the same state, 200 times).
-    prof = cProfile.Profile()
-    n = 200
-    for _ in range(n):
-        req._values = dict(state)
-        prof.enable()
-        req.run(feeds[mid])
-        prof.disable()
-    out = io.StringIO()
-    stats = pstats.Stats(prof, stream=out).sort_stats("tottime")
-    stats.print_stats(25)
-    print(f"  cProfile of {n} plain runs of that step (tottime; divide by {n} for one step):")
-    print("\n".join("    " + line for line in out.getvalue().splitlines()[4:40]))
+    clock = time.perf_counter
+    kernel_s: dict[str, list[float]] = defaultdict(list)
+    counts: dict[str, int] = defaultdict(int)
+    totals, steps_run, memo_misses = [], [], []
+
+    def timed(schedule, given, wanted):  # Plan._execute with a clock around each kernel
+        values = dict(given)
+        for slot in plan.variables.values():
+            values.setdefault(slot, None)
+        spent: dict[str, float] = defaultdict(float)
+        misses = 0
+        for step, frees in schedule:
+            args = [values[s] for s in step.inputs]
+            kind = _kind(step)
+            if kind.startswith("memo") and tuple(a.shape for a in args[: step.kernel.n]) \
+                    not in step.kernel.entries:  # fmt: skip
+                kind, misses = "memo (miss: runs its shape-only layers)", misses + 1
+            start = clock()
+            out = step.kernel(step.attrs, *args) if step.needed is None else \
+                step.kernel(step.attrs, *args, needed=step.needed)  # fmt: skip
+            spent[kind] += clock() - start
+            if first[0]:
+                counts[kind] += 1
+            values.update(zip(step.outputs, out, strict=False))
+            for slot in frees:
+                values.pop(slot, None)
+        first[0] = False
+        steps_run.append(len(schedule))
+        memo_misses.append(misses)
+        for kind, s in spent.items():
+            kernel_s[kind].append(s)
+        return {s: values[s] for s in wanted}
+
+    req = model.create_request()
+    first = [False]
+    for i, f in enumerate(feeds):
+        if i >= 2:
+            first[0] = i == 2
+            plan._execute = timed
+        start = time.thread_time()
+        req.run(f)
+        if i >= 2:
+            totals.append(time.thread_time() - start)
+            del plan._execute
+    total = statistics.median(totals)
+    in_kernels = sum(statistics.median(v) for v in kernel_s.values())
+    print(f"\n{name}: a decode step, median of steps 3 to {tokens} (the step's CPU time; its "
+          f"kernels' wall time, which a loaded machine inflates)")
+    print(f"  {len(plan.steps)} layers; the step runs {statistics.median(steps_run):.0f} steps "
+          f"(memos missed: {statistics.median(memo_misses):.0f}); "
+          f"{total * 1e3:.3f} ms a step, {in_kernels * 1e3:.3f} ms in kernels, the rest in "
+          f"the loop, the request and the shape cache's bookkeeping")
+    for kind, v in sorted(kernel_s.items(), key=lambda kv: -statistics.median(kv[1]))[:16]:
+        print(f"    {kind:44} {counts[kind]:4d} steps {statistics.median(v) * 1e6:8.1f} us")
+
+
+def _kind(step) -> str:
+    if isinstance(step.kernel, Memo):
+        return "memo (hit)"
+    return "+".join(p.node.op.type for p in parts(step))
 
 
 def main(argv: list[str] | None = None) -> int:
