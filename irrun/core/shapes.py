@@ -58,6 +58,7 @@ Plan = Any
 
 ENTRIES = 8  # sets of input shapes kept
 ENTRY_BYTES = 16 * 2**20  # the most one set's values may hold
+_TRIES = 2 * ENTRIES  # misses after which a memo that never hit keeps no more values
 
 
 class ShapeMiss(Exception):
@@ -273,7 +274,9 @@ class Memo:
     whose KV cache grew still finds the values made from shapes that did not change
     (those of ``input_ids`` and of the hidden states).  Each memo keeps the values of
     :data:`ENTRIES` sets of shapes (least recently used dropped first), none over
-    :data:`ENTRY_BYTES`; the values are read-only, as every run shares them.
+    :data:`ENTRY_BYTES`; the values are read-only, as every run shares them.  A memo that
+    has missed :data:`_TRIES` times and never hit (its key grows with a decode) keeps no
+    more: its entries stay as they were.
     """
 
     def __init__(self, region: tuple[Step, ...], leaves: tuple[int, ...], crossing: tuple[int, ...],
@@ -282,29 +285,37 @@ class Memo:
         self.constants = constants
         self.n = len(leaves)
         self.entries: OrderedDict[tuple, tuple] = OrderedDict()
+        self.hits = self.misses = 0
 
     def __call__(self, attrs: SimpleNamespace, *xs: np.ndarray) -> tuple:
         key = tuple([None if x is None else x.shape for x in xs[: self.n]])
-        found = self.entries.get(key)
+        entries = self.entries
+        found = entries.get(key)
         if found is not None:
+            self.hits += 1
             with suppress(KeyError):  # (dropped meanwhile by a run in another thread)
-                self.entries.move_to_end(key)
+                entries.move_to_end(key)
             return found
-        values = dict(self.constants)
-        values.update(zip(self.leaves + self.crossing, xs, strict=True))
+        values = {**self.constants, **dict(zip(self.leaves + self.crossing, xs, strict=True))}
+        read = values.__getitem__
         for step in self.region:  # (a plan's own steps: all outputs needed)
             try:
-                results = step.kernel(step.attrs, *[values[s] for s in step.inputs])
+                results = step.kernel(step.attrs, *map(read, step.inputs))
             except Exception as exc:
                 exc.irrun_step = step  # type: ignore[attr-defined]  # its layer, not the memo
                 raise
             values.update(zip(step.outputs, results, strict=False))
-        found = tuple([_read_only(values[s]) for s in self.outputs])
-        if sum(getattr(v, "nbytes", 0) for v in found) <= ENTRY_BYTES:
-            self.entries[key] = found
-            with suppress(KeyError):
-                while len(self.entries) > ENTRIES:
-                    self.entries.popitem(last=False)
+        found = tuple(map(read, self.outputs))
+        self.misses += 1
+        # A memo whose shapes never came back (a decode's growing length) stops keeping
+        # values no run will read; what it gives is then the run's own, as in a plain run.
+        if self.hits or self.misses <= _TRIES:
+            found = tuple(map(_read_only, found))
+            if sum(getattr(v, "nbytes", 0) for v in found) <= ENTRY_BYTES:
+                entries[key] = found
+                with suppress(KeyError):
+                    while len(entries) > ENTRIES:
+                        entries.popitem(last=False)
         return found
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import irrun
-from irrun.core.shapes import ENTRIES, Memo, shape_only
+from irrun.core.shapes import _TRIES, ENTRIES, Memo, shape_only
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -154,15 +154,17 @@ def test_a_decode_computes_again_only_the_shape_values_whose_shapes_changed(name
     """Every step of a first decode misses the cache (the mask and the KV cache grow),
     yet what reads only the shapes of ``input_ids`` and of the hidden states is computed
     for the prompt and for the first token, and read after: the memos keyed by them hold
-    two entries; those keyed by a growing shape hold at most ENTRIES."""
+    two entries; those keyed by a growing shape hold at most ENTRIES, and stop keeping
+    values after _TRIES misses."""
     want = _npz(STATEFUL / name / "expected.npz")
     prompt = want["prompt_ids"].tolist()
     xml = STATEFUL / name / "openvino_model.xml"
     model = irrun.load(xml)
-    steps = ENTRIES + 4
+    steps = _TRIES + 4
     plain = irrun.generate(_uncached(xml), prompt, steps, ignore_eos=True, keep_logits=True)
     got = irrun.generate(model, prompt, steps, ignore_eos=True, keep_logits=True)
-    assert got.tokens == plain.tokens == want["tokens"][:steps].tolist()
+    assert got.tokens == plain.tokens
+    assert got.tokens[: len(want["tokens"])] == want["tokens"].tolist()  # 16 written
     for i, (a, b) in enumerate(zip(got.logits, plain.logits, strict=True)):
         np.testing.assert_array_equal(a, b, strict=True, err_msg=f"step {i}")
     cache = model._plan.shapes
@@ -171,6 +173,10 @@ def test_a_decode_computes_again_only_the_shape_values_whose_shapes_changed(name
     steady = [m for m in memos if len(m.entries) == 2]
     growing = [m for m in memos if len(m.entries) > 2]
     assert steady and growing and all(len(m.entries) <= ENTRIES for m in memos)
+    assert all((m.hits, m.misses) == (steps - 2, 2) for m in steady)  # prompt, first token
+    # A memo whose shapes never came back stopped keeping them after _TRIES misses.
+    assert all(m.hits == 0 and m.misses == steps and len(m.entries) == ENTRIES
+               for m in growing)  # fmt: skip
     # Those layers (21 in llama, of 50 shape-only ones that decode runs) run only twice.
     assert sum(len(m.region) for m in steady) >= 10
     for m in memos:
