@@ -22,7 +22,8 @@ step, which keeps their values per set of those tensors' shapes.  So a decode st
 computes again only what reads a shape that changed (the causal mask, the KV length),
 not what reads the shapes of ``input_ids`` and of the hidden states, which stay
 ``[1, 1]`` and ``[1, 1, hidden]``.  A memo's key is the shapes its steps read, whatever
-made them, so it needs no guard.
+made them, so it needs no guard.  A cache that has missed :data:`_TRIES` runs and never
+hit (a long decode) records no more: its runs only read the memos.
 
 A ShapeOf of a tensor that is not a Parameter may see a shape that does not follow from
 the inputs' shapes alone (that of a NonZero's output, of a Reshape to a target read from
@@ -191,7 +192,10 @@ class ShapeCache:
             return found
         self.misses += 1
         found = plan._execute(self.memoized(plan, cached.record), feeds, cached.record)
-        self._keep(key, entry, found, cached)
+        # Never a set of shapes twice (each step of a long decode): keeping the values for
+        # later runs would cost each run, for none (the memos do what can be done).
+        if self.hits or self.misses <= _TRIES:
+            self._keep(key, entry, found, cached)
         return {s: found[s] for s in wanted}
 
     def _keep(self, key: tuple, entry: dict | None, found: dict, cached: Cached) -> None:

@@ -169,6 +169,7 @@ def test_a_decode_computes_again_only_the_shape_values_whose_shapes_changed(name
         np.testing.assert_array_equal(a, b, strict=True, err_msg=f"step {i}")
     cache = model._plan.shapes
     assert (cache.hits, cache.misses) == (0, steps)
+    assert len(cache.entries) == ENTRIES  # recorded the first _TRIES runs only
     memos = _memos(model)
     steady = [m for m in memos if len(m.entries) == 2]
     growing = [m for m in memos if len(m.entries) > 2]
