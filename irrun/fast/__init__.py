@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     adaptive_pool,
     attention,
     avg_pool,
+    convert,
     convolution,
     detection,
     gather,
