@@ -701,6 +701,10 @@ class Model:
 
     def _check_feeds(self, feeds: Feeds, cast: bool = False) -> dict[str, np.ndarray]:
         """The arrays of ``feeds`` by Parameter id, checked against the inputs (see :meth:`run`)."""
+        if not cast and type(feeds) is dict:
+            found = self._plain_feeds(feeds)
+            if found is not None:
+                return found
         loc = Location(str(self.path))
         listed = ", ".join(s.name for s in self.inputs)
         if isinstance(feeds, Mapping):
@@ -737,6 +741,39 @@ class Model:
             raise IrrunError(f"no value given for input {', '.join(map(repr, missing))}", loc,
                              code="bad-input")  # fmt: skip
         return by_layer
+
+    def _plain_feeds(self, feeds: dict) -> dict[str, np.ndarray] | None:
+        """``feeds`` by Parameter id when each is an array (not a subclass) by one of its
+        input's names, of its element type (not a string) and of a shape that fits (each
+        shape checked once per set of input shapes the model has); else None, for the
+        checks and messages of :meth:`_check_feeds`.  A decode step's check, in a few
+        microseconds instead of tens."""
+        seen = self.__dict__.get("_fitted")
+        if seen is None or seen[0] is not self._input_shapes:  # made, or reshaped since
+            types = {}
+            for name, lid in self._input_ids.items():
+                et = self._nodes[lid].attrs.element_type  # type: ignore[union-attr]
+                if et.name != "string":
+                    types[name] = (lid, et.dtype)
+            seen = self._fitted = (self._input_shapes, types, set())
+        _, types, fitted = seen
+        by_layer: dict[str, np.ndarray] = {}
+        for name, value in feeds.items():
+            known = types.get(name) if type(name) is str else None
+            if known is None or type(value) is not np.ndarray or value.dtype != known[1]:
+                return None
+            lid = known[0]
+            if lid in by_layer:
+                return None
+            if (lid, value.shape) not in fitted:
+                declared = self._input_shapes.get(lid, self._nodes[lid].attrs.shape)  # type: ignore[union-attr]
+                if not shape_fits(declared, value.shape):
+                    return None
+                if len(fitted) >= 4096:
+                    fitted.clear()
+                fitted.add((lid, value.shape))
+            by_layer[lid] = value
+        return by_layer if len(by_layer) == len(self.inputs) else None
 
     def cast_inputs(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """``feeds`` (arrays by input name) with each converted to its input's dtype as

@@ -22,16 +22,19 @@ from . import (  # noqa: F401
     adaptive_pool,
     attention,
     avg_pool,
+    convert,
     convolution,
     detection,
     gather,
     matmul,
     max_pool,
+    movement,
     normalization,
     pool_chain,
     reduction,
     roi_align,
     scatter,
+    slicing,
 )
 
 # isort: split

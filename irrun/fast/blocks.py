@@ -117,6 +117,8 @@ def split(kernel: Kernel) -> Kernel:
 
 
 def _split_shape(attrs: object, arrays: Sequence[np.ndarray]) -> tuple[int, ...] | None:
+    if threads.current() == 1:  # as worth_splitting says, asked first: it costs the least
+        return None
     if not worth_splitting(max(a.size for a in arrays)):
         return None
     mode = getattr(attrs, "auto_broadcast", "numpy")

@@ -6,6 +6,14 @@ An elementwise op's output element comes from its inputs' elements at the same p
 the whole's elements: :func:`irrun.fast.blocks.split` is its fast kernel, bit for bit the
 reference by construction.  An op with a faster kernel of its own (:mod:`.activations`)
 keeps it; those split alike.
+
+At one thread, Add, Subtract, Multiply, Divide and Power of f32 or f64 operands of one
+type (NumPy broadcasting; Add, Subtract and Multiply of integers too, which wrap alike),
+and the unary functions of :data:`irrun.ops.unary.FUNCTIONS` (Sqrt, Exp, Sin...) of an
+f32 or f64 input, call the reference's NumPy function directly, without the reference's
+work around it (type checks, f16 conversions, NumPy's error state, which a run has set
+already): the same call on the same arrays, bit for bit; a tiny model's decode step has
+some fifty of them, at a few microseconds each.
 """
 
 from __future__ import annotations
@@ -14,8 +22,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import ops  # noqa: F401  (registers every op: the elementwise ones are read below)
+from .. import threads
 from ..ir.registry import supported_ops
+from ..ops import unary  # (and with it every op: the elementwise ones are read below)
 from . import activations, blocks  # noqa: F401  (activations first: its ops keep their kernels)
 from .registry import FastKernel, fast_kernel, register_fast
 
@@ -44,8 +53,59 @@ def _binary_into(ufunc: np.ufunc):
 
 INTO = {"Add": _binary_into(np.add), "Multiply": _binary_into(np.multiply)}
 
+# The reference's function of these ops on f32 and f64 operands of one type (numpy
+# broadcasting) is one call of NumPy's; around it the reference checks types, converts
+# f16 and sets NumPy's error state (a run has set it: see irrun.core.executor.Plan.run),
+# a few microseconds a call that a decode step of a tiny model pays some fifty times.
+BINARY_UFUNCS = {"Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply,
+                 "Divide": np.true_divide, "Power": np.power}  # fmt: skip
+DIRECT = ("at one thread, f32 or f64 operands of one type broadcast as NumPy does: the "
+          "reference's NumPy function called directly")
+DIRECT_INTEGERS = DIRECT.replace("f32 or f64 operands", "integer, f32 or f64 operands")
+DIRECT_UNARY = "at one thread, an f32 or f64 input: the reference's NumPy function called directly"
+
+
+# Integers wrap alike in the reference and in NumPy's function for these (not Divide's
+# nor Power's, whose reference handles division by zero and negative powers itself).
+INTEGER_UFUNCS = ("Add", "Subtract", "Multiply")
+
+
+def _binary_direct(ufunc: np.ufunc, split, integers: bool):
+    kinds = "fiu" if integers else "f"
+
+    def run(attrs: SimpleNamespace, x: np.ndarray, y: np.ndarray):
+        kind = x.dtype.kind
+        if (threads.current() == 1 and x.dtype == y.dtype and kind in kinds
+                and (kind != "f" or x.dtype.itemsize >= 4)
+                and attrs.auto_broadcast == "numpy"):  # fmt: skip
+            try:
+                return (np.asarray(ufunc(x, y)),)
+            except ValueError:  # shapes that do not broadcast: the reference names them
+                return NotImplemented
+        return split(attrs, x, y)
+
+    return run
+
+
+def _unary_direct(fn, split):
+    def run(attrs: SimpleNamespace, x: np.ndarray):
+        if threads.current() == 1 and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+            return (np.asarray(fn(x)).astype(x.dtype, copy=False),)
+        return split(attrs, x)
+
+    return run
+
+
 for _op in supported_ops():
     if _op.elementwise and fast_kernel(_op) is None:
-        register_fast(FastKernel(_op.type, (_op.version,), APPLIES, blocks.split(_op.kernel),
+        _run, _applies = blocks.split(_op.kernel), APPLIES
+        if _op.type in BINARY_UFUNCS:
+            integers = _op.type in INTEGER_UFUNCS
+            _run = _binary_direct(BINARY_UFUNCS[_op.type], _run, integers)
+            _applies = f"{DIRECT_INTEGERS if integers else DIRECT}; {APPLIES}"
+        elif _op.type in unary.FUNCTIONS and _op.version == unary.FUNCTIONS[_op.type][0]:
+            _run = _unary_direct(unary.FUNCTIONS[_op.type][2], _run)
+            _applies = f"{DIRECT_UNARY}; {APPLIES}"
+        register_fast(FastKernel(_op.type, (_op.version,), _applies, _run,
                                  scratch=blocks.pieces_scratch(_op.scratch),
                                  into=INTO.get(_op.type) if _op.in_place else None))

@@ -26,8 +26,8 @@ BOUND = ("each element within 2 K u sum_k |a_ik b_kj| of the reference (u = 2^-2
 def _stack_times_matrix(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray):
     if a.dtype != b.dtype or a.dtype not in (np.float16, np.float32, np.float64):
         return NotImplemented
-    x = np.swapaxes(a, -1, -2) if attrs.transpose_a and a.ndim > 1 else a
-    y = np.swapaxes(b, -1, -2) if attrs.transpose_b and b.ndim > 1 else b
+    x = a.swapaxes(-1, -2) if attrs.transpose_a and a.ndim > 1 else a
+    y = b.swapaxes(-1, -2) if attrs.transpose_b and b.ndim > 1 else b
     if not (y.ndim == 2 and x.ndim > 2 and math.prod(x.shape[:-2]) > 1
             and x.flags.c_contiguous and x.shape[-1] == y.shape[0]):
         return NotImplemented

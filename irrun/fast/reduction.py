@@ -6,14 +6,19 @@ out as in the whole: NumPy reduces it in the same order, and the reference kerne
 block gives the whole's values for its part, bit for bit (see :mod:`.blocks`).  Only for
 C-contiguous inputs: in another layout, a block's innermost axis in memory may be
 another than the whole's, and NumPy would sum it in another order.
+
+At one thread, ReduceSum and ReduceMean of f32 or f64 data call the reference's
+``np.sum`` (and its division by the count) directly: the same calls, bit for bit.
 """
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
 
+from .. import threads
 from ..ir.registry import supported_ops
 from ..ops._shapes import flat_ints
 from ..ops.reduction import reduction_axes
@@ -53,8 +58,37 @@ def _along_axis(reference, version: int):
     return run
 
 
+DIRECT = ("at one thread, f32 or f64 data: the reference's np.sum (and division by the "
+          "count) called directly")
+
+
+def _direct_sum(reference, mean: bool):
+    """ReduceSum (ReduceMean with ``mean``) at one thread of f32 or f64 data: the
+    reference's NumPy calls without its work around them (packed and narrow types, NumPy's
+    error state, which a run has set), bit for bit; otherwise the split."""
+    split = _reduction(reference)
+
+    def run(attrs: SimpleNamespace, x: np.ndarray, axes: np.ndarray):
+        if threads.current() != 1 or x.dtype not in _WIDE:
+            return split(attrs, x, axes)
+        ax = reduction_axes(flat_ints(axes), x.ndim)
+        total = np.sum(x, axis=ax, keepdims=attrs.keep_dims, dtype=x.dtype)
+        if mean:
+            count = math.prod(x.shape[i] for i in ax)
+            if count:
+                total = total / np.asarray(count, x.dtype)
+        return (np.asarray(total),)
+
+    return run
+
+
+_WIDE = (np.dtype(np.float32), np.dtype(np.float64))
+
 for _op in supported_ops():
-    if _op.type in REDUCTIONS:
+    if _op.type in ("ReduceSum", "ReduceMean"):
+        register_fast(FastKernel(_op.type, (_op.version,), f"{DIRECT}; {APPLIES}",
+                                 _direct_sum(_op.kernel, _op.type == "ReduceMean")))  # fmt: skip
+    elif _op.type in REDUCTIONS:
         register_fast(FastKernel(_op.type, (_op.version,), APPLIES, _reduction(_op.kernel)))
     elif _op.type in ("SoftMax", "LogSoftmax"):
         register_fast(FastKernel(_op.type, (_op.version,), APPLIES.replace("reduced ones", "axis"),

@@ -226,7 +226,10 @@ def int_values(info: TensorInfo) -> list[int] | None:
 
 
 def flat_ints(array: np.ndarray) -> list[int]:
-    return [int(v) for v in np.asarray(array).reshape(-1)]
+    flat = np.asarray(array).reshape(-1)
+    if flat.dtype.kind in "iu":  # Python ints at once, without a NumPy scalar each
+        return flat.tolist()
+    return [int(v) for v in flat]
 
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:

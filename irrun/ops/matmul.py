@@ -68,9 +68,9 @@ def matmul(attrs: SimpleNamespace, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
         raise KernelError(f"inputs have different element types: {a.dtype} and {b.dtype}")
     x, y = a, b
     if attrs.transpose_a and a.ndim > 1:
-        x = np.swapaxes(a, -1, -2)
+        x = a.swapaxes(-1, -2)
     if attrs.transpose_b and b.ndim > 1:
-        y = np.swapaxes(b, -1, -2)
+        y = b.swapaxes(-1, -2)
     if a.dtype.kind in "fV" and a.dtype.itemsize < 4:  # f16, bf16 and the small floats
         x, y = x.astype(np.float32), y.astype(np.float32)
     try:

@@ -194,6 +194,36 @@ def test_feeds_that_do_not_fit_the_inputs_are_refused_with_a_code(two):
         assert caught.value.code == "bad-input"
 
 
+class _Sub(np.ndarray):
+    pass
+
+
+def test_feeds_accepted_before_are_still_checked_after_a_reshape(two):
+    """A dict of arrays whose types and shapes fit is taken without the long checks (a
+    decode step's): the same refusals as ever once something does not fit, and a shape
+    that fitted before a reshape is checked against the new shapes."""
+    feeds = {"x": X, "n": N}
+    for _ in range(2):
+        np.testing.assert_array_equal(two.run(feeds)["sum"], X + N)
+    refused = [
+        ({"x": X.astype(np.float64), "n": N}, "input 'x' has element type f64"),
+        ({"x": X[:1], "n": N}, r"input 'x' has shape \[1,3\], expected \[2,3\]"),
+        ({"x": X.view(_Sub), "n": N}, None),  # a subclass: the long way, which takes it
+        ({"x": X, "x_alias": X, "n": N}, "input 'x_alias' is given twice"),
+    ]  # fmt: skip
+    for bad, message in refused:
+        if message is None:
+            np.testing.assert_array_equal(two.run(bad)["sum"], X + N)
+            continue
+        with pytest.raises(irrun.IrrunError, match=message) as caught:
+            two.run(bad)
+        assert caught.value.code == "bad-input"
+    two.reshape([[1, 3], [1, 3]])
+    with pytest.raises(irrun.IrrunError, match=r"input 'x' has shape \[2,3\], expected \[1,3\]"):
+        two.run(feeds)
+    np.testing.assert_array_equal(two.run({"x": X[:1], "n": N[:1]})["sum"], X[:1] + N[:1])
+
+
 def test_reshape_takes_a_bare_shape_a_list_by_position_and_a_dict_by_port():
     m = irrun.load(MODELS / "pooling_chain.xml")
     m.reshape([2, 3, 32, 32])

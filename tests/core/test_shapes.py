@@ -4,7 +4,9 @@ A run with the shapes of an earlier one reads the values its shape-only layers g
 then: the outputs are the bits of a run without the cache, and within the corpus's
 tolerance of OpenVINO's (the expected files, or the CPU plugin now).  A new shape runs
 them again; a shape that follows from values (a NonZero's) turns the cache off; a
-random op is never shape-only; a run that observes every layer still sees each one.
+random op is never shape-only; a run that observes every layer still sees each one.  A
+decode, whose every step has new shapes, computes again only the shape-only values that
+read a shape that changed (the memos), with the bits of a run without them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 
 import irrun
-from irrun.core.shapes import ENTRIES, shape_only
+from irrun.core.shapes import _TRIES, ENTRIES, Memo, shape_only
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -140,6 +142,49 @@ def test_a_repeated_decode_reads_the_cache_and_gives_openvinos_tokens(name):
     assert cache is not None and cache.on and cache.hits >= 5
 
 
+def _memos(model: irrun.Model) -> list[Memo]:
+    """The memo kernels of the schedules ``model`` ran with them."""
+    return [step.kernel for key, schedule in model._plan._schedules.items()
+            if key[-1] == "memo" for step, _ in schedule
+            if isinstance(step.kernel, Memo)]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2", "gpt2"])
+def test_a_decode_computes_again_only_the_shape_values_whose_shapes_changed(name):
+    """Every step of a first decode misses the cache (the mask and the KV cache grow),
+    yet what reads only the shapes of ``input_ids`` and of the hidden states is computed
+    for the prompt and for the first token, and read after: the memos keyed by them hold
+    two entries; those keyed by a growing shape hold at most ENTRIES, and stop keeping
+    values after _TRIES misses."""
+    want = _npz(STATEFUL / name / "expected.npz")
+    prompt = want["prompt_ids"].tolist()
+    xml = STATEFUL / name / "openvino_model.xml"
+    model = irrun.load(xml)
+    steps = _TRIES + 4
+    plain = irrun.generate(_uncached(xml), prompt, steps, ignore_eos=True, keep_logits=True)
+    got = irrun.generate(model, prompt, steps, ignore_eos=True, keep_logits=True)
+    assert got.tokens == plain.tokens
+    assert got.tokens[: len(want["tokens"])] == want["tokens"].tolist()  # 16 written
+    for i, (a, b) in enumerate(zip(got.logits, plain.logits, strict=True)):
+        np.testing.assert_array_equal(a, b, strict=True, err_msg=f"step {i}")
+    cache = model._plan.shapes
+    assert (cache.hits, cache.misses) == (0, steps)
+    assert len(cache.entries) == ENTRIES  # recorded the first _TRIES runs only
+    memos = _memos(model)
+    steady = [m for m in memos if len(m.entries) == 2]
+    growing = [m for m in memos if len(m.entries) > 2]
+    assert steady and growing and all(len(m.entries) <= ENTRIES for m in memos)
+    assert all((m.hits, m.misses) == (steps - 2, 2) for m in steady)  # prompt, first token
+    # A memo whose shapes never came back stopped keeping them after _TRIES misses.
+    assert all(m.hits == 0 and m.misses == steps and len(m.entries) == ENTRIES
+               for m in growing)  # fmt: skip
+    # Those layers (21 in llama, of 50 shape-only ones that decode runs) run only twice.
+    assert sum(len(m.region) for m in steady) >= 10
+    for m in memos:
+        for values in m.entries.values():
+            assert all(not v.flags.writeable for v in values if isinstance(v, np.ndarray))
+
+
 def _save(tmp_path: Path, outputs, params, name: str) -> Path:
     ov = pytest.importorskip("openvino")
     path = tmp_path / f"{name}.xml"
@@ -184,12 +229,16 @@ def test_a_shape_that_follows_from_values_turns_the_cache_off(tmp_path):
     path = _save(tmp_path, [opset1.multiply(ramp, opset1.constant(np.float32(2)))], [x], "nz")
     compiled = ov.Core().compile_model(path, "CPU")
     model = irrun.load(path)
-    for values in ([0, 1, 0, 1], [0, 1, 0, 1], [1, 1, 1, 0], [0, 0, 0, 1]):
+    for values in ([0, 1, 0, 1], [0, 1, 0, 1], [1, 1, 1, 0], [0, 0, 0, 1], [1, 0, 1, 0],
+                   [0, 0, 0, 0]):  # fmt: skip
         feeds = {"x": np.float32(values)}
         got = model.run(feeds)[model.outputs[0].name]
         np.testing.assert_array_equal(got, compiled(feeds)[0], err_msg=str(values))
     cache = model._plan.shapes
     assert cache.hits == 1 and not cache.on and not cache.entries
+    # Its runs since read the memo of the NonZero output's shape: 3, 1, 2, 0 nonzeros.
+    keys = [sorted(memo.entries) for memo in _memos(model)]
+    assert [((1, 0),), ((1, 1),), ((1, 2),), ((1, 3),)] in keys
 
 
 @pytest.mark.parametrize("name", ["bert", "gpt2", "t5"])

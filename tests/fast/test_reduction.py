@@ -66,3 +66,25 @@ def test_the_work_is_split(op):
     assert max(splits) > 1
     (want,) = op.kernel(attrs, *args)
     np.testing.assert_array_equal(got, want)
+
+
+SUMS = [op for op in OPS if op.type in ("ReduceSum", "ReduceMean")]
+
+
+@pytest.mark.parametrize("op", SUMS, ids=lambda o: o.label)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_one_thread_sums_call_numpy_directly_with_the_references_bits(op, data):
+    """At one thread, f32 and f64 data take np.sum at once (any axes, repeated and
+    negative ones, keep_dims, 0-size, layouts, NaN and infinities): the reference's bits
+    and errors (axes out of range); other types give way."""
+    attrs, args = data.draw(_cases(op))
+    if data.draw(st.integers(0, 9)) == 0:
+        args[1] = np.int64([args[0].ndim + 1])  # out of range
+    want = outcome(op.kernel, attrs, *args)
+    with np.errstate(all="ignore"):
+        got = outcome(fast_kernel(op).run, attrs, *args)
+    if args[0].dtype not in (np.float32, np.float64):
+        assert got is NotImplemented
+        return
+    assert_same_outcome(got, want)

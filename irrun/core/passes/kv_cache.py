@@ -111,10 +111,11 @@ class _SameOrGather:
 
     def __call__(self, attrs: Any, data: np.ndarray, indices: np.ndarray,
                  *axis: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
-        if data.ndim and indices.ndim == 1 and indices.shape[0] == data.shape[0] and axis \
-                and getattr(attrs, "batch_dims", 0) == 0 and int(axis[0]) in (0, -data.ndim) \
-                and indices.dtype.kind in "iu" \
-                and np.array_equal(indices, np.arange(indices.shape[0])):  # fmt: skip
+        n = indices.shape[0] if indices.ndim == 1 else -1
+        if data.ndim and n == data.shape[0] and axis and getattr(attrs, "batch_dims", 0) == 0 \
+                and int(axis[0]) in (0, -data.ndim) and indices.dtype.kind in "iu" \
+                and (indices.tolist() == list(range(n)) if n <= 64
+                     else np.array_equal(indices, np.arange(n))):  # fmt: skip
             return (data,)
         return self.gather(attrs, data, indices, *axis)
 
