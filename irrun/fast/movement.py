@@ -12,7 +12,7 @@ not in the table runs the reference (and raises its errors).  Each table holds a
 
 Broadcast keeps the shape its data takes before broadcasting (its dims at the places the
 mode and the axes give) and the output's, and a known call is the reference's copy of
-``np.broadcast_to`` to them, in the same layout, without the checks that found them.
+its data placed and filled into the output shape, without the checks that found them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 from ..ir.registry import Kernel, supported_ops
 from ..ops._shapes import flat_ints
-from ..ops.movement import _aligned_shape
+from ..ops.movement import _aligned_shape, _filled
 from .registry import FastKernel, register_fast
 
 KEPT = 512
@@ -91,9 +91,7 @@ def kept_broadcast(reference: Kernel) -> Kernel:
             table[key] = (placed, out[0].shape)
             return out
         placed, shape = shapes
-        # The reference's copy, in the layout it gives (NumPy's order "K" of the view:
-        # not always C's), which what reads it may depend on.
-        return (np.array(np.broadcast_to(x.reshape(placed), shape)),)
+        return (_filled(shape, x.reshape(placed)),)  # the reference's own copy
 
     run.table = table  # type: ignore[attr-defined]  # (for tests)
     return run
