@@ -134,11 +134,12 @@ def test_other_types_and_ops_are_left_to_numpy():
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 @pytest.mark.parametrize("et", ["f32", "f16"])
-def test_models_with_the_engine_give_the_reference_bits(tmp_path, case, et):
+def test_models_with_the_engine_give_the_reference_bits(tmp_path, monkeypatch, case, et):
     shape, chain, sides = CASES[case]
     path = build(tmp_path / "m.xml", shape, chain, sides, et)
     model = irrun.load(path)
     feeds = feeds_for(model, np.random.default_rng(case), et)
+    monkeypatch.setattr(chain_jit, "_kernels", {})  # compiled (or loaded) anew
     since = len(jit.compiled())
     check(path, feeds)
     compiled = jit.compiled(since)
@@ -149,10 +150,11 @@ def test_models_with_the_engine_give_the_reference_bits(tmp_path, case, et):
         assert not [c for c in compiled if c.name.startswith("chain of ")]
 
 
-def test_a_chain_of_200_adds_compiles_once(tmp_path):
+def test_a_chain_of_200_adds_compiles_once(tmp_path, monkeypatch):
     path = build(tmp_path / "m.xml", [1, 16], ["Add"] * 200, [[1, 16]] * 200, "f32")
     model = irrun.load(path)
     feeds = feeds_for(model, np.random.default_rng(0), "f32", specials=False)
+    monkeypatch.setattr(chain_jit, "_kernels", {})
     since = len(jit.compiled())
     check(path, feeds, views=False)
     model.run(feeds)
@@ -172,7 +174,7 @@ def test_without_a_writable_cache_folder_the_loop_is_made_in_memory(tmp_path, mo
     blocker = tmp_path / "a file"
     blocker.write_text("")
     monkeypatch.setattr(chain_jit, "_folders", lambda: [blocker / "chains"])
-    # a chain no other test compiles: a fresh source
+    monkeypatch.setattr(chain_jit, "_kernels", {})  # compiled anew, whatever ran before
     parts = [("Ceiling", SimpleNamespace(), (0,)), ("Sqrt", SimpleNamespace(), (-1,)),
              ("Floor", SimpleNamespace(), (-1,)), ("Abs", SimpleNamespace(), (-1,))]
     x = np.array([[0.5, 4.2, -0.0, np.nan, 9.0]], np.float64)
