@@ -183,3 +183,27 @@ def test_without_a_writable_cache_folder_the_loop_is_made_in_memory(tmp_path, mo
     assert same_bits(got, reference(parts, [x]))
     compiled = jit.compiled(since)
     assert len(compiled) == 1 and not compiled[0].cached
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7), (1, 6, 4, 4), (1, 1, 9)])
+def test_the_loop_split_over_threads_gives_the_same_bits(shape):
+    from irrun import threads
+    from irrun.fast import blocks
+
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.reshape(-1)[::7] = np.nan
+    c = rng.standard_normal((shape[-2], 1)).astype(np.float32)
+    parts = [("Multiply", NUMPY, (0, 1)), ("Add", NUMPY, (-1, 0)), ("ReLU", SimpleNamespace(), (-1,)),
+             ("Minimum", NUMPY, (1, -1))]
+    want = reference(parts, [x, c])
+    calls = []
+    real = threads.map_blocks
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(blocks, "MIN_SPLIT", 2)
+        patch.setattr(blocks, "MIN_BLOCK", 1)
+        patch.setattr(threads, "map_blocks", lambda *a: calls.append(a[1]) or real(*a))
+        with threads.using(2):
+            got = chain_jit.run(parts, [x, c], shape)
+    assert calls  # split
+    assert same_bits(got, want)
