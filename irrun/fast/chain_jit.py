@@ -8,7 +8,8 @@ one tensor) per op.  The loop is generated per chain and per *signature* (the el
 type, each operand's rank and the axes it is broadcast along), compiled once and cached
 on disk (the source is written to a file of irrun's cache folder, so that numba's cache
 can key on it; where none is writable the loop is compiled uncached), and the compile is
-recorded for ``-v``.
+recorded for ``-v``.  Outputs of at least ``blocks.MIN_SPLIT`` elements run on the run's
+threads, ranges of their outermost axis longer than one (the loop releases the GIL).
 
 Same bits as the reference kernels: only ops whose arithmetic numba reproduces exactly
 are taken, each operation rounded in the data's type as NumPy rounds it (numba compiles
@@ -41,7 +42,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from . import jit
+from .. import threads
+from . import blocks, jit
 
 # Each op: its operands and the expression of its value (x and y the operands; lo and hi
 # Clamp's bounds, z a zero of the data's type).
@@ -100,11 +102,29 @@ class Prepared:
                 args[k] = args[k].reshape(shape)
         out = np.empty(self.shape, self.dtype)
         try:
-            self.kernel(out, self.bounds, *args)
+            if blocks.worth_splitting(out.size):
+                self._split(out, args)
+            else:
+                self.kernel(out, self.bounds, *args)
         except jit.numba().core.errors.NumbaError:  # type: ignore[union-attr]
             # Arguments numba does not type (a byte order of their own): NumPy's path.
             return None
         return out
+
+    def _split(self, out: np.ndarray, args: Sequence[np.ndarray]) -> None:
+        """The loop on the run's threads (compiled ``nogil``): ranges of the outermost axis
+        longer than one, each operand cut alike where it runs along it.  Each element is
+        computed by the same operations: the same bits for any split."""
+        ax = next((i for i, d in enumerate(out.shape) if d > 1), 0)
+        inner = out.size // out.shape[ax]
+        lead = (slice(None),) * ax
+
+        def block(a: int, b: int) -> None:
+            part = (*lead, slice(a, b))
+            self.kernel(out[part], self.bounds,
+                        *(x[part] if x.shape[ax] != 1 else x for x in args))
+
+        threads.map_blocks(block, out.shape[ax], -(-blocks.MIN_BLOCK // max(inner, 1)))
 
 
 def prepare(parts: Sequence[tuple[str, SimpleNamespace, tuple[int, ...]]],

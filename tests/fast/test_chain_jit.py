@@ -134,11 +134,12 @@ def test_other_types_and_ops_are_left_to_numpy():
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 @pytest.mark.parametrize("et", ["f32", "f16"])
-def test_models_with_the_engine_give_the_reference_bits(tmp_path, case, et):
+def test_models_with_the_engine_give_the_reference_bits(tmp_path, monkeypatch, case, et):
     shape, chain, sides = CASES[case]
     path = build(tmp_path / "m.xml", shape, chain, sides, et)
     model = irrun.load(path)
     feeds = feeds_for(model, np.random.default_rng(case), et)
+    monkeypatch.setattr(chain_jit, "_kernels", {})  # compiled (or loaded) anew
     since = len(jit.compiled())
     check(path, feeds)
     compiled = jit.compiled(since)
@@ -149,10 +150,11 @@ def test_models_with_the_engine_give_the_reference_bits(tmp_path, case, et):
         assert not [c for c in compiled if c.name.startswith("chain of ")]
 
 
-def test_a_chain_of_200_adds_compiles_once(tmp_path):
+def test_a_chain_of_200_adds_compiles_once(tmp_path, monkeypatch):
     path = build(tmp_path / "m.xml", [1, 16], ["Add"] * 200, [[1, 16]] * 200, "f32")
     model = irrun.load(path)
     feeds = feeds_for(model, np.random.default_rng(0), "f32", specials=False)
+    monkeypatch.setattr(chain_jit, "_kernels", {})
     since = len(jit.compiled())
     check(path, feeds, views=False)
     model.run(feeds)
@@ -172,7 +174,7 @@ def test_without_a_writable_cache_folder_the_loop_is_made_in_memory(tmp_path, mo
     blocker = tmp_path / "a file"
     blocker.write_text("")
     monkeypatch.setattr(chain_jit, "_folders", lambda: [blocker / "chains"])
-    # a chain no other test compiles: a fresh source
+    monkeypatch.setattr(chain_jit, "_kernels", {})  # compiled anew, whatever ran before
     parts = [("Ceiling", SimpleNamespace(), (0,)), ("Sqrt", SimpleNamespace(), (-1,)),
              ("Floor", SimpleNamespace(), (-1,)), ("Abs", SimpleNamespace(), (-1,))]
     x = np.array([[0.5, 4.2, -0.0, np.nan, 9.0]], np.float64)
@@ -181,3 +183,27 @@ def test_without_a_writable_cache_folder_the_loop_is_made_in_memory(tmp_path, mo
     assert same_bits(got, reference(parts, [x]))
     compiled = jit.compiled(since)
     assert len(compiled) == 1 and not compiled[0].cached
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 7), (1, 6, 4, 4), (1, 1, 9)])
+def test_the_loop_split_over_threads_gives_the_same_bits(shape):
+    from irrun import threads
+    from irrun.fast import blocks
+
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.reshape(-1)[::7] = np.nan
+    c = rng.standard_normal((shape[-2], 1)).astype(np.float32)
+    parts = [("Multiply", NUMPY, (0, 1)), ("Add", NUMPY, (-1, 0)), ("ReLU", SimpleNamespace(), (-1,)),
+             ("Minimum", NUMPY, (1, -1))]
+    want = reference(parts, [x, c])
+    calls = []
+    real = threads.map_blocks
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(blocks, "MIN_SPLIT", 2)
+        patch.setattr(blocks, "MIN_BLOCK", 1)
+        patch.setattr(threads, "map_blocks", lambda *a: calls.append(a[1]) or real(*a))
+        with threads.using(2):
+            got = chain_jit.run(parts, [x, c], shape)
+    assert calls  # split
+    assert same_bits(got, want)
