@@ -108,12 +108,16 @@ def _scratch(plan: Plan, step: Step, infos: Infos, keys: dict[int, tuple[str, in
     """The scratch bytes ``step``'s kernel declares for the shapes in ``infos`` (0 where a
     shape is not known)."""
     op = step.node.op
-    if op.scratch is None and fast_kernel(op) is None:
+    # A kernel that reads other inputs than its op's (a weight kept compressed) says its own.
+    declared = getattr(step.kernel, "scratch_of", None)
+    if declared is None and op.scratch is None and fast_kernel(op) is None:
         return 0
     ins = [infos.get(keys[s]) for s in step.inputs]
     outs = [infos.get(keys[s]) for s in step.outputs]
     if any(i is None or i.element_type is None or not is_static(i.shape) for i in ins + outs):
         return 0
+    if declared is not None:
+        return declared(ins, outs)
     return scratch_bytes(op, step.attrs, ins, outs, plan.reference)
 
 

@@ -19,8 +19,12 @@ channels is whole or 1, each Reshape keeps the output channels' axis (first for
 ``transpose_b`` and Gather, last otherwise), and the result is a 2-D f32 weight.  A 4-bit
 Const needs its channels first and whole bytes per channel.
 
-``IRRUN_COMPRESSED`` chooses: ``auto`` (the default) keeps compressed only the weights
-that folding would not hold within its cap; ``1`` every chain that qualifies; ``0`` none
+``IRRUN_COMPRESSED`` chooses: ``auto`` (the default) keeps compressed the weights that
+folding would not hold within its cap and, with the fast engine on (:mod:`irrun.fast.jit`),
+every 8-bit or 4-bit weight of at least :data:`ENGINE_FROM` bytes decompressed, whose
+products of a few rows (a decode step) the engine computes from the codes as fast as BLAS
+reads the f32 weight (without it, NumPy's look-ups by blocks are several times slower than
+folded f32, so folding keeps them where memory allows); ``1`` every chain that qualifies; ``0`` none
 (folding then decompresses them all at load, as before).  A reference run never does.
 """
 
@@ -33,8 +37,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UsageError
-from ..fast import compressed_jit
-from ..fast.compressed import CompressedGather, CompressedMatMul, CompressedWeight
+from ..fast import compressed_jit, jit
+from ..fast.compressed import (
+    CompressedGather,
+    CompressedMatMul,
+    CompressedWeight,
+    gather_scratch,
+    product_scratch,
+)
 from ..ir import element_types
 from ..ir.dims import is_static
 from ..ir.weights import Weights
@@ -43,6 +53,7 @@ from .executor import Plan
 from .propagation import Infos
 from .steps import Step
 
+ENGINE_FROM = 1 << 20  # an LLM's projections; the tiny models' weights stay folded
 MODES = {"auto": "auto", "1": "all", "on": "all", "all": "all", "0": "off", "off": "off"}
 _ELEMENTWISE = ("Convert", "Subtract", "Multiply", "Add")
 _BASE_TYPES = ("u8", "i8", "u4", "i4", "f16")
@@ -54,6 +65,14 @@ def mode() -> str:
     if text not in MODES:
         raise UsageError(f"IRRUN_COMPRESSED={text!r}: expected auto, 1 or 0")
     return MODES[text]
+
+
+def engine_keeps(plan: Plan, chain: Chain, size: int | None) -> bool:
+    """Whether ``auto`` keeps ``chain``'s weight (``size`` bytes decompressed) compressed
+    for the fast engine: on, an 8-bit or 4-bit weight, large enough."""
+    et = plan.steps[chain.base].attrs.element_type
+    return (size is not None and size >= ENGINE_FROM and et.name != "f16"
+            and jit.enabled())
 
 
 @dataclass
@@ -376,12 +395,22 @@ def install(plan: Plan, chain: Chain, weight: CompressedWeight | None) -> None:
     for i in chain.readers:
         step = plan.steps[i]
         if step.node.op.type == "MatMul":
-            kernel = CompressedMatMul(weight, step.kernel) if weight is not None else _sizing
+            kernel = (CompressedMatMul(weight, step.kernel) if weight is not None
+                      else _Sizing(lambda ins, outs: product_scratch(
+                          chain.shape[0] if chain.channels_first else chain.shape[1],
+                          chain.shape[1] if chain.channels_first else chain.shape[0], 4)))
             plan.steps[i] = Step(step.node, kernel, step.attrs, step.inputs[:1], step.outputs)
         else:
-            kernel = CompressedGather(weight, step.kernel) if weight is not None else _sizing
+            kernel = (CompressedGather(weight, step.kernel) if weight is not None
+                      else _Sizing(lambda ins, outs: gather_scratch(outs)))
             plan.steps[i] = Step(step.node, kernel, step.attrs, step.inputs[1:], step.outputs)
 
 
-def _sizing(*_args):
-    raise RuntimeError("a plan that only sizes runs")
+class _Sizing:
+    """The kernel of a step in a plan that only sizes runs: its scratch, never a run."""
+
+    def __init__(self, scratch_of) -> None:
+        self.scratch_of = scratch_of
+
+    def __call__(self, *_args):
+        raise RuntimeError("a plan that only sizes runs")

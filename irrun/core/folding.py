@@ -206,7 +206,8 @@ def _choose(plan: Plan, infos: Infos, cap: int | None) -> _Choice:
     for s in sorted(wanted, key=lambda s: (producer[s], s)):
         size = _static_bytes(infos.get(key_of[s]))
         over = cap is not None and size is not None and planned + size > cap
-        if s in chains and (over or mode == "all"):
+        if s in chains and (over or mode == "all" or (
+                mode == "auto" and compressed_weights.engine_keeps(plan, chains[s], size))):
             choice.chains.append(chains[s])
         elif over:
             choice.folding.over_cap += 1

@@ -22,7 +22,7 @@ whose order differs from a whole one's): so the product agrees with the referenc
 the bound of the fast MatMul (:data:`irrun.fast.matmul.BOUND`), not bit for bit.
 Measured: bit-identical in most shapes, a few ulps where it is not.
 
-With ``IRRUN_JIT=1`` and numba, a product of a few rows (a decode step) by a weight
+With the fast engine (numba, :mod:`.jit`), a product of a few rows (a decode step) by a weight
 decompressed by table look-ups runs compiled, without decompressing (:mod:`.compressed_jit`),
 within the same bound.
 
@@ -86,7 +86,7 @@ class CompressedWeight:
     def block_channels(self) -> int:
         """Channels per block of :data:`BLOCK_BYTES` (a multiple of 16, at least 16)."""
         per = max(1, self.depth * self.dtype.itemsize)
-        return max(16, BLOCK_BYTES // per // 16 * 16)
+        return max(16, BLOCK_BYTES // per // 16 * 16)  # (product_scratch counts the same)
 
     def whole(self) -> np.ndarray:
         """The whole decompressed weight (for a call the blocks do not fit)."""
@@ -95,7 +95,24 @@ class CompressedWeight:
     def scratch(self) -> int:
         """The most bytes a product holds beside its input and output: one block, and the
         chain's intermediates for it (a few arrays of its size)."""
-        return 4 * min(self.channels, self.block_channels()) * self.depth * 4
+        return product_scratch(self.channels, self.depth, self.dtype.itemsize)
+
+
+def product_scratch(channels: int, depth: int, itemsize: int) -> int:
+    """What a product by blocks holds beside its input and output, for a weight of
+    ``channels`` x ``depth`` decompressed to ``itemsize`` bytes an element: a block of
+    BLOCK_BYTES (at least 16 channels), its codes and look-up indices or the chain's
+    intermediates for it (counted as four such blocks of 4-byte elements)."""
+    per = max(1, depth * itemsize)
+    block = max(16, BLOCK_BYTES // per // 16 * 16)
+    return 4 * min(channels, block) * depth * 4
+
+
+def gather_scratch(outputs) -> int:
+    """What a Gather of rows kept compressed holds beside its output: the codes, indices
+    and values picked (16 bytes for each element of the output)."""
+    shape = outputs[0].shape
+    return 16 * math.prod(shape)
 
 
 class CompressedMatMul:
@@ -104,6 +121,10 @@ class CompressedMatMul:
 
     def __init__(self, weight: CompressedWeight, kernel: Callable[..., tuple]) -> None:
         self.weight, self.kernel = weight, kernel  # kernel: the layer's, for the whole weight
+
+    def scratch_of(self, inputs, outputs) -> int:
+        """The step's scratch for the memory plan (in place of the MatMul op's)."""
+        return self.weight.scratch()
 
     def __call__(self, attrs: SimpleNamespace, a: np.ndarray) -> tuple[np.ndarray, ...]:
         w = self.weight
@@ -141,6 +162,11 @@ class CompressedGather:
 
     def __init__(self, weight: CompressedWeight, kernel: Callable[..., tuple]) -> None:
         self.weight, self.kernel = weight, kernel
+
+    def scratch_of(self, inputs, outputs) -> int:
+        """The step's scratch for the memory plan (in place of the Gather op's, which
+        reads its data as an input)."""
+        return gather_scratch(outputs)
 
     def __call__(self, attrs: SimpleNamespace, indices: np.ndarray, axis: np.ndarray
                  ) -> tuple[np.ndarray, ...]:  # fmt: skip

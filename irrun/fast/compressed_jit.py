@@ -1,12 +1,12 @@
-"""Products with a compressed weight's table look-ups compiled by numba: optional, off by default.
+"""Products with a compressed weight's table look-ups compiled by numba: the fast engine's.
 
-With ``IRRUN_JIT=1`` (read as :func:`irrun.fast.conv_jit.enabled` reads it) and numba
-installed, a MatMul of a few rows (:data:`MAX_ROWS`, a decode step's) whose weight is kept
-compressed with look-up tables (:mod:`irrun.core.compressed`: 4-bit or 8-bit codes whose
-scale and zero point are shared by a group) multiplies without decompressing: for each
-output channel and group it reads the group's codes (two to a byte for 4 bits) and their
-values in the group's table, and sums ``x[m, k] * w[n, k]`` over k.  Without it, and for
-more rows, NumPy decompresses blocks and BLAS multiplies (:mod:`.compressed`).
+With the fast engine on (numba installed, ``IRRUN_JIT`` not ``0``: :mod:`.jit`), a MatMul of
+a few rows (:data:`MAX_ROWS`, a decode step's) whose weight is kept compressed with look-up
+tables (:mod:`irrun.core.compressed`: 4-bit or 8-bit codes whose scale and zero point are
+shared by a group) multiplies without decompressing: for each output channel and group it
+reads the group's codes (two to a byte for 4 bits) and their values in the group's table,
+and sums ``x[m, k] * w[n, k]`` over k. Without it, and for more rows, NumPy decompresses
+blocks and BLAS multiplies (:mod:`.compressed`).
 
 Values.  Each weight value is the table's entry, which is exactly the decompressed value
 (the tables are made by the chain's own kernels); the products are summed over k in f32
@@ -24,29 +24,25 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import conv_jit
+from . import jit
 
 MAX_ROWS = 8  # rows of the input: beyond, BLAS on decompressed blocks re-reads less
 
 
 @functools.cache
-def kernels() -> tuple[Callable[..., None], Callable[..., None]] | None:
-    """The compiled kernels (4-bit, 8-bit), or None when numba cannot be imported (conv_jit
-    warns once about that)."""
-    if conv_jit.kernels() is None:
-        return None
-    import numba
-
+def kernels() -> tuple[Callable[..., None], Callable[..., None]]:
+    """The compiled kernels (4-bit, 8-bit); the engine must be on (:func:`jit.enabled`)."""
     # Sums in any order, with fused multiply-adds: LLVM vectorises the look-ups' products
     # (0.5 ns an element instead of 0.8 in order, measured); no other fast-math flag, so
     # NaN and infinities are what the arithmetic makes of them.
-    jit = numba.njit(cache=False, nogil=True, fastmath={"reassoc", "contract"})
-    return jit(_nibbles), jit(_bytes)
+    fast = {"fastmath": {"reassoc", "contract"}}
+    return (jit.compile(_nibbles, "compressed 4-bit product", **fast),
+            jit.compile(_bytes, "compressed 8-bit product", **fast))
 
 
 def takes(rows: int) -> bool:
     """Whether the compiled product runs for an input of ``rows`` rows."""
-    return rows <= MAX_ROWS and conv_jit.enabled() and kernels() is not None
+    return rows <= MAX_ROWS and jit.enabled()
 
 
 def _nibbles(x, packed, table, groups, group, signed, out):  # pragma: no cover - compiled

@@ -268,12 +268,18 @@ def test_folded_weights_are_not_tensors_of_the_run(tmp_path, capsys, monkeypatch
     # validate plans the run of a loaded model: folded as load would fold it.
     assert irrun.validate(path, max_memory="32K") == []
     # Under 30 KiB the cap is 15 KiB: the weight is kept compressed (irrun.core.compressed),
-    # and the run holds only its block and the MatMul's output.
-    assert irrun.validate(path, max_memory="30K") == []
+    # and the run holds its product's block of decompressed channels, 16 bytes an element
+    # with the codes and look-up indices beside it: here the whole 64 x 64 weight, 64 KiB,
+    # so a weight this small gains nothing from staying compressed, and validate says so.
     small = irrun.load(path, max_memory="30K")
     # It holds the zero point converted to f32 (the u8 codes and the scale are the .bin).
     assert small.folding.compressed == 1 and small.folding.bytes == 256
-    np.testing.assert_array_equal(small.run(feeds)[small.outputs[0].name],
+    found = irrun.validate(path, max_memory="30K")
+    assert [(d.code, d.layer.type) for d in found] == [("over-budget", "MatMul")]
+    assert "its kernel's scratch space is 64.0 KiB" in found[0].message
+    capped = irrun.load(path, fold_constants=1024)  # no budget: the compressed weight runs
+    assert capped.folding.compressed == 1
+    np.testing.assert_array_equal(capped.run(feeds)[capped.outputs[0].name],
                                   folded.run(feeds)[folded.outputs[0].name])  # fmt: skip
     # Not kept compressed, the weight is left to the runs, whose peak is over.
     monkeypatch.setenv("IRRUN_COMPRESSED", "0")

@@ -191,6 +191,35 @@ def test_auto_keeps_compressed_only_what_folding_would_not_hold(tmp_path, monkey
         irrun.load(path)
 
 
+@pytest.mark.parametrize("engine", ["0", "1"])
+def test_auto_keeps_large_weights_compressed_for_the_fast_engine(tmp_path, monkeypatch, engine):
+    """With the fast engine on, ``auto`` keeps a 4-bit or 8-bit weight of ENGINE_FROM bytes
+    (decompressed) or more compressed, as the engine multiplies it from its codes; smaller
+    ones, f16 ones and every one with the engine off are folded."""
+    from irrun.core import compressed
+    from irrun.fast import jit as fast_engine
+
+    if engine == "1":
+        pytest.importorskip("numba", reason="the fast engine needs numba")
+    monkeypatch.delenv("IRRUN_COMPRESSED", raising=False)
+    monkeypatch.setenv("IRRUN_JIT", engine)
+    fast_engine.reset()
+    try:
+        monkeypatch.setattr(compressed, "ENGINE_FROM", N * K * 4)  # this weight's f32 bytes
+        kept = {}
+        for kind in ("u4", "i8", "f16"):
+            path = _matmul_model(tmp_path / f"{kind}.xml", kind, kind != "f16",
+                                 GROUP if kind == "u4" else None, True, (1, K))  # fmt: skip
+            kept[kind] = irrun.load(path).folding.compressed
+            monkeypatch.setattr(compressed, "ENGINE_FROM", N * K * 4 + 1)
+            assert irrun.load(path).folding.compressed == 0, kind  # one byte too small
+            monkeypatch.setattr(compressed, "ENGINE_FROM", N * K * 4)
+        on = engine == "1"
+        assert kept == {"u4": int(on), "i8": int(on), "f16": 0}
+    finally:
+        fast_engine.reset()
+
+
 def _int4_mlp(path: Path, width: int, layers: int, group: int) -> Path:
     rng = np.random.default_rng(0)
     x = opset1.parameter([1, width], np.float32, name="x")
@@ -247,12 +276,12 @@ TIERS = [("u4", 128, 256, "held"), ("i4", 128, 256, "held"), ("u4", 32, 256, "pe
 @pytest.mark.parametrize("jit", [False, True])
 def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, group, k, tier,
                                                    rows, jit):  # fmt: skip
-    from irrun.fast import compressed_jit, conv_jit
+    from irrun.fast import compressed_jit, jit as engine
 
     if jit:
         pytest.importorskip("numba")
     monkeypatch.setenv("IRRUN_JIT", "1" if jit else "0")
-    conv_jit.enabled.cache_clear()
+    engine.reset()
     try:
         path = _tiered_model(tmp_path / "m.xml", kind, group, k, rows)
         monkeypatch.setenv("IRRUN_COMPRESSED", "1")
@@ -271,4 +300,4 @@ def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, 
         bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(want["w"].T))
         assert (np.abs(got - want["y"].astype(np.float64)) <= bound).all()
     finally:
-        conv_jit.enabled.cache_clear()
+        engine.reset()
