@@ -276,7 +276,8 @@ TIERS = [("u4", 128, 256, "held"), ("i4", 128, 256, "held"), ("u4", 32, 256, "pe
 @pytest.mark.parametrize("jit", [False, True])
 def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, group, k, tier,
                                                    rows, jit):  # fmt: skip
-    from irrun.fast import compressed_jit, jit as engine
+    from irrun.fast import compressed_jit
+    from irrun.fast import jit as engine
 
     if jit:
         pytest.importorskip("numba")
