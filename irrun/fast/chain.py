@@ -46,8 +46,13 @@ def blocks_of(shape: tuple[int, ...], itemsize: int,
     (NumPy broadcasting: each right-aligned with ``shape``, each axis equal or 1), or None
     where the output is too small (:data:`MIN_ELEMENTS`) or cannot be cut.
 
-    >>> [b[0] for b in blocks_of((4, 1 << 18), 4, [(4, 1 << 18), (1,)])]  # doctest: +ELLIPSIS
-    [(slice(0, 2, None), slice(None, None, None)), (slice(2, 4, None), slice(None, ...))]
+    Rows of 256 KiB of f32, two to a block of 512 KiB; each operand's slices of a block
+    (the scalar's whole):
+
+    >>> [out for out, _ in blocks_of((8, 1 << 16), 4, [(8, 1 << 16), (1,)])]
+    [(slice(0, 2, None),), (slice(2, 4, None),), (slice(4, 6, None),), (slice(6, 8, None),)]
+    >>> blocks_of((8, 1 << 16), 4, [(8, 1 << 16), (1,)])[1][1]
+    ((slice(2, 4, None), slice(None, None, None)), (slice(None, None, None),))
     """
     size = math.prod(shape)
     if size < MIN_ELEMENTS or not shape:
