@@ -9,12 +9,12 @@ keeps it; those split alike.
 
 At one thread, Add, Subtract, Multiply, Divide and Power of f32 or f64 operands of one
 type (NumPy broadcasting; Add, Subtract and Multiply of integers too, which wrap alike),
-the comparisons (numbers and booleans), LogicalAnd, LogicalOr and LogicalXor, and the
-unary functions of :data:`irrun.ops.unary.FUNCTIONS` (Sqrt, Exp, Sin...) of an f32 or f64
-input, call the reference's NumPy function directly, without the reference's work around
-it (type checks, f16 conversions, NumPy's error state, which a run has set already): the
-same call on the same arrays, bit for bit; a tiny model's decode step has some fifty of
-them, at a few microseconds each.
+the comparisons (numbers and booleans), the logical and bitwise And, Or and Xor, Select
+of a boolean condition, and the unary functions of :data:`irrun.ops.unary.FUNCTIONS`
+(Sqrt, Exp, Sin...) of an f32 or f64 input, call the reference's NumPy function directly,
+without the reference's work around it (type checks, f16 conversions, NumPy's error
+state, which a run has set already): the same call on the same arrays, bit for bit; a
+tiny model's decode step has some fifty of them, at a few microseconds each.
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ BINARY_UFUNCS = {"Add": (np.add, "fiu"), "Subtract": (np.subtract, "fiu"),
                  "LessEqual": (np.less_equal, "fiub"), "Greater": (np.greater, "fiub"),
                  "GreaterEqual": (np.greater_equal, "fiub"),
                  "LogicalAnd": (np.logical_and, "b"), "LogicalOr": (np.logical_or, "b"),
-                 "LogicalXor": (np.logical_xor, "b")}  # fmt: skip
+                 "LogicalXor": (np.logical_xor, "b"), "BitwiseAnd": (np.bitwise_and, "iub"),
+                 "BitwiseOr": (np.bitwise_or, "iub"),
+                 "BitwiseXor": (np.bitwise_xor, "iub")}  # fmt: skip
 _KIND_NAMES = {"f": "f32 or f64", "i": "signed integer", "u": "unsigned integer", "b": "boolean"}
 DIRECT_UNARY = "at one thread, an f32 or f64 input: the reference's NumPy function called directly"
 
@@ -93,6 +95,19 @@ def _binary_direct(ufunc: np.ufunc, split, kinds: str):
     return run
 
 
+def _select_direct(split):
+    def run(attrs: SimpleNamespace, cond: np.ndarray, then: np.ndarray, other: np.ndarray):
+        if (threads.current() == 1 and cond.dtype == np.bool_ and then.dtype == other.dtype
+                and attrs.auto_broadcast == "numpy"):  # fmt: skip
+            try:
+                return (np.where(cond, then, other),)
+            except ValueError:  # shapes that do not broadcast: the reference names them
+                return NotImplemented
+        return split(attrs, cond, then, other)
+
+    return run
+
+
 def _unary_direct(fn, split):
     def run(attrs: SimpleNamespace, x: np.ndarray):
         if threads.current() == 1 and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
@@ -109,6 +124,10 @@ for _op in supported_ops():
             _ufunc, _kinds = BINARY_UFUNCS[_op.type]
             _run = _binary_direct(_ufunc, _run, _kinds)
             _applies = f"{_direct_applies(_kinds)}; {APPLIES}"
+        elif _op.type == "Select":
+            _run = _select_direct(_run)
+            _applies = (f"at one thread, a boolean condition and values of one type broadcast "
+                        f"as NumPy does: the reference's np.where called directly; {APPLIES}")
         elif _op.type in unary.FUNCTIONS and _op.version == unary.FUNCTIONS[_op.type][0]:
             _run = _unary_direct(unary.FUNCTIONS[_op.type][2], _run)
             _applies = f"{DIRECT_UNARY}; {APPLIES}"
