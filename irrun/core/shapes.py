@@ -350,6 +350,8 @@ def _memo_schedule(plan: Plan, flags: list[bool], wanted: tuple[int, ...]) -> Sc
         if i not in needed:
             needed.add(i)
             stack.extend(producer[s] for s in steps[i].inputs if is_shape(s))
+    shape_of = {steps[i].inputs[0]: steps[i] for i in needed
+                if steps[i].node.op.type == "ShapeOf"}  # fmt: skip
     leaves_of: dict[int, tuple[int, ...]] = {}  # step -> the tensors whose shapes it reads
     groups: dict[tuple[int, ...], list[int]] = {}
     for i in sorted(needed):
@@ -395,11 +397,11 @@ def _memo_schedule(plan: Plan, flags: list[bool], wanted: tuple[int, ...]) -> Sc
                     stack.append(p)
         chosen = tuple(steps[i] for i in sorted(region))
         outs = tuple(sorted({s for i in members for s in steps[i].outputs if s in given}))
-        first = next(step for step in chosen if step.node.op.type == "ShapeOf") \
-            if any(step.node.op.type == "ShapeOf" for step in chosen) else steps[members[0]]
         kernel = Memo(chosen, leaves, tuple(crossing), outs, constants)
         inputs = (*leaves, *crossing)
-        memo = Step(first.node, kernel, SimpleNamespace(), inputs, outs)
+        # Named by a ShapeOf of its first tensor (an op no pass rewrites); a layer that
+        # fails in it is named by its own step.
+        memo = Step(shape_of[leaves[0]].node, kernel, SimpleNamespace(), inputs, outs)
         memos.append(((max(producer.get(s, -1) for s in leaves), len(leaves)), memo))
     memos.sort(key=lambda pair: pair[0])
     return plan._make_schedule(wanted, fed=given, guards=[(at, m) for (at, _), m in memos])

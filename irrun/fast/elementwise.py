@@ -9,11 +9,12 @@ keeps it; those split alike.
 
 At one thread, Add, Subtract, Multiply, Divide and Power of f32 or f64 operands of one
 type (NumPy broadcasting; Add, Subtract and Multiply of integers too, which wrap alike),
-and the unary functions of :data:`irrun.ops.unary.FUNCTIONS` (Sqrt, Exp, Sin...) of an
-f32 or f64 input, call the reference's NumPy function directly, without the reference's
-work around it (type checks, f16 conversions, NumPy's error state, which a run has set
-already): the same call on the same arrays, bit for bit; a tiny model's decode step has
-some fifty of them, at a few microseconds each.
+the comparisons (numbers and booleans), the logical and bitwise And, Or and Xor, Select
+of a boolean condition, and the unary functions of :data:`irrun.ops.unary.FUNCTIONS`
+(Sqrt, Exp, Sin...) of an f32 or f64 input, call the reference's NumPy function directly,
+without the reference's work around it (type checks, f16 conversions, NumPy's error
+state, which a run has set already): the same call on the same arrays, bit for bit; a
+tiny model's decode step has some fifty of them, at a few microseconds each.
 """
 
 from __future__ import annotations
@@ -53,26 +54,33 @@ def _binary_into(ufunc: np.ufunc):
 
 INTO = {"Add": _binary_into(np.add), "Multiply": _binary_into(np.multiply)}
 
-# The reference's function of these ops on f32 and f64 operands of one type (numpy
-# broadcasting) is one call of NumPy's; around it the reference checks types, converts
-# f16 and sets NumPy's error state (a run has set it: see irrun.core.executor.Plan.run),
-# a few microseconds a call that a decode step of a tiny model pays some fifty times.
-BINARY_UFUNCS = {"Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply,
-                 "Divide": np.true_divide, "Power": np.power}  # fmt: skip
-DIRECT = ("at one thread, f32 or f64 operands of one type broadcast as NumPy does: the "
-          "reference's NumPy function called directly")
-DIRECT_INTEGERS = DIRECT.replace("f32 or f64 operands", "integer, f32 or f64 operands")
+# The reference's function of these ops on operands of one type (numpy broadcasting) is
+# one call of NumPy's; around it the reference checks types, converts f16 and sets NumPy's
+# error state (a run has set it: see irrun.core.executor.Plan.run), a few microseconds a
+# call that a decode step of a tiny model pays some fifty times.  Each with the kinds of
+# types it takes so: floats of 4 bytes or more; integers where they wrap alike in the
+# reference and in NumPy's function (not Divide's nor Power's, whose reference handles
+# division by zero and negative powers itself); booleans for the comparisons and logic.
+BINARY_UFUNCS = {"Add": (np.add, "fiu"), "Subtract": (np.subtract, "fiu"),
+                 "Multiply": (np.multiply, "fiu"), "Divide": (np.true_divide, "f"),
+                 "Power": (np.power, "f"), "Equal": (np.equal, "fiub"),
+                 "NotEqual": (np.not_equal, "fiub"), "Less": (np.less, "fiub"),
+                 "LessEqual": (np.less_equal, "fiub"), "Greater": (np.greater, "fiub"),
+                 "GreaterEqual": (np.greater_equal, "fiub"),
+                 "LogicalAnd": (np.logical_and, "b"), "LogicalOr": (np.logical_or, "b"),
+                 "LogicalXor": (np.logical_xor, "b"), "BitwiseAnd": (np.bitwise_and, "iub"),
+                 "BitwiseOr": (np.bitwise_or, "iub"),
+                 "BitwiseXor": (np.bitwise_xor, "iub")}  # fmt: skip
+_KIND_NAMES = {"f": "f32 or f64", "i": "signed integer", "u": "unsigned integer", "b": "boolean"}
 DIRECT_UNARY = "at one thread, an f32 or f64 input: the reference's NumPy function called directly"
 
 
-# Integers wrap alike in the reference and in NumPy's function for these (not Divide's
-# nor Power's, whose reference handles division by zero and negative powers itself).
-INTEGER_UFUNCS = ("Add", "Subtract", "Multiply")
+def _direct_applies(kinds: str) -> str:
+    return (f"at one thread, {', '.join(_KIND_NAMES[k] for k in kinds)} operands of one type "
+            "broadcast as NumPy does: the reference's NumPy function called directly")
 
 
-def _binary_direct(ufunc: np.ufunc, split, integers: bool):
-    kinds = "fiu" if integers else "f"
-
+def _binary_direct(ufunc: np.ufunc, split, kinds: str):
     def run(attrs: SimpleNamespace, x: np.ndarray, y: np.ndarray):
         kind = x.dtype.kind
         if (threads.current() == 1 and x.dtype == y.dtype and kind in kinds
@@ -83,6 +91,19 @@ def _binary_direct(ufunc: np.ufunc, split, integers: bool):
             except ValueError:  # shapes that do not broadcast: the reference names them
                 return NotImplemented
         return split(attrs, x, y)
+
+    return run
+
+
+def _select_direct(split):
+    def run(attrs: SimpleNamespace, cond: np.ndarray, then: np.ndarray, other: np.ndarray):
+        if (threads.current() == 1 and cond.dtype == np.bool_ and then.dtype == other.dtype
+                and attrs.auto_broadcast == "numpy"):  # fmt: skip
+            try:
+                return (np.where(cond, then, other),)
+            except ValueError:  # shapes that do not broadcast: the reference names them
+                return NotImplemented
+        return split(attrs, cond, then, other)
 
     return run
 
@@ -100,9 +121,13 @@ for _op in supported_ops():
     if _op.elementwise and fast_kernel(_op) is None:
         _run, _applies = blocks.split(_op.kernel), APPLIES
         if _op.type in BINARY_UFUNCS:
-            integers = _op.type in INTEGER_UFUNCS
-            _run = _binary_direct(BINARY_UFUNCS[_op.type], _run, integers)
-            _applies = f"{DIRECT_INTEGERS if integers else DIRECT}; {APPLIES}"
+            _ufunc, _kinds = BINARY_UFUNCS[_op.type]
+            _run = _binary_direct(_ufunc, _run, _kinds)
+            _applies = f"{_direct_applies(_kinds)}; {APPLIES}"
+        elif _op.type == "Select":
+            _run = _select_direct(_run)
+            _applies = (f"at one thread, a boolean condition and values of one type broadcast "
+                        f"as NumPy does: the reference's np.where called directly; {APPLIES}")
         elif _op.type in unary.FUNCTIONS and _op.version == unary.FUNCTIONS[_op.type][0]:
             _run = _unary_direct(unary.FUNCTIONS[_op.type][2], _run)
             _applies = f"{DIRECT_UNARY}; {APPLIES}"

@@ -171,6 +171,10 @@ def test_a_decode_computes_again_only_the_shape_values_whose_shapes_changed(name
     assert (cache.hits, cache.misses) == (0, steps)
     assert len(cache.entries) == ENTRIES  # recorded the first _TRIES runs only
     memos = _memos(model)
+    # Each memo step stands under a ShapeOf's name, an op no pass rewrites.
+    assert {step.node.op.type for key, schedule in model._plan._schedules.items()
+            if key[-1] == "memo" for step, _ in schedule
+            if isinstance(step.kernel, Memo)} == {"ShapeOf"}  # fmt: skip
     steady = [m for m in memos if len(m.entries) == 2]
     growing = [m for m in memos if len(m.entries) > 2]
     assert steady and growing and all(len(m.entries) <= ENTRIES for m in memos)

@@ -27,7 +27,7 @@ from support.elementwise_cases import (
 )
 
 from irrun.fast import fast_kernel, kernel_for
-from irrun.fast.elementwise import BINARY_UFUNCS, INTEGER_UFUNCS
+from irrun.fast.elementwise import BINARY_UFUNCS
 from irrun.ops import unary
 
 
@@ -134,7 +134,7 @@ def test_the_split_leaves_pdpd_and_small_work_to_the_reference():
     assert run(SimpleNamespace(auto_broadcast="numpy"), xh, yh[:3]) is NotImplemented
 
 
-DIRECT = [op for op in ELEMENTWISE if op.type in BINARY_UFUNCS
+DIRECT = [op for op in ELEMENTWISE if op.type in BINARY_UFUNCS or op.type == "Select"
           or (op.type in unary.FUNCTIONS and op.version == unary.FUNCTIONS[op.type][0])]  # fmt: skip
 
 
@@ -142,9 +142,11 @@ DIRECT = [op for op in ELEMENTWISE if op.type in BINARY_UFUNCS
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_one_thread_calls_numpy_directly_with_the_references_bits(op, data):
-    """At one thread, f32 and f64 data (integers too for Add, Subtract, Multiply; NaN, infinities, signed zeros, any layout,
-    broadcasting by ``numpy``, shapes that do not broadcast) take NumPy's function at
-    once: the reference's outputs and errors, bit for bit; the rest gives way."""
+    """At one thread, f32 and f64 data (integers too for Add, Subtract, Multiply and the
+    comparisons, booleans for the comparisons and logic, any type for Select's values;
+    NaN, infinities, signed zeros, any layout, broadcasting by ``numpy``, shapes that do
+    not broadcast) take NumPy's function at once: the reference's outputs and errors, bit
+    for bit; the rest gives way."""
     attrs, arrays = data.draw(cases(op))
     if data.draw(st.booleans()) and len(arrays) == 2 and arrays[1].ndim:
         arrays[1] = arrays[1][..., :0] if arrays[1].shape[-1] > 1 else arrays[1]  # mismatch
@@ -153,11 +155,12 @@ def test_one_thread_calls_numpy_directly_with_the_references_bits(op, data):
         direct = outcome(fast_kernel(op).run, attrs, *arrays)
         got = outcome(kernel_for(op), attrs, *arrays)
     assert_same_outcome(got, want)
-    taken = (np.float32, np.float64) if op.type not in INTEGER_UFUNCS else (
-        np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-        np.uint32, np.uint64)  # fmt: skip
-    floats = arrays[0].dtype in taken
+    kinds = BINARY_UFUNCS[op.type][1] if op.type in BINARY_UFUNCS else "f"
+    dtype = arrays[0].dtype
+    floats = dtype.kind in kinds and (dtype.kind != "f" or dtype in (np.float32, np.float64))
     floats = floats and all(a.dtype == arrays[0].dtype for a in arrays)
+    if op.type == "Select":  # a boolean condition, then and else of one type
+        floats = dtype == np.bool_ and arrays[1].dtype == arrays[2].dtype
     floats = floats and getattr(attrs, "auto_broadcast", "numpy") == "numpy"
     failed = isinstance(want[0], type)
     if not floats:
