@@ -154,7 +154,7 @@ def _taken(flags: list[str], help_text: str) -> list[str]:
 
 
 def _env(engine: str, fast_env: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in FAST_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in {**FAST_ENV, **(fast_env or {})}}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["CI"] = "true"
     if engine == "fast":
