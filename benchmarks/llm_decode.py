@@ -1,11 +1,14 @@
 """irrun against OpenVINO's CPU plugin decoding tiny stateful LLMs token by token (issue
 28's "tiny LLM decode" class: the target is a median ratio per token <= 2, none over 3).
 
-    python benchmarks/llm_decode.py                     # every model of tests/stateful
+    python benchmarks/llm_decode.py        # tests/stateful and benchmarks/models/stateful
     python benchmarks/llm_decode.py --only llama gpt2 --tokens 32 --repeats 5 --json out.json
+    CI=true /work/optvenv/bin/python benchmarks/make_stateful_llms.py   # more families
 
 For each optimum-intel export of tests/stateful (hidden 32, 2 layers; f32 and weight
-compressed): its manifest's prompt in one call, then ``--tokens`` calls of one token
+compressed) and of ``benchmarks/models/stateful/`` (more families, made by
+benchmarks/make_stateful_llms.py): its prompt in one call (the manifest's, or
+``EXTRA_PROMPT``), then ``--tokens`` calls of one token
 each, on an irrun request (``model.create_request()``, as ``irrun generate`` runs it)
 and an OpenVINO infer request (CPU, f32 throughout, KV cache in f32, one thread: the
 tests' ``F32_CONFIG``), step i of each engine in turn, the engine that goes first
@@ -41,10 +44,20 @@ import irrun  # noqa: E402
 from tests.support.ov_stateful import F32_CONFIG, HERE, _feeds, manifest  # noqa: E402
 
 MEDIAN_FROM = 2  # steps before this one set up what the later ones reuse
+EXTRA = ROOT / "benchmarks" / "models" / "stateful"  # benchmarks/make_stateful_llms.py
+EXTRA_PROMPT = [3, 17, 42, 99, 123, 200]
 
 
-def bench(name: str, prompt: list[int], tokens: int, repeats: int, core) -> dict:
-    xml = HERE / name / "openvino_model.xml"
+def models() -> dict[str, tuple[Path, list[int]]]:
+    """name: (IR, prompt ids), tests/stateful's first, then benchmarks/models/stateful's."""
+    found = {n: (HERE / n / "openvino_model.xml", e["prompt"]["ids"])
+             for n, e in manifest().items()}  # fmt: skip
+    for xml in sorted(EXTRA.glob("*/openvino_model.xml")):
+        found.setdefault(xml.parent.name, (xml, EXTRA_PROMPT))
+    return found
+
+
+def bench(name: str, xml: Path, prompt: list[int], tokens: int, repeats: int, core) -> dict:
     compiled = core.compile_model(str(xml), "CPU", F32_CONFIG)
     names = {p.get_any_name(): p.get_element_type().to_dtype() for p in compiled.inputs}
     model = irrun.load(xml)
@@ -95,8 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeats = args.repeats or (5 if args.quick else 7)
     tokens = 24 if args.quick and args.tokens == 32 else args.tokens
-    prompts = {n: e["prompt"]["ids"] for n, e in manifest().items()}
-    names = [n for n in prompts if not args.only or n in args.only]
+    found = models()
+    names = [n for n in found if not args.only or n in args.only]
+    if not any(EXTRA.glob("*/openvino_model.xml")):
+        print("only tests/stateful: run `CI=true /work/optvenv/bin/python "
+              "benchmarks/make_stateful_llms.py` for more families")
     core = ov.Core()
     load = os.getloadavg()
     print(f"irrun {irrun.__version__}, OpenVINO {ov.get_version().split('-')[0]}; {tokens} "
@@ -106,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'ratio':>6s}  {'prompt ms':>15s}  logits error")
     rows = []
     for name in names:
-        r = bench(name, prompts[name], tokens, repeats, core)
+        r = bench(name, *found[name], tokens, repeats, core)
         rows.append(r)
         print(f"{name:12s} {r['irrun_ms']:9.3f} {r['openvino_ms']:7.3f} {r['ratio']:6.2f}  "
               f"{r['irrun_cpu_ms']:7.3f}/{r['openvino_cpu_ms']:7.3f} {r['cpu_ratio']:6.2f}  "

@@ -109,6 +109,22 @@ def test_a_table_judges_each_engine_against_its_targets(scripts, capsys):
     assert "m2" in out and "0.69" in out  # fast over default for m2: 1.1 / 1.6
 
 
+def test_the_llama_table_judges_the_fast_engine_per_token_and_by_memory(scripts, capsys):
+    a = scripts["all"]
+    llama = next(c for c in a.CLASSES if c.key == "llama")
+    row = {"irrun_ms": 50.0, "openvino_ms": 40.0, "ratio": 1.25, "bin_mb": 100.0, "kv_mb": 20.0}
+    results = {"default": {"rows": [dict(row, model="f32", peak_mb=900.0)], "command": "c",
+                           "seconds": 1},
+               "fast": {"rows": [dict(row, model="f32", peak_mb=900.0),
+                                 dict(row, model="int4", ratio=2.5, peak_mb=150.0)],
+                        "command": "c", "seconds": 1}}  # fmt: skip
+    lines = a.report_class(llama, results, ["default", "fast"], None)
+    assert lines == ["llama [fast] f32 <= 1.3x per token: met: 1.25x",
+                     "llama [fast] int4 <= 2.0x per token, peak <= 1.5x (.bin + KV): NOT met: "
+                     "2.50x, peak 1.25x"]  # fmt: skip
+    assert "20.0" in capsys.readouterr().out  # tokens/s: 1000 / 50 ms
+
+
 def test_tiny_transformers_agree_with_openvino_and_write_json(scripts, tmp_path):
     pytest.importorskip("openvino")
     out = tmp_path / "tiny.json"
