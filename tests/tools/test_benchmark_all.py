@@ -147,6 +147,17 @@ def test_llm_decode_agrees_with_openvino_and_writes_json(scripts, tmp_path):
     assert row["cpu_ratio"] == pytest.approx(row["irrun_cpu_ms"] / row["openvino_cpu_ms"])
 
 
+def test_llm_decode_profiles_a_decode_step_by_op_type(scripts, capsys):
+    pytest.importorskip("openvino")
+    assert scripts["llm_decode"].main(["--only", "gpt2", "--tokens", "4", "--repeats", "1",
+                                       "--profile"]) == 0
+    out = capsys.readouterr().out
+    assert "gpt2: a decode step, median of steps 3 to 5" in out
+    assert "layers; the step runs" in out and "ms in kernels" in out
+    assert "memo (miss: runs its shape-only layers)" in out  # the growing mask's memos
+    assert "ScaledDotProductAttention" in out
+
+
 def test_the_pooling_run_writes_its_rows_and_targets(scripts, tmp_path):
     pytest.importorskip("openvino")
     out = tmp_path / "run.json"
