@@ -374,7 +374,10 @@ def _lookup(chain: Chain, shape: tuple[int, ...], et, program: list, run, base, 
             table = table_of(index, count).reshape(count * groups, codes)
             nibbles, whole = compressed_jit.kernels()  # type: ignore[misc]
             if packed is not None:
-                nibbles(x, packed[index], table, groups, group, signed, out)
+                # The AVX-512 kernel where it runs (a group of a multiple of 32 codes).
+                nibbles = compressed_jit.vector_kernel(group) or nibbles
+                nibbles(x, np.ascontiguousarray(packed[index]), np.ascontiguousarray(table),
+                        groups, group, signed, out)
             else:
                 code = base(index).reshape(count, groups * group).view(np.uint8)
                 whole(x, code, table, groups, group, signed, out)

@@ -40,6 +40,16 @@ def kernels() -> tuple[Callable[..., None], Callable[..., None]]:
             jit.compile(_bytes, "compressed 8-bit product", **fast))
 
 
+def vector_kernel(group: int) -> Callable[..., None] | None:
+    """The 4-bit kernel with each group's table in a register (:mod:`.compressed_vector`),
+    where this CPU runs it and ``group`` (codes a group) is a multiple of 32; else None."""
+    if group % 32:
+        return None
+    from . import compressed_vector  # imports numba: only with the engine on
+
+    return compressed_vector.kernel()
+
+
 def takes(rows: int) -> bool:
     """Whether the compiled product runs for an input of ``rows`` rows."""
     return rows <= MAX_ROWS and jit.enabled()

@@ -302,3 +302,35 @@ def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, 
         assert (np.abs(got - want["y"].astype(np.float64)) <= bound).all()
     finally:
         engine.reset()
+
+
+@pytest.mark.parametrize(("groups", "group"), [(1, 32), (3, 32), (5, 64), (2, 128), (7, 128)])
+@pytest.mark.parametrize("rows", [1, 2, 5, 8])
+@pytest.mark.parametrize("signed", [False, True])
+def test_the_vector_kernel_sums_the_table_s_values(groups, group, rows, signed):
+    """The AVX-512 4-bit kernel (where this CPU runs it) against the look-ups summed in
+    f64: within the bound, for odd group counts and 1..8 rows; the portable kernel too."""
+    pytest.importorskip("numba")
+    from irrun.fast import compressed_jit, compressed_vector
+
+    rng = np.random.default_rng(groups * 100 + group + rows + signed)
+    n, k = 37, groups * group
+    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    table = rng.standard_normal((n * groups, 16)).astype(np.float32)
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    nibbles = np.stack([packed & 15, packed >> 4], axis=-1).reshape(n, k).astype(np.intp)
+    if signed:
+        nibbles ^= 8  # two's complement nibbles: their table starts at -8
+    w = np.take_along_axis(table.reshape(n, groups, 16),
+                           nibbles.reshape(n, groups, group), axis=2).reshape(n, k)  # fmt: skip
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(w.T.astype(np.float64)))
+    kernels = [compressed_jit.kernels()[0]]
+    if compressed_vector.available():
+        assert compressed_jit.vector_kernel(group) is compressed_vector.kernel()
+        kernels.append(compressed_vector.kernel())
+    for kernel in kernels:
+        out = np.full((rows, n), np.nan, np.float32)
+        kernel(x, packed, table, groups, group, signed, out)
+        assert (np.abs(out - want) <= bound).all()
+    assert compressed_jit.vector_kernel(16) is None
