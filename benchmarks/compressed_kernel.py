@@ -6,7 +6,8 @@ against BLAS's sgemv on the decompressed f32 weight.
 
 Synthetic codes and tables (the kernels' cost does not depend on the values): 4-bit codes
 in groups of ``--group`` (128) with the portable kernel and, where the CPU runs it, the
-AVX-512 one (:mod:`irrun.fast.compressed_vector`); 8-bit codes with their kernel; NumPy's
+AVX-512 one (:mod:`irrun.fast.compressed_vector`); 8-bit codes with their kernel and
+the AVX-512 affine one (rounding to f16); NumPy's
 matmul on the f32 weight, BLAS at one thread.  One thread each, CPU time of the calling
 thread (``time.thread_time``: the machine may be shared), the median of ``--repeats``
 interleaved calls; ns per weight element (all rows together).
@@ -40,6 +41,7 @@ def main() -> int:
         return 1
     nibbles, bytes_ = compressed_jit.kernels()
     vector = compressed_vector.kernel()
+    affine = compressed_vector.byte_kernel()
     rng = np.random.default_rng(0)
     k, group = args.depth, args.group
     groups = k // group
@@ -57,6 +59,10 @@ def main() -> int:
                      "sgemv f32": (np.matmul, x, w.T, out)}  # fmt: skip
             if vector is not None:
                 calls["u4 AVX-512"] = (vector, x, packed, table, groups, group, False, out)
+                scale = np.full(n * groups, 0.01, np.float32)
+                zero = np.full(n * groups, 128, np.float32)
+                calls["u8 affine AVX-512 (f16)"] = (affine, x, codes, scale, zero, groups, group,
+                                                    False, True, out)  # fmt: skip
             times: dict[str, list[float]] = {name: [] for name in calls}
             for fn, *call in calls.values():
                 fn(*call)  # compiles

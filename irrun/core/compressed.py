@@ -366,6 +366,9 @@ def _lookup(chain: Chain, shape: tuple[int, ...], et, program: list, run, base, 
         return out.reshape(count, *chain.shape[1:])
 
     product = None
+    # 8-bit tables that are an affine function of the code, rounded as the chain rounds
+    # (checked bit for bit): the AVX-512 kernel computes them instead of looking them up.
+    line = compressed_jit.affine(held) if held is not None and group % 64 == 0 else None
     if group % 4 == 0:
         signed = et.name[0] == "i"
 
@@ -380,7 +383,15 @@ def _lookup(chain: Chain, shape: tuple[int, ...], et, program: list, run, base, 
                         groups, group, signed, out)
             else:
                 code = base(index).reshape(count, groups * group).view(np.uint8)
-                whole(x, code, table, groups, group, signed, out)
+                if line is not None:
+                    scale, zero, half = line
+                    start, stop, _ = index.indices(n)
+                    at = start * groups, stop * groups
+                    compressed_jit.affine_kernel()(x, np.ascontiguousarray(code),  # type: ignore[misc]
+                                                   scale[at[0] : at[1]], zero[at[0] : at[1]],
+                                                   groups, group, signed, half, out)  # fmt: skip
+                else:
+                    whole(x, code, table, groups, group, signed, out)
 
     return rows, 0 if held is None else held.nbytes, product
 

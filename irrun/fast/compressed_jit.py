@@ -50,6 +50,28 @@ def vector_kernel(group: int) -> Callable[..., None] | None:
     return compressed_vector.kernel()
 
 
+def affine(table):
+    """For 8-bit tables ``[tables, 256]`` (entry ``j`` for the ``j``-th code from the least): their
+    ``(scale, zero, half)`` where the AVX-512 kernel computes every entry bit for bit
+    (:func:`.compressed_vector.affine`) and runs here; else None."""
+    if table.shape[-1] != 256 or not jit.enabled():
+        return None
+    from . import compressed_vector  # imports numba: only with the engine on
+
+    if not compressed_vector.available():
+        return None
+    return compressed_vector.affine(table.reshape(-1, 256))
+
+
+def affine_kernel() -> Callable[..., None]:
+    """The 8-bit kernel for tables :func:`affine` describes."""
+    from . import compressed_vector
+
+    kernel = compressed_vector.byte_kernel()
+    assert kernel is not None
+    return kernel
+
+
 def takes(rows: int) -> bool:
     """Whether the compiled product runs for an input of ``rows`` rows."""
     return rows <= MAX_ROWS and jit.enabled()

@@ -137,3 +137,116 @@ def _nibbles16(x, packed, table, groups, group, signed, out):  # pragma: no cove
                 for at in range(g * half, (g + 1) * half, CHUNK):
                     s += _chunk(even_m, odd_m, at, codes, values, entry, flip)
             out[m, n] = s
+
+
+def affine(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """Each row of ``table`` ([tables, codes] f32, entry ``j`` for the ``j``-th code) as
+    ``R((j - zero) * scale)``: ``(scale, zero, half)``, ``R`` the f32 product's own rounding
+    or, with ``half``, its rounding to f16 (an f16 chain: ``(code - zp) * scale`` in f16,
+    whose product of a 9-bit integer by an f16 scale is exact in f32 before that rounding);
+    None unless every entry of every row is that, bit for bit (then the tables are needed).
+
+    ``zero`` is where the row is 0 and ``scale`` the next entry (the previous one's
+    negation at the last code); a row without a zero, or where the guess is wrong, fails
+    the bitwise check."""
+    tables, codes = table.shape
+    scale = np.empty(tables, np.float32)
+    zero = np.empty(tables, np.float32)
+    half = None
+    j = np.arange(codes, dtype=np.float32)
+    for start in range(0, tables, 4096):  # a few MiB of scratch at a time
+        t = table[start : start + 4096]
+        rows = np.arange(len(t))
+        at_zero = t == 0
+        if not at_zero.any(axis=1).all():
+            return None
+        z = np.argmax(at_zero, axis=1)
+        s = np.where(z + 1 < codes, t[rows, np.minimum(z + 1, codes - 1)],
+                     -t[rows, np.maximum(z - 1, 0)])  # fmt: skip
+        w = (j - z.astype(np.float32)[:, None]) * s[:, None].astype(np.float32)
+        if half is None:  # decided by the first rows, checked on all
+            half = not np.array_equal(w.view(np.uint32), t.view(np.uint32))
+        if half:
+            w = w.astype(np.float16).astype(np.float32)
+        if not np.array_equal(w.view(np.uint32), t.view(np.uint32)):
+            return None
+        scale[start : start + len(t)] = s
+        zero[start : start + len(t)] = z
+    return scale, zero, bool(half)
+
+
+@functools.cache
+def byte_kernel() -> Callable[..., None] | None:
+    """The compiled 8-bit affine kernel, or None where it cannot run (:func:`available`)."""
+    if not available():
+        return None
+    return jit.compile(_bytes_affine, "compressed 8-bit product (AVX-512)",
+                       fastmath={"reassoc", "contract"})  # fmt: skip
+
+
+@intrinsic
+def _affine64(typingctx, x, at, codes, scale, zero, flip, half):
+    """``sum_i x[at + i] * R((j_i - zero) * scale)`` for the 64 bytes of ``codes`` from
+    ``at`` (``j_i`` the byte xor ``flip``; ``R`` rounds to f16 and back when ``half``),
+    as f32: four vectors of 16 lanes, added in order, their lanes summed by halves."""
+    if any(not isinstance(a, types.Array) or a.ndim != 1 or a.layout != "C"
+           for a in (x, codes)):  # fmt: skip
+        return None
+    sig = types.float32(x, types.intp, codes, types.float32, types.float32, types.int32,
+                        types.boolean)  # fmt: skip
+
+    def codegen(context, builder, signature, args):
+        x_, at_, codes_, scale_, zero_, flip_, half_ = args
+        ty = signature.args
+
+        def splat(value, vector):
+            v = builder.insert_element(ir.Constant(vector, ir.Undefined), value,
+                                       ir.Constant(_I32, 0))  # fmt: skip
+            return builder.shuffle_vector(v, ir.Constant(vector, ir.Undefined),
+                                          ir.Constant(_V16I, [0] * 16))  # fmt: skip
+
+        fma = builder.module.declare_intrinsic(
+            "llvm.fma.v16f32", fnty=ir.FunctionType(_V16F, [_V16F, _V16F, _V16F]))
+        scale16, zero16, flip16 = splat(scale_, _V16F), splat(zero_, _V16F), splat(flip_, _V16I)
+        half16 = ir.VectorType(ir.HalfType(), 16)
+        s = None
+        for part in range(4):
+            at = builder.add(at_, ir.Constant(at_.type, 16 * part))
+            pointer = builder.bitcast(_element(context, builder, ty[2], codes_, at),
+                                      _V16B.as_pointer())  # fmt: skip
+            j = builder.xor(builder.zext(builder.load(pointer, align=1), _V16I), flip16)
+            w = builder.fmul(builder.fsub(builder.sitofp(j, _V16F), zero16), scale16)
+            rounded = builder.fpext(builder.fptrunc(w, half16), _V16F)
+            w = builder.select(half_, rounded, w)
+            pointer = builder.bitcast(_element(context, builder, ty[0], x_, at),
+                                      _V16F.as_pointer())  # fmt: skip
+            xs = builder.load(pointer, align=4)
+            s = builder.fmul(xs, w) if s is None else builder.call(fma, [xs, w, s])
+        lanes = 16
+        while lanes > 1:  # a fixed order: the lower half plus the upper, until one lane
+            lanes //= 2
+            order = ir.VectorType(_I32, lanes)
+            low_half = builder.shuffle_vector(s, s, ir.Constant(order, list(range(lanes))))
+            upper = ir.Constant(order, list(range(lanes, 2 * lanes)))
+            s = builder.fadd(low_half, builder.shuffle_vector(s, s, upper))
+        return builder.extract_element(s, ir.Constant(_I32, 0))
+
+    return sig, codegen
+
+
+def _bytes_affine(x, code, scale, zero, groups, group, signed, half, out):  # pragma: no cover
+    """``out[m, n] = sum_k x[m, k] * R((j - zero[t]) * scale[t])``, ``t = n * groups + k //
+    group``, ``j`` the code's byte (xor 128 when ``signed``: the table's index); ``code``
+    C-contiguous, ``group`` a multiple of 64."""
+    rows, count = out.shape
+    flip = np.int32(128 if signed else 0)
+    for n in range(count):
+        codes = code[n]
+        for m in range(rows):
+            xm = x[m]
+            s = np.float32(0.0)
+            for g in range(groups):
+                t = n * groups + g
+                for at in range(g * group, (g + 1) * group, 64):
+                    s += _affine64(xm, at, codes, scale[t], zero[t], flip, half)
+            out[m, n] = s

@@ -297,7 +297,14 @@ def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, 
         index = np.array([N - 1, 0, 7, 7])
         np.testing.assert_array_equal(weight.rows(index), want["w"][index], strict=True)
         assert compressed_jit.takes(rows) == jit
+        used = []  # the 8-bit affine kernel's calls: where tables are held, on AVX-512
+        kernel = compressed_jit.affine_kernel
+        monkeypatch.setattr(compressed_jit, "affine_kernel", lambda: used.append(1) or kernel())
         got = model.run({"x": x})["y"]
+        if jit and kind[1] == "8" and tier == "held":
+            from irrun.fast import compressed_vector
+
+            assert bool(used) == compressed_vector.available()
         bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(want["w"].T))
         assert (np.abs(got - want["y"].astype(np.float64)) <= bound).all()
     finally:
@@ -334,3 +341,38 @@ def test_the_vector_kernel_sums_the_table_s_values(groups, group, rows, signed):
         kernel(x, packed, table, groups, group, signed, out)
         assert (np.abs(out - want) <= bound).all()
     assert compressed_jit.vector_kernel(16) is None
+
+
+@pytest.mark.parametrize("half", [False, True])
+@pytest.mark.parametrize("rows", [1, 3, 8])
+@pytest.mark.parametrize(("groups", "group"), [(1, 1024), (3, 64), (2, 128)])
+def test_the_affine_8_bit_kernel_computes_the_table_s_values(half, rows, groups, group):
+    """8-bit tables that are ``R((j - zero) * scale)`` (R: f32's rounding, or f16's as an
+    f16 chain rounds) are recognised bit for bit, and the kernel that computes them instead
+    of looking them up sums within the bound; a table one ulp off is not recognised."""
+    pytest.importorskip("numba")
+    from irrun.fast import compressed_vector
+
+    if not compressed_vector.available():
+        pytest.skip("no AVX-512 here")
+    rng = np.random.default_rng(rows + group + half)
+    n, k = 21, groups * group
+    scale = (rng.uniform(0.5, 1.5, n * groups) / 64).astype(np.float16 if half else np.float32)
+    zero = rng.integers(0, 256, n * groups).astype(np.float32)
+    table = (np.arange(256, dtype=np.float32) - zero[:, None]) * scale[:, None].astype(np.float32)
+    if half:
+        table = table.astype(np.float16).astype(np.float32)
+    found = compressed_vector.affine(table)
+    assert found is not None and found[2] == half
+    off = table.copy()
+    off[5, 7] = np.nextafter(off[5, 7], np.float32(np.inf))
+    assert compressed_vector.affine(off) is None
+    signed = bool(rows % 2)
+    code = rng.integers(0, 256, (n, k), dtype=np.uint8)
+    j = (code ^ (128 if signed else 0)).reshape(n * groups, group).astype(np.intp)
+    w = np.take_along_axis(table, j, axis=1).reshape(n, k).astype(np.float64)
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    out = np.full((rows, n), np.nan, np.float32)
+    compressed_vector.byte_kernel()(x, code, *found[:2], groups, group, signed, half, out)
+    bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(w.T))
+    assert (np.abs(out - x.astype(np.float64) @ w.T) <= bound).all()
