@@ -11,9 +11,10 @@ look-up is written in LLVM IR as the x86 intrinsic, through numba's ``intrinsic`
 
 What it computes.  The input's rows are split once into their even and odd elements
 (the low and high nibble of each byte); then, for each 16 bytes of a channel's codes (32
-codes of one group): ``even * t[low] + odd * t[high]`` in 16 lanes (the second product
-fused with the addition), the lanes summed pairwise by halves in a fixed order, and that
-sum added to the channel's.  For signed codes the index is the nibble with its top bit
+codes of one group), or 64 where the group's length is a multiple of 128:
+``even * t[low] + odd * t[high]`` in 16 lanes (each 16 bytes' products in turn, fused
+with the addition), the lanes summed pairwise by halves in a fixed order, and that sum
+added to the channel's.  For signed codes the index is the nibble with its top bit
 flipped, as in the portable kernel (the table starts at -8).
 
 Values.  Each weight value is its table's entry, exactly the decompressed value; the sum
@@ -65,51 +66,66 @@ def _element(context, builder, ty, array, index):
     return builder.gep(context.make_array(ty)(context, builder, array).data, [index])
 
 
-@intrinsic
-def _chunk(typingctx, even, odd, at, codes, table, entry, flip):
-    """``sum_i even[at + i] * t[low_i] + odd[at + i] * t[high_i]`` for the 16 bytes of
-    ``codes`` from ``at`` (low and high nibble, each xor ``flip``), ``t`` the 16 values of
-    ``table`` from ``entry``; as f32, lanes summed by halves."""
-    if any(not isinstance(a, types.Array) or a.ndim != 1 or a.layout != "C"
-           for a in (even, odd, codes, table)):  # fmt: skip
-        return None  # the loads read consecutive elements
-    sig = types.float32(even, odd, types.intp, codes, table, types.intp, types.int32)
+def _make_chunks(parts: int):
+    """The look-up step over ``parts`` consecutive chunks of 16 bytes of one group, with
+    one sum of the lanes for all (4 parts: a group of 128 codes, or half of 256)."""
 
-    def codegen(context, builder, signature, args):
-        even_, odd_, at_, codes_, table_, entry_, flip_ = args
-        ty = signature.args
-        permute = builder.module.declare_intrinsic(
-            "llvm.x86.avx512.permvar.sf.512", fnty=ir.FunctionType(_V16F, [_V16F, _V16I]))
-        fma = builder.module.declare_intrinsic(
-            "llvm.fma.v16f32", fnty=ir.FunctionType(_V16F, [_V16F, _V16F, _V16F]))
+    @intrinsic
+    def chunks(typingctx, even, odd, at, codes, table, entry, flip):
+        """``sum_i even[at + i] * t[low_i] + odd[at + i] * t[high_i]`` for the ``16 *
+        parts`` bytes of ``codes`` from ``at`` (low and high nibble, each xor ``flip``),
+        ``t`` the 16 values of ``table`` from ``entry``; as f32: a vector of 16 lanes
+        (the parts' products in order, fused), its lanes summed by halves."""
+        if any(not isinstance(a, types.Array) or a.ndim != 1 or a.layout != "C"
+               for a in (even, odd, codes, table)):  # fmt: skip
+            return None  # the loads read consecutive elements
+        sig = types.float32(even, odd, types.intp, codes, table, types.intp, types.int32)
 
-        def load(pointer, vector, align):
-            return builder.load(builder.bitcast(pointer, vector.as_pointer()), align=align)
+        def codegen(context, builder, signature, args):
+            even_, odd_, at_, codes_, table_, entry_, flip_ = args
+            ty = signature.args
+            permute = builder.module.declare_intrinsic(
+                "llvm.x86.avx512.permvar.sf.512", fnty=ir.FunctionType(_V16F, [_V16F, _V16I]))
+            fma = builder.module.declare_intrinsic(
+                "llvm.fma.v16f32", fnty=ir.FunctionType(_V16F, [_V16F, _V16F, _V16F]))
 
-        raw = builder.zext(load(_element(context, builder, ty[3], codes_, at_), _V16B, 1),
-                           _V16I)  # fmt: skip
-        flip16 = builder.insert_element(ir.Constant(_V16I, ir.Undefined), flip_,
-                                        ir.Constant(_I32, 0))  # fmt: skip
-        flip16 = builder.shuffle_vector(flip16, ir.Constant(_V16I, ir.Undefined),
-                                        ir.Constant(_V16I, [0] * 16))  # fmt: skip
-        low = builder.xor(builder.and_(raw, ir.Constant(_V16I, [15] * 16)), flip16)
-        high = builder.xor(builder.lshr(raw, ir.Constant(_V16I, [4] * 16)), flip16)
-        t = load(_element(context, builder, ty[4], table_, entry_), _V16F, 4)
-        x_even = load(_element(context, builder, ty[0], even_, at_), _V16F, 4)
-        x_odd = load(_element(context, builder, ty[1], odd_, at_), _V16F, 4)
-        s = builder.call(fma, [x_odd, builder.call(permute, [t, high]),
-                               builder.fmul(x_even, builder.call(permute, [t, low]))])
-        lanes = 16
-        while lanes > 1:  # a fixed order: the lower half plus the upper, until one lane
-            lanes //= 2
-            half = ir.VectorType(_I32, lanes)
-            low_half = builder.shuffle_vector(s, s, ir.Constant(half, list(range(lanes))))
-            upper = ir.Constant(half, list(range(lanes, 2 * lanes)))
-            high_half = builder.shuffle_vector(s, s, upper)
-            s = builder.fadd(low_half, high_half)
-        return builder.extract_element(s, ir.Constant(_I32, 0))
+            def load(pointer, vector, align):
+                return builder.load(builder.bitcast(pointer, vector.as_pointer()), align=align)
 
-    return sig, codegen
+            flip16 = builder.insert_element(ir.Constant(_V16I, ir.Undefined), flip_,
+                                            ir.Constant(_I32, 0))  # fmt: skip
+            flip16 = builder.shuffle_vector(flip16, ir.Constant(_V16I, ir.Undefined),
+                                            ir.Constant(_V16I, [0] * 16))  # fmt: skip
+            t = load(_element(context, builder, ty[4], table_, entry_), _V16F, 4)
+            s = None
+            for part in range(parts):
+                at = builder.add(at_, ir.Constant(at_.type, 16 * part))
+                raw = builder.zext(load(_element(context, builder, ty[3], codes_, at), _V16B, 1),
+                                   _V16I)  # fmt: skip
+                low = builder.xor(builder.and_(raw, ir.Constant(_V16I, [15] * 16)), flip16)
+                high = builder.xor(builder.lshr(raw, ir.Constant(_V16I, [4] * 16)), flip16)
+                x_even = load(_element(context, builder, ty[0], even_, at), _V16F, 4)
+                x_odd = load(_element(context, builder, ty[1], odd_, at), _V16F, 4)
+                first = builder.call(permute, [t, low])
+                first = (builder.fmul(x_even, first) if s is None
+                         else builder.call(fma, [x_even, first, s]))  # fmt: skip
+                s = builder.call(fma, [x_odd, builder.call(permute, [t, high]), first])
+            lanes = 16
+            while lanes > 1:  # a fixed order: the lower half plus the upper, until one lane
+                lanes //= 2
+                half = ir.VectorType(_I32, lanes)
+                low_half = builder.shuffle_vector(s, s, ir.Constant(half, list(range(lanes))))
+                upper = ir.Constant(half, list(range(lanes, 2 * lanes)))
+                s = builder.fadd(low_half, builder.shuffle_vector(s, s, upper))
+            return builder.extract_element(s, ir.Constant(_I32, 0))
+
+        return sig, codegen
+
+    return chunks
+
+
+_chunk = _make_chunks(1)
+_group64 = _make_chunks(4)
 
 
 def _nibbles16(x, packed, table, groups, group, signed, out):  # pragma: no cover - compiled
@@ -134,8 +150,12 @@ def _nibbles16(x, packed, table, groups, group, signed, out):  # pragma: no cove
             s = np.float32(0.0)
             for g in range(groups):
                 entry = (n * groups + g) * 16
-                for at in range(g * half, (g + 1) * half, CHUNK):
-                    s += _chunk(even_m, odd_m, at, codes, values, entry, flip)
+                if half % 64 == 0:  # fewer sums of lanes
+                    for at in range(g * half, (g + 1) * half, 64):
+                        s += _group64(even_m, odd_m, at, codes, values, entry, flip)
+                else:
+                    for at in range(g * half, (g + 1) * half, CHUNK):
+                        s += _chunk(even_m, odd_m, at, codes, values, entry, flip)
             out[m, n] = s
 
 

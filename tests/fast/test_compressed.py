@@ -311,7 +311,7 @@ def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, 
         engine.reset()
 
 
-@pytest.mark.parametrize(("groups", "group"), [(1, 32), (3, 32), (5, 64), (2, 128), (7, 128)])
+@pytest.mark.parametrize(("groups", "group"), [(1, 32), (3, 32), (5, 64), (2, 128), (7, 128), (3, 256)])
 @pytest.mark.parametrize("rows", [1, 2, 5, 8])
 @pytest.mark.parametrize("signed", [False, True])
 def test_the_vector_kernel_sums_the_table_s_values(groups, group, rows, signed):
