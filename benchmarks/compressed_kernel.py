@@ -7,7 +7,8 @@ against BLAS's sgemv on the decompressed f32 weight.
 Synthetic codes and tables (the kernels' cost does not depend on the values): 4-bit codes
 in groups of ``--group`` (128) with the portable kernel and, where the CPU runs it, the
 AVX-512 one (:mod:`irrun.fast.compressed_vector`); 8-bit codes with their kernel and
-the AVX-512 affine one (rounding to f16); NumPy's
+the AVX-512 affine ones, 4-bit and 8-bit (each group's table, or each value, computed
+and rounded to f16 instead of read); NumPy's
 matmul on the f32 weight, BLAS at one thread.  One thread each, CPU time of the calling
 thread (``time.thread_time``: the machine may be shared), the median of ``--repeats``
 interleaved calls; ns per weight element (all rows together).
@@ -60,7 +61,10 @@ def main() -> int:
             if vector is not None:
                 calls["u4 AVX-512"] = (vector, x, packed, table, groups, group, False, out)
                 scale = np.full(n * groups, 0.01, np.float32)
-                zero = np.full(n * groups, 128, np.float32)
+                zero = np.full(n * groups, 8, np.float32)
+                calls["u4 affine AVX-512 (f16)"] = (compressed_vector.affine_nibble_kernel(), x,
+                                                    packed, scale, zero, groups, group, False,
+                                                    True, out)  # fmt: skip
                 calls["u8 affine AVX-512 (f16)"] = (affine, x, codes, scale, zero, groups, group,
                                                     False, True, out)  # fmt: skip
             times: dict[str, list[float]] = {name: [] for name in calls}

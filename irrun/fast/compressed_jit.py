@@ -51,23 +51,25 @@ def vector_kernel(group: int) -> Callable[..., None] | None:
 
 
 def affine(table):
-    """For 8-bit tables ``[tables, 256]`` (entry ``j`` for the ``j``-th code from the least): their
-    ``(scale, zero, half)`` where the AVX-512 kernel computes every entry bit for bit
+    """For 4-bit or 8-bit tables ``[tables, 16 or 256]`` (entry ``j`` for the ``j``-th
+    code from the least): their ``(scale, zero, half)`` where the AVX-512 kernels compute
+    every entry bit for bit
     (:func:`.compressed_vector.affine`) and runs here; else None."""
-    if table.shape[-1] != 256 or not jit.enabled():
+    if table.shape[-1] not in (16, 256) or not jit.enabled():
         return None
     from . import compressed_vector  # imports numba: only with the engine on
 
     if not compressed_vector.available():
         return None
-    return compressed_vector.affine(table.reshape(-1, 256))
+    return compressed_vector.affine(table.reshape(-1, table.shape[-1]))
 
 
-def affine_kernel() -> Callable[..., None]:
-    """The 8-bit kernel for tables :func:`affine` describes."""
+def affine_kernel(bits: int = 8) -> Callable[..., None]:
+    """The 4-bit or 8-bit kernel for tables :func:`affine` describes."""
     from . import compressed_vector
 
-    kernel = compressed_vector.byte_kernel()
+    kernel = (compressed_vector.byte_kernel() if bits == 8
+              else compressed_vector.affine_nibble_kernel())  # fmt: skip
     assert kernel is not None
     return kernel
 

@@ -270,3 +270,73 @@ def _bytes_affine(x, code, scale, zero, groups, group, signed, half, out):  # pr
                 for at in range(g * group, (g + 1) * group, 64):
                     s += _affine64(xm, at, codes, scale[t], zero[t], flip, half)
             out[m, n] = s
+
+
+@functools.cache
+def affine_nibble_kernel() -> Callable[..., None] | None:
+    """The compiled 4-bit kernel for tables :func:`affine` describes, or None where it
+    cannot run (:func:`available`)."""
+    if not available():
+        return None
+    return jit.compile(_nibbles_affine, "compressed 4-bit affine product (AVX-512)",
+                       fastmath={"reassoc", "contract"})  # fmt: skip
+
+
+@intrinsic
+def _table16(typingctx, scale, zero, half, into):
+    """Writes ``R((j - zero) * scale)`` for j = 0..15 into ``into`` (R as in
+    :func:`_affine64`): a group's table, made in registers instead of read from memory."""
+    if not isinstance(into, types.Array) or into.ndim != 1 or into.layout != "C":
+        return None
+    sig = types.none(types.float32, types.float32, types.boolean, into)
+
+    def codegen(context, builder, signature, args):
+        scale_, zero_, half_, into_ = args
+
+        def splat(value):
+            v = builder.insert_element(ir.Constant(_V16F, ir.Undefined), value,
+                                       ir.Constant(_I32, 0))  # fmt: skip
+            return builder.shuffle_vector(v, ir.Constant(_V16F, ir.Undefined),
+                                          ir.Constant(_V16I, [0] * 16))  # fmt: skip
+
+        j = ir.Constant(_V16F, [float(i) for i in range(16)])
+        w = builder.fmul(builder.fsub(j, splat(zero_)), splat(scale_))
+        rounded = builder.fpext(builder.fptrunc(w, ir.VectorType(ir.HalfType(), 16)), _V16F)
+        w = builder.select(half_, rounded, w)
+        pointer = _element(context, builder, signature.args[3], into_, ir.Constant(_I32, 0))
+        builder.store(w, builder.bitcast(pointer, _V16F.as_pointer()), align=4)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+def _nibbles_affine(x, packed, scale, zero, groups, group, signed, half, out):  # pragma: no cover
+    """As :func:`_nibbles16`, each group's table made from its ``scale`` and ``zero``
+    (:func:`affine`) instead of read: half the bytes a product reads."""
+    rows, count = out.shape
+    halfgroup = group // 2
+    depth = groups * halfgroup
+    even = np.empty((rows, depth), np.float32)
+    odd = np.empty((rows, depth), np.float32)
+    for m in range(rows):
+        for i in range(depth):
+            even[m, i] = x[m, 2 * i]
+            odd[m, i] = x[m, 2 * i + 1]
+    flip = np.int32(8 if signed else 0)
+    table = np.empty(16, np.float32)
+    for n in range(count):
+        codes = packed[n]
+        for m in range(rows):
+            even_m = even[m]
+            odd_m = odd[m]
+            s = np.float32(0.0)
+            for g in range(groups):
+                t = n * groups + g
+                _table16(scale[t], zero[t], half, table)
+                if halfgroup % 64 == 0:  # fewer sums of lanes
+                    for at in range(g * halfgroup, (g + 1) * halfgroup, 64):
+                        s += _group64(even_m, odd_m, at, codes, table, 0, flip)
+                else:
+                    for at in range(g * halfgroup, (g + 1) * halfgroup, CHUNK):
+                        s += _chunk(even_m, odd_m, at, codes, table, 0, flip)
+            out[m, n] = s

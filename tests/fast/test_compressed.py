@@ -297,11 +297,12 @@ def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, 
         index = np.array([N - 1, 0, 7, 7])
         np.testing.assert_array_equal(weight.rows(index), want["w"][index], strict=True)
         assert compressed_jit.takes(rows) == jit
-        used = []  # the 8-bit affine kernel's calls: where tables are held, on AVX-512
+        used = []  # the affine kernels' calls: where tables are held, on AVX-512
         kernel = compressed_jit.affine_kernel
-        monkeypatch.setattr(compressed_jit, "affine_kernel", lambda: used.append(1) or kernel())
+        monkeypatch.setattr(compressed_jit, "affine_kernel",
+                            lambda *bits: used.append(1) or kernel(*bits))  # fmt: skip
         got = model.run({"x": x})["y"]
-        if jit and kind[1] == "8" and tier == "held":
+        if jit and tier == "held":
             from irrun.fast import compressed_vector
 
             assert bool(used) == compressed_vector.available()
@@ -311,7 +312,8 @@ def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, 
         engine.reset()
 
 
-@pytest.mark.parametrize(("groups", "group"), [(1, 32), (3, 32), (5, 64), (2, 128), (7, 128), (3, 256)])
+@pytest.mark.parametrize(("groups", "group"),
+                         [(1, 32), (3, 32), (5, 64), (2, 128), (7, 128), (3, 256)])
 @pytest.mark.parametrize("rows", [1, 2, 5, 8])
 @pytest.mark.parametrize("signed", [False, True])
 def test_the_vector_kernel_sums_the_table_s_values(groups, group, rows, signed):
@@ -345,21 +347,25 @@ def test_the_vector_kernel_sums_the_table_s_values(groups, group, rows, signed):
 
 @pytest.mark.parametrize("half", [False, True])
 @pytest.mark.parametrize("rows", [1, 3, 8])
-@pytest.mark.parametrize(("groups", "group"), [(1, 1024), (3, 64), (2, 128)])
-def test_the_affine_8_bit_kernel_computes_the_table_s_values(half, rows, groups, group):
-    """8-bit tables that are ``R((j - zero) * scale)`` (R: f32's rounding, or f16's as an
-    f16 chain rounds) are recognised bit for bit, and the kernel that computes them instead
-    of looking them up sums within the bound; a table one ulp off is not recognised."""
+@pytest.mark.parametrize(("groups", "group"), [(1, 1024), (3, 64), (2, 128), (5, 32)])
+@pytest.mark.parametrize("codes", [16, 256])
+def test_the_affine_kernels_compute_the_table_s_values(half, rows, groups, group, codes):
+    """Tables that are ``R((j - zero) * scale)`` (R: f32's rounding, or f16's as an f16
+    chain rounds) are recognised bit for bit, and the 8-bit and 4-bit kernels that compute
+    them instead of reading them sum within the bound; a table one ulp off is not."""
     pytest.importorskip("numba")
     from irrun.fast import compressed_vector
 
     if not compressed_vector.available():
         pytest.skip("no AVX-512 here")
-    rng = np.random.default_rng(rows + group + half)
+    if codes == 256 and group % 64:
+        return  # the 8-bit kernel takes groups of a multiple of 64 (the caller checks)
+    rng = np.random.default_rng(rows + group + half + codes)
     n, k = 21, groups * group
     scale = (rng.uniform(0.5, 1.5, n * groups) / 64).astype(np.float16 if half else np.float32)
-    zero = rng.integers(0, 256, n * groups).astype(np.float32)
-    table = (np.arange(256, dtype=np.float32) - zero[:, None]) * scale[:, None].astype(np.float32)
+    zero = rng.integers(0, codes, n * groups).astype(np.float32)
+    j = np.arange(codes, dtype=np.float32)
+    table = (j - zero[:, None]) * scale[:, None].astype(np.float32)
     if half:
         table = table.astype(np.float16).astype(np.float32)
     found = compressed_vector.affine(table)
@@ -368,11 +374,15 @@ def test_the_affine_8_bit_kernel_computes_the_table_s_values(half, rows, groups,
     off[5, 7] = np.nextafter(off[5, 7], np.float32(np.inf))
     assert compressed_vector.affine(off) is None
     signed = bool(rows % 2)
-    code = rng.integers(0, 256, (n, k), dtype=np.uint8)
-    j = (code ^ (128 if signed else 0)).reshape(n * groups, group).astype(np.intp)
+    code = rng.integers(0, codes, (n, k), dtype=np.uint8)
+    j = (code ^ (codes // 2 if signed else 0)).reshape(n * groups, group).astype(np.intp)
     w = np.take_along_axis(table, j, axis=1).reshape(n, k).astype(np.float64)
     x = rng.standard_normal((rows, k)).astype(np.float32)
     out = np.full((rows, n), np.nan, np.float32)
-    compressed_vector.byte_kernel()(x, code, *found[:2], groups, group, signed, half, out)
+    if codes == 256:
+        kernel, data = compressed_vector.byte_kernel(), code
+    else:  # two codes a byte, low nibble first
+        kernel, data = compressed_vector.affine_nibble_kernel(), code[:, ::2] | code[:, 1::2] << 4
+    kernel(x, np.ascontiguousarray(data), *found[:2], groups, group, signed, half, out)
     bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(w.T))
     assert (np.abs(out - x.astype(np.float64) @ w.T) <= bound).all()
