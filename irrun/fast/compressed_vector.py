@@ -23,6 +23,16 @@ product is held to the same bound (:data:`irrun.fast.matmul.BOUND`: 2 K u sum_k 
 w_kj|, which a sum of K products in any order keeps).  The order depends only on K and
 the group, not on the block of channels or the thread count.
 
+Affine tables.  Where every table of a weight is ``R((j - zero) * scale)`` for its index
+j, ``R`` the f32 product's rounding or its rounding to f16 (NNCF's chains: the codes, less
+the zero point, times the scale, in f16; a 9-bit integer times an f16 scale is exact in f32,
+so rounding that product to f16 is the f16 multiply's rounding), checked bit for bit for
+every entry at load (:func:`affine`), the kernels compute the values instead of reading
+them: the 4-bit one makes each group's 16 values in a register (:func:`_table16`), the
+8-bit one each weight value (:func:`_affine64`, as f32 arithmetic and ``fptrunc`` to half,
+``vcvtps2ph``: round to nearest even, as NumPy's and the reference's f16).  The values are
+the tables' bits, so the bound above holds as it is.
+
 Importing this module imports numba; :mod:`.compressed_jit` imports it only when the
 engine is on.
 """
