@@ -386,3 +386,34 @@ def test_the_affine_kernels_compute_the_table_s_values(half, rows, groups, group
     kernel(x, np.ascontiguousarray(data), *found[:2], groups, group, signed, half, out)
     bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(w.T))
     assert (np.abs(out - x.astype(np.float64) @ w.T) <= bound).all()
+
+
+@pytest.mark.parametrize("kind", ["u4", "u8"])
+def test_without_avx512_the_portable_kernels_run(tmp_path, monkeypatch, kind):
+    """Where the AVX-512 kernels cannot run, the portable ones do, within the same bound."""
+    pytest.importorskip("numba")
+    from irrun.fast import compressed_vector
+    from irrun.fast import jit as engine
+
+    monkeypatch.setenv("IRRUN_JIT", "1")
+    monkeypatch.setenv("IRRUN_COMPRESSED", "1")
+    monkeypatch.setattr(compressed_vector, "available", lambda: False)
+    cached = (compressed_vector.kernel, compressed_vector.byte_kernel,
+              compressed_vector.affine_nibble_kernel)  # fmt: skip
+    engine.reset()
+    for f in cached:
+        f.cache_clear()
+    try:
+        k = 1024 if kind == "u8" else 256
+        path = _tiered_model(tmp_path / "m.xml", kind, 128 if kind == "u4" else None, k, 2)
+        model = irrun.load(path)
+        assert compressed_vector.kernel() is None
+        x = np.random.default_rng(3).standard_normal((2, k)).astype(np.float32)
+        want = irrun.load(path, reference=True).run({"x": x}, outputs=["w", "y"])
+        got = model.run({"x": x})["y"]
+        bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(want["w"].T))
+        assert (np.abs(got - want["y"].astype(np.float64)) <= bound).all()
+    finally:
+        for f in cached:
+            f.cache_clear()
+        engine.reset()
