@@ -366,6 +366,11 @@ def _lookup(chain: Chain, shape: tuple[int, ...], et, program: list, run, base, 
         return out.reshape(count, *chain.shape[1:])
 
     product = None
+    # Tables that are an affine function of the code, rounded as the chain rounds (checked
+    # bit for bit): the AVX-512 kernels compute them instead of reading them (8-bit: each
+    # value; 4-bit: each group's table, in a register).
+    fits = group % (64 if codes == 256 else 32) == 0
+    line = compressed_jit.affine(held) if held is not None and fits else None
     if group % 4 == 0:
         signed = et.name[0] == "i"
 
@@ -374,10 +379,29 @@ def _lookup(chain: Chain, shape: tuple[int, ...], et, program: list, run, base, 
             table = table_of(index, count).reshape(count * groups, codes)
             nibbles, whole = compressed_jit.kernels()  # type: ignore[misc]
             if packed is not None:
-                nibbles(x, packed[index], table, groups, group, signed, out)
+                if line is not None:  # each group's table made in registers
+                    scale, zero, half = line
+                    start, stop, _ = index.indices(n)
+                    at = start * groups, stop * groups
+                    compressed_jit.affine_kernel(4)(x, np.ascontiguousarray(packed[index]),  # type: ignore[misc]
+                                                    scale[at[0] : at[1]], zero[at[0] : at[1]],
+                                                    groups, group, signed, half, out)  # fmt: skip
+                    return
+                # The AVX-512 kernel where it runs (a group of a multiple of 32 codes).
+                nibbles = compressed_jit.vector_kernel(group) or nibbles
+                nibbles(x, np.ascontiguousarray(packed[index]), np.ascontiguousarray(table),
+                        groups, group, signed, out)
             else:
                 code = base(index).reshape(count, groups * group).view(np.uint8)
-                whole(x, code, table, groups, group, signed, out)
+                if line is not None:
+                    scale, zero, half = line
+                    start, stop, _ = index.indices(n)
+                    at = start * groups, stop * groups
+                    compressed_jit.affine_kernel()(x, np.ascontiguousarray(code),  # type: ignore[misc]
+                                                   scale[at[0] : at[1]], zero[at[0] : at[1]],
+                                                   groups, group, signed, half, out)  # fmt: skip
+                else:
+                    whole(x, code, table, groups, group, signed, out)
 
     return rows, 0 if held is None else held.nbytes, product
 

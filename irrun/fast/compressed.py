@@ -27,8 +27,9 @@ decompressed by table look-ups runs compiled, without decompressing (:mod:`.comp
 within the same bound.
 
 Threads.  The blocks go to the run's threads (:func:`irrun.threads.map_blocks`; BLAS at
-one thread in each, the compiled kernel without the GIL): each writes its own columns of
-the output, and the blocks are the same for any thread count, so are the values.
+one thread in each, the compiled kernel without the GIL, in larger blocks: it decompresses
+nothing): each writes its own columns of the output, and the blocks are the same for any
+thread count, so are the values (the compiled kernels' sums do not depend on the block).
 
 Memory.  A product holds its block, the block's codes and look-up indices (8 bytes an
 element) or the chain's intermediates: a few MiB at most, which the memory plan does not
@@ -52,6 +53,9 @@ from . import compressed_jit
 # Decompressed bytes a block of output channels holds: a few hundred KiB, so that the
 # block is still in the CPU's L2 cache when BLAS reads it.
 BLOCK_BYTES = 1 << 19
+# Weight elements a block of the compiled product (:mod:`.compressed_jit`) takes at
+# least: about 50 us of work, where a call costs about 6 (measured, 4-bit, one row).
+COMPILED_ELEMENTS = 1 << 19
 
 
 class CompressedWeight:
@@ -138,6 +142,9 @@ class CompressedMatMul:
         step = w.block_channels()
         if w.product is not None and compressed_jit.takes(rows):
             x = np.ascontiguousarray(x)
+            # Nothing decompressed to keep in cache: blocks of about COMPILED_ELEMENTS, so
+            # that a call's fixed cost (some microseconds) is small beside its work.
+            step = max(step, COMPILED_ELEMENTS // k // 16 * 16)
 
             def blocks(first: int, last: int) -> None:
                 for start in range(first * step, min(n, last * step), step):

@@ -297,8 +297,123 @@ def test_table_look_ups_are_the_reference_s_values(tmp_path, monkeypatch, kind, 
         index = np.array([N - 1, 0, 7, 7])
         np.testing.assert_array_equal(weight.rows(index), want["w"][index], strict=True)
         assert compressed_jit.takes(rows) == jit
+        used = []  # the affine kernels' calls: where tables are held, on AVX-512
+        kernel = compressed_jit.affine_kernel
+        monkeypatch.setattr(compressed_jit, "affine_kernel",
+                            lambda *bits: used.append(1) or kernel(*bits))  # fmt: skip
+        got = model.run({"x": x})["y"]
+        if jit and tier == "held":
+            from irrun.fast import compressed_vector
+
+            assert bool(used) == compressed_vector.available()
+        bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(want["w"].T))
+        assert (np.abs(got - want["y"].astype(np.float64)) <= bound).all()
+    finally:
+        engine.reset()
+
+
+@pytest.mark.parametrize(("groups", "group"),
+                         [(1, 32), (3, 32), (5, 64), (2, 128), (7, 128), (3, 256)])
+@pytest.mark.parametrize("rows", [1, 2, 5, 8])
+@pytest.mark.parametrize("signed", [False, True])
+def test_the_vector_kernel_sums_the_table_s_values(groups, group, rows, signed):
+    """The AVX-512 4-bit kernel (where this CPU runs it) against the look-ups summed in
+    f64: within the bound, for odd group counts and 1..8 rows; the portable kernel too."""
+    pytest.importorskip("numba")
+    from irrun.fast import compressed_jit, compressed_vector
+
+    rng = np.random.default_rng(groups * 100 + group + rows + signed)
+    n, k = 37, groups * group
+    packed = rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    table = rng.standard_normal((n * groups, 16)).astype(np.float32)
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    nibbles = np.stack([packed & 15, packed >> 4], axis=-1).reshape(n, k).astype(np.intp)
+    if signed:
+        nibbles ^= 8  # two's complement nibbles: their table starts at -8
+    w = np.take_along_axis(table.reshape(n, groups, 16),
+                           nibbles.reshape(n, groups, group), axis=2).reshape(n, k)  # fmt: skip
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(w.T.astype(np.float64)))
+    kernels = [compressed_jit.kernels()[0]]
+    if compressed_vector.available():
+        assert compressed_jit.vector_kernel(group) is compressed_vector.kernel()
+        kernels.append(compressed_vector.kernel())
+    for kernel in kernels:
+        out = np.full((rows, n), np.nan, np.float32)
+        kernel(x, packed, table, groups, group, signed, out)
+        assert (np.abs(out - want) <= bound).all()
+    assert compressed_jit.vector_kernel(16) is None
+
+
+@pytest.mark.parametrize("half", [False, True])
+@pytest.mark.parametrize("rows", [1, 3, 8])
+@pytest.mark.parametrize(("groups", "group"), [(1, 1024), (3, 64), (2, 128), (5, 32)])
+@pytest.mark.parametrize("codes", [16, 256])
+def test_the_affine_kernels_compute_the_table_s_values(half, rows, groups, group, codes):
+    """Tables that are ``R((j - zero) * scale)`` (R: f32's rounding, or f16's as an f16
+    chain rounds) are recognised bit for bit, and the 8-bit and 4-bit kernels that compute
+    them instead of reading them sum within the bound; a table one ulp off is not."""
+    pytest.importorskip("numba")
+    from irrun.fast import compressed_vector
+
+    if not compressed_vector.available():
+        pytest.skip("no AVX-512 here")
+    if codes == 256 and group % 64:
+        return  # the 8-bit kernel takes groups of a multiple of 64 (the caller checks)
+    rng = np.random.default_rng(rows + group + half + codes)
+    n, k = 21, groups * group
+    scale = (rng.uniform(0.5, 1.5, n * groups) / 64).astype(np.float16 if half else np.float32)
+    zero = rng.integers(0, codes, n * groups).astype(np.float32)
+    j = np.arange(codes, dtype=np.float32)
+    table = (j - zero[:, None]) * scale[:, None].astype(np.float32)
+    if half:
+        table = table.astype(np.float16).astype(np.float32)
+    found = compressed_vector.affine(table)
+    assert found is not None and found[2] == half
+    off = table.copy()
+    off[5, 7] = np.nextafter(off[5, 7], np.float32(np.inf))
+    assert compressed_vector.affine(off) is None
+    signed = bool(rows % 2)
+    code = rng.integers(0, codes, (n, k), dtype=np.uint8)
+    j = (code ^ (codes // 2 if signed else 0)).reshape(n * groups, group).astype(np.intp)
+    w = np.take_along_axis(table, j, axis=1).reshape(n, k).astype(np.float64)
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    out = np.full((rows, n), np.nan, np.float32)
+    if codes == 256:
+        kernel, data = compressed_vector.byte_kernel(), code
+    else:  # two codes a byte, low nibble first
+        kernel, data = compressed_vector.affine_nibble_kernel(), code[:, ::2] | code[:, 1::2] << 4
+    kernel(x, np.ascontiguousarray(data), *found[:2], groups, group, signed, half, out)
+    bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(w.T))
+    assert (np.abs(out - x.astype(np.float64) @ w.T) <= bound).all()
+
+
+@pytest.mark.parametrize("kind", ["u4", "u8"])
+def test_without_avx512_the_portable_kernels_run(tmp_path, monkeypatch, kind):
+    """Where the AVX-512 kernels cannot run, the portable ones do, within the same bound."""
+    pytest.importorskip("numba")
+    from irrun.fast import compressed_vector
+    from irrun.fast import jit as engine
+
+    monkeypatch.setenv("IRRUN_JIT", "1")
+    monkeypatch.setenv("IRRUN_COMPRESSED", "1")
+    monkeypatch.setattr(compressed_vector, "available", lambda: False)
+    cached = (compressed_vector.kernel, compressed_vector.byte_kernel,
+              compressed_vector.affine_nibble_kernel)  # fmt: skip
+    engine.reset()
+    for f in cached:
+        f.cache_clear()
+    try:
+        k = 1024 if kind == "u8" else 256
+        path = _tiered_model(tmp_path / "m.xml", kind, 128 if kind == "u4" else None, k, 2)
+        model = irrun.load(path)
+        assert compressed_vector.kernel() is None
+        x = np.random.default_rng(3).standard_normal((2, k)).astype(np.float32)
+        want = irrun.load(path, reference=True).run({"x": x}, outputs=["w", "y"])
         got = model.run({"x": x})["y"]
         bound = 2 * k * 2.0**-24 * (np.abs(x.astype(np.float64)) @ np.abs(want["w"].T))
         assert (np.abs(got - want["y"].astype(np.float64)) <= bound).all()
     finally:
+        for f in cached:
+            f.cache_clear()
         engine.reset()
