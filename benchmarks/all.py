@@ -12,9 +12,9 @@ goes to ``--logs``): ``detection.py`` (detection with post-processing),
 stateful LLMs, per token), ``networks_ratio.py`` (the nine torchvision CNNs, 1 thread),
 ``llama_decode.py`` (a mid-size Llama, f32 and int4: tokens/s and peak memory) and
 ``run.py`` (the pooling workloads, the 50-pool chain C1 and the load time L1: these
-must not regress).  Each runs twice: with the environment as it is, less the fast
-engine's variables (the default install), and with ``FAST_ENV`` (the fast engine:
-numba must be installed).  A class whose models are missing prints the command that
+must not regress).  Each runs twice: with ``DEFAULT_ENV`` (the fast engine turned
+off: the default install's NumPy kernels) and with ``FAST_ENV`` (the fast engine: numba
+must be installed).  A class whose models are missing prints the command that
 makes them.
 
 The ratio taken is of CPU time where the script measures it (detection, tiny
