@@ -34,8 +34,9 @@ included: ``base`` is the resident memory before the model is loaded; the irrun 
 does not import OpenVINO).  They are compared with the ``.bin``'s size and the KV cache's
 bytes (f32 keys and values of every layer for prompt + tokens positions).
 
-``--json PATH`` writes the rows (``model``, ``irrun_ms``, ``openvino_ms``, ``ratio``,
-``peak_mb``, ``bin_mb``, ``kv_mb`` and more) for ``benchmarks/all.py``.
+``--json PATH`` writes ``{"rows": [...]}``, each row with ``model``, ``irrun_ms``,
+``openvino_ms``, ``ratio``, ``peak_mb``, ``bin_mb``, ``kv_mb`` and more, for
+``benchmarks/all.py``.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def _threads_from_argv() -> str:
 # BLAS at the engines' thread count; must be set before numpy loads.
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
     os.environ.setdefault(_var, _threads_from_argv())
-if "--fast" in sys.argv:
-    os.environ["IRRUN_JIT"] = "1"  # irrun[fast]: the numba kernels, where they apply
+# --fast: irrun[fast], the numba kernels where they apply; else the default install's
+# NumPy kernels (the engine is on wherever numba is installed, so it is turned off).
+os.environ["IRRUN_JIT"] = "1" if "--fast" in sys.argv else "0"
 
 import resource  # noqa: E402
 import statistics  # noqa: E402
@@ -373,7 +375,7 @@ def main() -> None:
         _print(row)
         rows.append(row)
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        args.json.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
