@@ -1,0 +1,198 @@
+"""RMSNorm's layers run as one step (irrun.core.passes.rms_norm, irrun.fast.rms_norm).
+
+The pass fires on the Llama and Qwen2 exports kept under tests/ (five norms each: one per
+decoder layer's attention and MLP, and the final one); a run with it gives the bits of a
+run without it, in every view; and its kernel gives the bits of the layers' reference
+kernels, on each norm's actual input in those models and on generated data (tiny, huge,
+infinite and NaN values, any shape and axes).  Expected values are the reference kernels':
+the kernel claims their bits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from support.bits import SPECIALS, same_bits
+
+import irrun
+from irrun.core.passes import fuse_rms_norms
+from irrun.core.passes.constants import known_constants
+from irrun.core.passes.rms_norm import RMSNorm
+from irrun.fast.rms_norm import rms_norm
+from irrun.ir.registry import resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+STATEFUL = ROOT / "tests" / "stateful"
+MODELS = [STATEFUL / "llama" / "openvino_model.xml", STATEFUL / "qwen2" / "openvino_model.xml",
+          ROOT / "tests" / "corpus" / "llama.xml"]
+def _id(path: Path) -> str:
+    return "corpus" if path.parent.name == "corpus" else path.parent.name
+
+
+NORM = ["Power", "ReduceMean", "Add", "Sqrt", "Divide", "Multiply"]
+
+
+def _without_pass(path: Path) -> irrun.Model:
+    model = irrun.load(path)
+    model._plan.passes = tuple(p for p in model._plan.passes if p is not fuse_rms_norms)
+    model._plan._schedules.clear()
+    return model
+
+
+def _norms(model: irrun.Model) -> list:
+    wanted = tuple(model._slot_of(o.name) for o in model.outputs)
+    return [step for step, _ in model._plan.schedule(wanted) if isinstance(step.kernel, RMSNorm)]
+
+
+def _steps(path: Path) -> list[dict[str, np.ndarray]]:
+    """Feeds of a prefill of three tokens and two decode steps (stateful models), or the
+    corpus model's kept inputs."""
+    if path.parent.name == "corpus":
+        with np.load(path.with_suffix(".inputs.npz")) as f:
+            return [dict(f)]
+    ids = [[1, 17, 42], [7], [300]]
+    feeds, seen = [], 0
+    for chunk in ids:
+        n = len(chunk)
+        feeds.append({"input_ids": np.array([chunk], np.int64),
+                      "attention_mask": np.ones((1, seen + n), np.int64),
+                      "position_ids": np.arange(seen, seen + n, dtype=np.int64)[None],
+                      "beam_idx": np.zeros(1, np.int32)})
+        seen += n
+    return feeds
+
+
+def _runs(model: irrun.Model, path: Path, **kw) -> list[dict[str, np.ndarray]]:
+    if path.parent.name == "corpus":
+        return [dict(model.run(f, **kw)) for f in _steps(path)]
+    request = model.create_request()
+    return [dict(request.run(f, **kw)) for f in _steps(path)]
+
+
+def _same(got: dict, want: dict, what: str) -> None:
+    assert got.keys() >= want.keys(), what
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value, strict=True, err_msg=f"{what}: {name}")
+
+
+@pytest.mark.parametrize("path", MODELS, ids=_id)
+def test_the_pass_fires_and_changes_no_bit(path):
+    model = irrun.load(path)
+    norms = _norms(model)
+    assert len(norms) == 5
+    assert all([p.node.op.type for p in step.kernel.parts] == NORM for step in norms)
+    plain = _runs(model, path)
+    unfused = _runs(_without_pass(path), path)
+    for i, (got, want) in enumerate(zip(plain, unfused, strict=True)):
+        _same(got, want, f"step {i} against the run without the pass")
+    # Every view sees every layer of the norms, with the same bits.
+    every = _runs(model, path, intermediate=True)
+    every_unfused = _runs(_without_pass(path), path, intermediate=True)
+    for i, (got, want) in enumerate(zip(every, every_unfused, strict=True)):
+        assert got.keys() == want.keys()
+        _same(got, want, f"intermediate=True, step {i}")
+        _same(got, plain[i], f"intermediate=True against the plain run, step {i}")
+    seen: list = []
+    model.run(_steps(path)[0], on_layer=seen.append)
+    names = {layer.ref.name for layer in seen}
+    assert {p.node.layer.name for step in norms for p in step.kernel.parts} <= names
+
+
+@pytest.mark.parametrize("path", MODELS, ids=_id)
+def test_each_norm_gives_the_reference_kernels_bits_on_the_model_s_values(path):
+    """Each fused step, on the inputs the reference plan gives its layers, gives what the
+    reference plan's layers give (compared norm by norm: BLAS's own orders of summing make
+    the two plans' later inputs differ)."""
+    model, reference = irrun.load(path), irrun.load(path, reference=True)
+    wanted = tuple(model._slot_of(o.name) for o in model.outputs)
+    known = known_constants(list(model._plan.schedule(wanted)))
+    key_of = {slot: key for key, slot in reference._plan.slots.items()}
+    names = reference.tensor_names
+    norms = _norms(model)
+    for values in _runs(reference, path, intermediate=True):
+        for step in norms:
+            args = [known[s] if s in known else values[names[key_of[s]]] for s in step.inputs]
+            (got,) = step.kernel(SimpleNamespace(), *args)
+            want = values[names[key_of[step.outputs[0]]]]
+            assert got.dtype == np.float32
+            assert same_bits(got, want, nan_payloads=True)
+
+
+def _reference(kind: str):
+    return resolve(kind, "opset1").kernel
+
+
+def _parts_reference(x, exponent, axes, keep, eps, eps_first, one, x_first, weight, w_first):
+    """The layers' reference kernels one after the other."""
+    numpy = SimpleNamespace(auto_broadcast="numpy")
+    square = (_reference("Power")(numpy, x, exponent) if exponent is not None
+              else _reference("Multiply")(numpy, x, x))[0]
+    mean = _reference("ReduceMean")(SimpleNamespace(keep_dims=keep), square,
+                                    np.array(axes, np.int64))[0]
+    shifted = _reference("Add")(numpy, *((eps, mean) if eps_first else (mean, eps)))[0]
+    root = _reference("Sqrt")(SimpleNamespace(), shifted)[0]
+    inverse = _reference("Divide")(SimpleNamespace(auto_broadcast="numpy", m_pythondiv=True),
+                                   one, root)[0]
+    out = _reference("Multiply")(numpy, *((x, inverse) if x_first else (inverse, x)))[0]
+    if weight is not None:
+        out = _reference("Multiply")(numpy, *((weight, out) if w_first else (out, weight)))[0]
+    return out
+
+
+FLOATS = st.one_of(st.sampled_from(SPECIALS), st.floats(width=32),
+                   st.floats(-3, 3, width=32))
+
+
+@st.composite
+def _cases(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=6))
+    x = draw(hnp.arrays(dtype, shape, elements=FLOATS))
+    rank = len(shape)
+    axes = draw(st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True))
+    keep = draw(st.booleans())
+
+    def scalar():
+        return np.array(draw(FLOATS), dtype).reshape((1,) * draw(st.integers(0, rank)))
+
+    exponent = None  # Multiply(x, x)
+    if draw(st.booleans()):
+        power = draw(st.sampled_from([2.0, 0.5, -1.0, 3.0]))
+        exponent = np.array(power, dtype).reshape((1,) * rank)
+    weight = None
+    if draw(st.booleans()) and keep:
+        weight = draw(hnp.arrays(dtype, shape[-1:], elements=FLOATS))
+    return (x, exponent, sorted(axes), keep, scalar(), draw(st.booleans()),
+            np.array(draw(st.sampled_from([1.0, -2.0, 0.0])), dtype), draw(st.booleans()),
+            weight, draw(st.booleans()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_cases())
+def test_the_kernel_gives_the_reference_kernels_bits(case):
+    x, exponent, axes, keep, eps, eps_first, one, x_first, weight, w_first = case
+    with np.errstate(all="ignore"):  # as a run sets it
+        try:
+            want = _parts_reference(*case)
+        except ValueError:  # shapes that do not broadcast (keep_dims false): the layers say so
+            assert rms_norm(x, exponent, axes, keep, eps, eps_first, one, x_first, weight,
+                            w_first) is None
+            return
+        got = rms_norm(x, exponent, axes, keep, eps, eps_first, one, x_first, weight, w_first)
+    assert got is not None
+    # Same calls on the same operands: the same bits, NaN's own included.
+    assert same_bits(got, want, nan_payloads=True), (got, want)
+
+
+def test_other_types_are_left_to_the_layers():
+    x = np.ones((2, 4), np.float16)
+    one = np.ones((1, 1), np.float16)
+    assert rms_norm(x, None, (1,), True, one, False, one, True) is None
+    x32 = np.ones((2, 4), np.float32)
+    assert rms_norm(x32, None, (1,), True, one, False, one, True) is None
