@@ -196,3 +196,59 @@ def test_other_types_are_left_to_the_layers():
     assert rms_norm(x, None, (1,), True, one, False, one, True) is None
     x32 = np.ones((2, 4), np.float32)
     assert rms_norm(x32, None, (1,), True, one, False, one, True) is None
+
+
+def _built(tmp_path: Path, et, square: str, weight: bool, residual: bool) -> Path:
+    """An RMSNorm as exports write it (Power or x*x, a weight, a residual Add after)."""
+    import openvino as ov
+    from openvino import opset13 as ops
+
+    dtype = np.float16 if et == ov.Type.f16 else np.float32
+    x = ops.parameter([-1, -1, 8], et, name="x")
+    sq = (ops.power(x, ops.constant(np.full((1, 1, 1), 2, dtype))) if square == "power"
+          else ops.multiply(x, x))
+    mean = ops.reduce_mean(sq, ops.constant(np.array([-1], np.int64)), keep_dims=True)
+    shifted = ops.add(mean, ops.constant(np.full((1, 1, 1), 1e-6, dtype)))
+    inverse = ops.divide(ops.constant(np.ones((1, 1, 1), dtype)), ops.sqrt(shifted))
+    y = ops.multiply(x, inverse)
+    if weight:
+        y = ops.multiply(ops.constant(np.linspace(-2, 2, 8).astype(dtype)), y)
+    if residual:
+        y = ops.add(y, x)
+    path = tmp_path / f"norm_{square}_{weight}_{residual}.xml"
+    ov.save_model(ov.Model([ops.result(y)], [x], "norm"), str(path), compress_to_fp16=False)
+    return path
+
+
+@pytest.mark.parametrize("square", ["power", "multiply"])
+@pytest.mark.parametrize("weight", [False, True])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("half", [False, True], ids=["f32", "f16"])
+def test_built_norms_fuse_and_give_the_reference_plans_bits(tmp_path, square, weight, residual,
+                                                            half):
+    """Both squares, with and without a weight, heading an in-place chain (the residual
+    Add), and f16, which the layers run one by one: the reference plan's bits, every view."""
+    import openvino as ov
+
+    path = _built(tmp_path, ov.Type.f16 if half else ov.Type.f32, square, weight, residual)
+    model, reference = irrun.load(path), irrun.load(path, reference=True)
+    wanted = tuple(model._slot_of(o.name) for o in model.outputs)
+    fused = [s.kernel if isinstance(s.kernel, RMSNorm) else s.kernel.head.kernel
+             for s, _ in model._plan.schedule(wanted)
+             if isinstance(getattr(getattr(s.kernel, "head", s), "kernel", None), RMSNorm)]
+    assert len(fused) == 1
+    assert len(fused[0].parts) == 6 + weight
+    values = np.array([1e-30, -3e38, 2.5, np.inf, -0.0, np.nan, 1.0, 7.0], np.float32)
+    rng = np.random.default_rng(1)
+    x = np.concatenate([values[None, None], rng.standard_normal((1, 3, 8)).astype(np.float32),
+                        np.full((1, 1, 8), 3e38, np.float32)], 1)
+    with np.errstate(over="ignore"):  # 3e38 is inf in f16
+        feeds = {"x": x.astype(np.float16 if half else np.float32)}
+    want = dict(reference.run(feeds, intermediate=True))
+    got = dict(model.run(feeds, intermediate=True))
+    assert got.keys() == want.keys()
+    for name, value in want.items():
+        assert same_bits(got[name], value, nan_payloads=True), name
+    plain = dict(model.run(feeds))
+    for name, value in plain.items():
+        assert same_bits(value, want[name], nan_payloads=True), name
