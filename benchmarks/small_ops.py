@@ -1,16 +1,19 @@
-"""irrun's decode step with and without the RMSNorm pass (irrun.core.passes.rms_norm).
+"""irrun's decode step with and without the passes that fuse the small ops around
+attention: RMSNorm (irrun.core.passes.rms_norm) and rotary embedding (.rotary).
 
-    python benchmarks/rms_norm.py                      # tests/stateful llama and qwen2
-    python benchmarks/rms_norm.py --tokens 64 --repeats 15 --models path/to/openvino_model.xml
+    python benchmarks/small_ops.py                     # tests/stateful llama and qwen2
+    python benchmarks/small_ops.py --without rms_norm  # only that pass left out
+    python benchmarks/small_ops.py --tokens 64 --repeats 15 --models path/to/openvino_model.xml
 
 Both plans of one model in one process, on two requests fed the same tokens, step i of
 each in turn (the one going first alternating): per token the CPU time of this thread
 (``time.thread_time``), the median over the steps after the first two and over repeats.
 A model that is not stateful (benchmarks/models/tiny_hf) runs its kept inputs instead,
-``tokens * repeats`` times each.
-Then each fused norm's time against its layers' steps in the plan without the pass (the
-Power and ReduceMean steps and the elementwise chain of the rest), on the decode step's
-input, median of many calls.  The machine is shared: the printed load says how noisy.
+``tokens * repeats`` times each.  Then, where both passes are left out, the fused steps'
+time per decode step (norms and rotaries) against their layers' steps in the plan without
+the passes (a norm's Power and ReduceMean steps and the elementwise chain of the rest; a
+rotary's Slices, negation, Concat, Multiply and chain), on the decode step's inputs,
+median of many calls.  The machine is shared: the printed load says how noisy.
 """
 
 from __future__ import annotations
@@ -32,16 +35,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import irrun  # noqa: E402
-from irrun.core.passes import fuse_rms_norms  # noqa: E402
+from irrun.core.passes import fuse_rms_norms, fuse_rotary  # noqa: E402
 from irrun.core.passes.rms_norm import RMSNorm  # noqa: E402
+from irrun.core.passes.rotary import Rotary  # noqa: E402
 from irrun.core.steps import run_step  # noqa: E402
 
+PASSES = {"rms_norm": fuse_rms_norms, "rotary": fuse_rotary}
+LEFT_OUT = set(PASSES.values())  # the passes the plan "without" leaves out
 MODELS = [ROOT / "tests" / "stateful" / name / "openvino_model.xml" for name in ("llama", "qwen2")]
 
 
 def _without(path: Path) -> irrun.Model:
     model = irrun.load(path, threads=1)
-    model._plan.passes = tuple(p for p in model._plan.passes if p is not fuse_rms_norms)
+    model._plan.passes = tuple(p for p in model._plan.passes if p not in LEFT_OUT)
     model._plan._schedules.clear()
     return model
 
@@ -89,16 +95,18 @@ def forward(path: Path, with_pass, without, runs: int) -> tuple[float, float]:
     return statistics.median(times["with"]) * 1e3, statistics.median(times["without"]) * 1e3
 
 
-def kernels(path: Path, calls: int = 3000) -> tuple[int, float, float]:
-    """The fused norms' time per decode step against their layers' steps without the pass."""
+def kernels(path: Path, calls: int = 3000) -> tuple[tuple[int, int], float, float]:
+    """The numbers of fused norms and rotaries, and the fused steps' time per decode step
+    against their layers' steps without the passes."""
     model = irrun.load(path, threads=1)
     wanted = tuple(model._slot_of(o.name) for o in model.outputs)
+    # A norm whose output a residual Add alone reads heads an in-place chain.
+    found = [getattr(getattr(s.kernel, "head", None), "kernel", s.kernel)
+             for s, _ in model._plan.schedule(wanted)]
+    counts = (sum(type(k) is RMSNorm for k in found), sum(type(k) is Rotary for k in found))
     norms = [s for s, _ in model._plan.schedule(wanted) if isinstance(s.kernel, RMSNorm)]
-    if "beam_idx" not in {spec.name for spec in model.inputs}:
-        # A norm whose output a residual Add alone reads heads an in-place chain.
-        heads = [getattr(getattr(s.kernel, "head", None), "kernel", None)
-                 for s, _ in model._plan.schedule(wanted)]
-        return len(norms) + sum(isinstance(h, RMSNorm) for h in heads), float("nan"), float("nan")
+    if "beam_idx" not in {spec.name for spec in model.inputs} or len(LEFT_OUT) < len(PASSES):
+        return counts, float("nan"), float("nan")
     plain = _without(path)
     steps = [s for s, _ in plain._plan.schedule(tuple(plain._slot_of(o.name)
                                                       for o in plain.outputs))]
@@ -132,7 +140,7 @@ def kernels(path: Path, calls: int = 3000) -> tuple[int, float, float]:
                 samples_p.append(time.thread_time_ns() - start)
             fused_s += statistics.median(samples_f) * 1e-9
             parts_s += statistics.median(samples_p) * 1e-9
-    return len(norms), fused_s * 1e6, parts_s * 1e6
+    return counts, fused_s * 1e6, parts_s * 1e6
 
 
 def main() -> None:
@@ -140,14 +148,20 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", type=Path, default=MODELS)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--without", nargs="+", choices=sorted(PASSES), default=sorted(PASSES),
+                        help="the passes the plan without leaves out (default: both)")
     args = parser.parse_args()
+    LEFT_OUT.clear()
+    LEFT_OUT.update(PASSES[name] for name in args.without)
+    print(f"without: {' '.join(args.without)}")
     print(f"load {' '.join(f'{v:.2f}' for v in os.getloadavg())}; per token, thread CPU ms")
-    print(f"{'model':28s} {'with':>7s} {'without':>8s} {'saved':>6s}   norms  fused us  layers us")
+    print(f"{'model':28s} {'with':>7s} {'without':>8s} {'saved':>6s}   norms rotary  fused us"
+          "  layers us")
     for path in args.models:
         w, wo = decode(path, args.tokens, args.repeats)
-        n, fused, layered = kernels(path)
+        (n, r), fused, layered = kernels(path)
         name = f"{path.parent.name}/{path.name}"[-28:]
-        print(f"{name:28s} {w:7.3f} {wo:8.3f} {100 * (wo - w) / wo:5.1f}%   {n:5d}  "
+        print(f"{name:28s} {w:7.3f} {wo:8.3f} {100 * (wo - w) / wo:5.1f}%   {n:5d} {r:6d}  "
               f"{fused:8.1f}  {layered:9.1f}")
 
 
