@@ -28,12 +28,36 @@ from .constants import known_constants
 from .elementwise_chains import _free_late
 
 
-class RMSNorm:
-    """RMSNorm's layers as one step (see the module's doc)."""
+class LayersInOneStep:
+    """A fused step's layers (``parts``, reading the step's ``inputs``) run one by one: where
+    its own kernel does not apply, and observed."""
 
     # Run part by part (views, other types), it holds an intermediate while the next part
     # makes its output (the memory plan counts it: irrun.core.budget).
     holds_intermediates = True
+    parts: tuple[Step, ...]
+    inputs: tuple[int, ...]
+
+    def _one_by_one(self, args, tap: Tap | None = None) -> np.ndarray:
+        values = dict(zip(self.inputs, args, strict=True))
+        result: np.ndarray | None = None
+        for step in self.parts:
+            operands = [values[s] for s in step.inputs]
+            start = time.perf_counter()
+            result = run_step(step, operands)[0]
+            if tap is not None:
+                tap(step, operands, (result,), time.perf_counter() - start)
+            values[step.outputs[0]] = result
+        return result  # type: ignore[return-value]
+
+    def observed(self, args: list, tap: Tap, _copies: bool) -> tuple[np.ndarray]:
+        """The step's output, bit for bit, its layers run one by one and each reported to
+        ``tap`` (no part writes into another's output: no copies needed)."""
+        return (self._one_by_one(tuple(args), tap),)
+
+
+class RMSNorm(LayersInOneStep):
+    """RMSNorm's layers as one step (see the module's doc)."""
 
     def __init__(self, steps: list[Step], inputs: tuple[int, ...], layout: dict,
                  axes: np.ndarray | None) -> None:
@@ -73,24 +97,6 @@ class RMSNorm:
             except Exception:
                 return None
         return found
-
-    def _one_by_one(self, args, tap: Tap | None = None) -> np.ndarray:
-        values = dict(zip(self.inputs, args, strict=True))
-        result: np.ndarray | None = None
-        for step in self.parts:
-            operands = [values[s] for s in step.inputs]
-            start = time.perf_counter()
-            result = run_step(step, operands)[0]
-            if tap is not None:
-                tap(step, operands, (result,), time.perf_counter() - start)
-            values[step.outputs[0]] = result
-        return result  # type: ignore[return-value]
-
-    def observed(self, args: list, tap: Tap, _copies: bool) -> tuple[np.ndarray]:
-        """The step's output, bit for bit, its layers run one by one and each reported to
-        ``tap`` (no part writes into another's output: no copies needed)."""
-        return (self._one_by_one(tuple(args), tap),)
-
 
 def _plain(step: Step, kind: str, arity: int) -> bool:
     """Whether ``step`` is a plain step of a ``kind`` layer with ``arity`` inputs."""

@@ -24,12 +24,11 @@ from ...ops.slicing import _slice_index
 from ..steps import Step
 from .constants import known_constants
 from .elementwise_chains import _free_late
-from .rms_norm import RMSNorm, _plain
+from .rms_norm import LayersInOneStep, _plain
 
 
-class Rotary(RMSNorm):
-    """Rotary embedding's layers as one step (see the module's doc); run one by one and
-    observed as :class:`RMSNorm`'s are."""
+class Rotary(LayersInOneStep):
+    """Rotary embedding's layers as one step (see the module's doc)."""
 
     def __init__(self, steps: list[Step], inputs: tuple[int, ...], layout: dict,
                  bounds: tuple[tuple, tuple]) -> None:
