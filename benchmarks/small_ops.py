@@ -104,7 +104,7 @@ def kernels(path: Path, calls: int = 3000) -> tuple[tuple[int, int], float, floa
     found = [getattr(getattr(s.kernel, "head", None), "kernel", s.kernel)
              for s, _ in model._plan.schedule(wanted)]
     counts = (sum(type(k) is RMSNorm for k in found), sum(type(k) is Rotary for k in found))
-    norms = [s for s, _ in model._plan.schedule(wanted) if isinstance(s.kernel, RMSNorm)]
+    norms = [s for s, _ in model._plan.schedule(wanted) if isinstance(s.kernel, (RMSNorm, Rotary))]
     if "beam_idx" not in {spec.name for spec in model.inputs} or len(LEFT_OUT) < len(PASSES):
         return counts, float("nan"), float("nan")
     plain = _without(path)
