@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support.bits import SPECIALS, same_bits
+from support.bits import SPECIALS, same_bits, split_small
 
 import irrun
 from irrun.core.passes import fuse_rms_norms
@@ -252,3 +252,24 @@ def test_built_norms_fuse_and_give_the_reference_plans_bits(tmp_path, square, we
     plain = dict(model.run(feeds))
     for name, value in plain.items():
         assert same_bits(value, want[name], nan_payloads=True), name
+
+
+def test_work_the_layers_split_over_threads_runs_layer_by_layer(monkeypatch):
+    """Where the layers' fast kernels split the work over the run's threads (here: any
+    size), the norms run layer by layer; the bits stay those of the run without the pass."""
+    import irrun.core.passes.rms_norm as module
+
+    path = MODELS[2]
+    calls: list[int] = []
+    real = module.rms_norm
+    monkeypatch.setattr(module, "rms_norm", lambda *a: calls.append(1) or real(*a))
+    feeds = _steps(path)[0]
+    model, unfused = irrun.load(path, threads=2), _without_pass(path)
+    unfused.threads = 2
+    with split_small():
+        got, want = model.run(feeds), unfused.run(feeds)
+    assert calls == []
+    _same(dict(got), dict(want), "split over two threads")
+    model.threads = 1
+    model.run(feeds)
+    assert len(calls) == 5

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support.bits import SPECIALS, same_bits
+from support.bits import SPECIALS, same_bits, split_small
 
 import irrun
 from irrun.core.passes import fuse_rotary
@@ -183,3 +183,23 @@ def test_a_built_rotary_fuses_and_gives_the_reference_plans_bits(tmp_path, half)
         assert same_bits(got[name], value, nan_payloads=True), name
     for name, value in dict(model.run(feeds)).items():
         assert same_bits(value, want[name], nan_payloads=True), name
+
+
+def test_work_the_layers_split_over_threads_runs_layer_by_layer(monkeypatch):
+    """As the norms (tests/core/test_rms_norm.py): split work runs layer by layer."""
+    import irrun.core.passes.rotary as module
+
+    path = MODELS[2]
+    calls: list[int] = []
+    real = module.rotary
+    monkeypatch.setattr(module, "rotary", lambda *a: calls.append(1) or real(*a))
+    feeds = _steps(path)[0]
+    model, unfused = irrun.load(path, threads=2), _without_pass(path)
+    unfused.threads = 2
+    with split_small():
+        got, want = model.run(feeds), unfused.run(feeds)
+    assert calls == []
+    _same(dict(got), dict(want), "split over two threads")
+    model.threads = 1
+    model.run(feeds)
+    assert len(calls) == 4

@@ -6,8 +6,9 @@ operand (1) by it, ``Multiply`` by ``x`` again, and, where the export keeps one,
 ``Multiply`` by a constant (the weight).  Each intermediate has that one reader and the
 run does not keep it.  The step computes what the layers' reference kernels compute, the
 same calls in the same order (:func:`irrun.fast.rms_norm.rms_norm`), the same bits; where
-that does not apply (f16, mixed types) it runs the layers one by one, as observed runs
-(views) always do, reporting each.
+that does not apply (f16, mixed types), or where the layers' fast kernels would split the
+work over the run's threads (:func:`irrun.fast.blocks.worth_splitting`), it runs the layers
+one by one, as observed runs (views) always do, reporting each.
 
 It runs before :mod:`.elementwise_chains`, which would otherwise take the Add, Sqrt,
 Divide and Multiply as a chain and leave the Power and the ReduceMean as steps of their own.
@@ -20,6 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ...fast.blocks import worth_splitting
 from ...fast.rms_norm import rms_norm
 from ...ops._shapes import flat_ints
 from ...ops.reduction import reduction_axes
@@ -72,7 +74,8 @@ class RMSNorm(LayersInOneStep):
     def __call__(self, _attrs: object, *args: np.ndarray) -> tuple[np.ndarray]:
         lay = self.layout
         x = args[0]
-        axes = self._axes_for(x, args[lay["axes"]])
+        # Work the layers' fast kernels split over the run's threads runs layer by layer.
+        axes = None if worth_splitting(x.size) else self._axes_for(x, args[lay["axes"]])
         if axes is not None:
             out = rms_norm(
                 x, None if lay["exponent"] is None else args[lay["exponent"]], axes,

@@ -5,8 +5,9 @@ with known bounds, the first's multiplied by a constant (-1), concatenated in th
 that ``Multiply`` by ``sin``; the two products added.  Each intermediate has that one
 reader and the run does not keep it.  The step computes what the layers' reference
 kernels compute, the same calls in the same order (:func:`irrun.fast.rotary.rotary`), the
-same bits; where that does not apply (f16, mixed types) it runs the layers one by one, as
-observed runs (views) always do, reporting each.
+same bits; where that does not apply (f16, mixed types), or where the layers' fast kernels
+would split the work over the run's threads, it runs the layers one by one, as observed
+runs (views) always do, reporting each.
 
 It runs before :mod:`.elementwise_chains`, which would otherwise take ``q * cos`` and the
 Add as a chain of their own.
@@ -18,6 +19,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ...fast.blocks import worth_splitting
 from ...fast.rotary import rotary
 from ...ops._shapes import normalize_axis
 from ...ops.slicing import _slice_index
@@ -43,6 +45,8 @@ class Rotary(LayersInOneStep):
     def __call__(self, _attrs: object, *args: np.ndarray) -> tuple[np.ndarray]:
         lay = self.layout
         q = args[0]
+        if worth_splitting(q.size):  # the layers' fast kernels split it over the threads
+            return (self._one_by_one(args),)
         found = self._indexes.get(q.shape, False)
         if found is False:
             found = self._indexes[q.shape] = self._index(q)
