@@ -16,16 +16,18 @@ from .elementwise_chains import fuse_elementwise_chains
 from .inplace import fold_in_place
 from .kv_cache import grow_kv_cache
 from .pool_chains import fuse_pool_chains
+from .rms_norm import fuse_rms_norms
+from .rotary import fuse_rotary
 from .shared_input import fuse_shared_inputs
 
 # Applied in this order: the constants first, so that every constant is ready before any
 # step that a later pass folds into another.
 PASSES: tuple[Pass, ...] = (
-    gather_constants, grow_kv_cache, fuse_pool_chains, fuse_elementwise_chains, fold_in_place,
-    fuse_shared_inputs,
+    gather_constants, grow_kv_cache, fuse_pool_chains, fuse_rms_norms, fuse_rotary,
+    fuse_elementwise_chains, fold_in_place, fuse_shared_inputs,
 )  # fmt: skip
 
 __all__ = [
     "PASSES", "fold_in_place", "fuse_elementwise_chains", "fuse_pool_chains",
-    "fuse_shared_inputs", "gather_constants", "grow_kv_cache",
+    "fuse_rms_norms", "fuse_rotary", "fuse_shared_inputs", "gather_constants", "grow_kv_cache",
 ]  # fmt: skip
