@@ -31,6 +31,14 @@ def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
+def step_feeds(ids, past, names):
+    n = ids.shape[1]
+    feeds = {"input_ids": ids, "attention_mask": np.ones((1, past + n), np.int64)}
+    if "position_ids" in names:
+        feeds["position_ids"] = np.arange(past, past + n, dtype=np.int64)[None]
+    if "beam_idx" in names:
+        feeds["beam_idx"] = np.zeros(1, np.int32)
+    return feeds
 kind, folder, tokens = sys.argv[1], sys.argv[2], int(sys.argv[3])
 xml = os.path.join(folder, "openvino_model.xml")
 prompt = np.arange(1, 9, dtype=np.int64)[None]
@@ -48,11 +56,7 @@ if kind == "openvino":
     past = 0
     for _ in range(tokens):
         n = ids.shape[1]
-        feeds = {"input_ids": ids, "attention_mask": np.ones((1, past + n), np.int64)}
-        if "position_ids" in names:
-            feeds["position_ids"] = np.arange(past, past + n, dtype=np.int64)[None]
-        if "beam_idx" in names:
-            feeds["beam_idx"] = np.zeros(1, np.int32)
+        feeds = step_feeds(ids, past, names)
         t = time.process_time()
         logits = request.infer(feeds)["logits"]
         steps.append(time.process_time() - t)
@@ -69,11 +73,7 @@ else:
     past = 0
     for _ in range(tokens):
         n = ids.shape[1]
-        feeds = {"input_ids": ids, "attention_mask": np.ones((1, past + n), np.int64)}
-        if "position_ids" in names:
-            feeds["position_ids"] = np.arange(past, past + n, dtype=np.int64)[None]
-        if "beam_idx" in names:
-            feeds["beam_idx"] = np.zeros(1, np.int32)
+        feeds = step_feeds(ids, past, names)
         t = time.process_time()
         logits = request.run(feeds)["logits"]
         steps.append(time.process_time() - t)

@@ -192,12 +192,24 @@ def fuse_rms_norms(
         chain, inputs, layout = found
         steps = [schedule[p][0] for p in chain]
         axes = known.get(steps[1].inputs[1])
-        kernel = RMSNorm(steps, inputs, layout, axes)
-        last = steps[-1]
-        frees = tuple(dict.fromkeys(s for p in chain for s in schedule[p][1]))
-        taken.update(chain)
-        fused_at[chain[-1]] = (Step(last.node, kernel, SimpleNamespace(), inputs, last.outputs),
-                               frees)
+        fuse_at(schedule, chain, RMSNorm(steps, inputs, layout, axes), inputs, steps[-1],
+                taken, fused_at)
+    return replaced(schedule, taken, fused_at)
+
+
+def fuse_at(schedule, chain: list[int], kernel, inputs: tuple[int, ...], last: Step,
+            taken: set[int], fused_at: dict) -> None:  # fmt: skip
+    """Record one step running ``kernel`` on ``inputs`` for the layers at ``chain``'s
+    positions, in the place of the last (``last``, whose layer and outputs it takes),
+    freeing what any of them freed."""
+    frees = tuple(dict.fromkeys(s for p in chain for s in schedule[p][1]))
+    taken.update(chain)
+    fused_at[chain[-1]] = (Step(last.node, kernel, SimpleNamespace(), inputs, last.outputs),
+                           frees)
+
+
+def replaced(schedule, taken: set[int], fused_at: dict) -> list:
+    """``schedule`` with the fused steps recorded by :func:`fuse_at` in place of theirs."""
     if not fused_at:
         return schedule
     out = [fused_at.get(pos, entry) for pos, entry in enumerate(schedule)

@@ -15,8 +15,6 @@ Add as a chain of their own.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from ...fast.blocks import worth_splitting
@@ -25,8 +23,7 @@ from ...ops._shapes import normalize_axis
 from ...ops.slicing import _slice_index
 from ..steps import Step
 from .constants import known_constants
-from .elementwise_chains import _free_late
-from .rms_norm import LayersInOneStep, _plain
+from .rms_norm import LayersInOneStep, _plain, fuse_at, replaced
 
 
 class Rotary(LayersInOneStep):
@@ -160,14 +157,6 @@ def fuse_rotary(
             continue
         chain, inputs, layout, bounds, steps = found
         # Parts in the layers' order: q*cos, the Slices and negation, Concat, *sin, Add.
-        kernel = Rotary(steps, inputs, layout, bounds)
-        last = steps[-1]
-        frees = tuple(dict.fromkeys(s for p in chain for s in schedule[p][1]))
-        taken.update(chain)
-        fused_at[chain[-1]] = (Step(last.node, kernel, SimpleNamespace(), inputs, last.outputs),
-                               frees)
-    if not fused_at:
-        return schedule
-    out = [fused_at.get(pos, entry) for pos, entry in enumerate(schedule)
-           if pos not in taken or pos in fused_at]
-    return _free_late(out)
+        fuse_at(schedule, chain, Rotary(steps, inputs, layout, bounds), inputs, steps[-1],
+                taken, fused_at)
+    return replaced(schedule, taken, fused_at)
