@@ -60,6 +60,7 @@ needs_numba = pytest.mark.skipif(not _numba_installed(), reason="numba not insta
     (None, True), ("", True), ("1", True), ("true", True), ("YES", True), ("on", True),
     ("0", False), ("false", False), ("No", False), (" off ", False), ("maybe", True),
 ])  # fmt: skip
+@needs_numba  # the switch is read with numba importing for real
 def test_on_by_default_with_numba_and_off_with_zero(env, value, on):
     env(value, numba=True)
     with warnings.catch_warnings():
