@@ -42,6 +42,7 @@ _LAZY = {
     "Model": "irrun.core.model",
     "TensorSpec": "irrun.core.model",
     "load": "irrun.core.model",
+    "save": "irrun.core.model",
     "validate": "irrun.core.model",
     "Request": "irrun.core.state",
     "Results": "irrun.core.model",
@@ -54,7 +55,7 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what type checkers and editors see
     from .core.generation import Generation, generate
-    from .core.model import LayerRun, Model, Results, TensorSpec, load, validate
+    from .core.model import LayerRun, Model, Results, TensorSpec, load, save, validate
     from .core.state import Request
     from .tools.benchmark import BenchmarkResult, benchmark
     from .tools.compare import compare
@@ -97,5 +98,6 @@ __all__ = [
     "compare",
     "generate",
     "load",
+    "save",
     "validate",
 ]

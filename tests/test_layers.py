@@ -3,7 +3,8 @@
 The data's path through irrun is the order of its folders: ``ir`` reads the files
 into plain records, ``ops`` holds the ops' attributes, shape rules and reference
 kernels, ``fast`` the faster kernels checked against them (and what they need:
-threads, BLAS), ``core`` binds, infers, plans and runs the graph, ``tools`` are the commands, and the
+threads, BLAS), ``core`` binds, infers, plans and runs the graph, ``edit`` makes new documents of it
+(surgery, for the writer), ``tools`` are the commands, and the
 package's face (``irrun``, ``irrun.cli``) assembles them.  Imports are read from the
 source with :mod:`ast` (those inside functions too), so a lazy import that goes up a
 layer or closes a cycle fails here as well.
@@ -30,6 +31,7 @@ LAYERS = [
     ("ops", ("irrun.ops",)),
     ("fast", ("irrun.fast",)),
     ("core", ("irrun.core",)),
+    ("edit", ("irrun.edit",)),
     ("tools", ("irrun.tools",)),
     ("face", ("irrun", "irrun.cli", "irrun.__main__")),
 ]

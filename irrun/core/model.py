@@ -19,11 +19,14 @@ from .. import (
 from ..errors import Diagnostic, IrrunError, LayerRef, Location, MissingFile, UsageError
 from ..ir import element_types
 from ..ir.dims import Shape, format_shape, parse_partial_shape, shape_fits
+from ..ir.records import IRDocument
 from ..ir.registry import TensorInfo
 from ..ir.weights import Weights
+from ..ir.writer import write_ir
 from .binding import Node
 from .budget import RunBudget, budget_findings
 from .check import _by_line, _weights_path, check_ir, collection_paused, internal_error
+from .documents import copy_document, with_inferred_shapes
 from .executor import Observer, Plan
 from .folding import Folding, fold_model, fold_option
 from .graph import LayerGraph
@@ -468,6 +471,34 @@ class Model:
         '[1,3,?,?]'
         """
         self._reshape(input_shapes(self._graph, self._nodes, self._shape_spec(shapes)))
+
+    def save(self, xml: str | Path, weights: str | Path | None = None) -> tuple[Path, Path]:
+        """Write the model as IR v11: ``xml`` and its weights (``weights``, by default
+        beside it with the suffix ``.bin``); return both paths.
+
+        Everything read is written back as it was (attributes in OpenVINO's spellings,
+        tensor names, rt_info, compressed weights as they lay, sub-graphs); a model
+        :meth:`reshape` d has its new shapes written into every port.  The ``.bin`` of a
+        model saved as loaded is its own, byte for byte.  Neither file is written unless
+        both are whole (see :mod:`irrun.ir.writer`).
+
+        >>> import tempfile, filecmp
+        >>> m = load("models/demo.xml")
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     xml, bin_ = m.save(f"{d}/copy.xml")
+        ...     same = filecmp.cmp(bin_, "models/demo.bin", shallow=False)
+        ...     again = load(xml)
+        >>> same, [o.name for o in again.outputs] == [o.name for o in m.outputs]
+        (True, True)
+        """
+        return write_ir(self.document(), xml, self.weights, weights)
+
+    def document(self) -> IRDocument:
+        """The records :meth:`save` writes: a copy of those read, with the inferred shapes
+        written in once the model was reshaped (see :mod:`irrun.core.documents`)."""
+        if not self._input_shapes:
+            return copy_document(self._graph.doc)
+        return with_inferred_shapes(self._graph, self._infos, self._input_shapes)
 
     def _shape_spec(self, shapes: Any) -> ShapeSpec:
         """``shapes`` of :meth:`reshape` as a dict by name, or the ``--shape`` text."""
@@ -986,6 +1017,11 @@ def load(
     model cannot be run.
     """
     return Model(xml, weights, max_memory, fold_constants, threads, reference)
+
+
+def save(model: Model, xml: str | Path, weights: str | Path | None = None) -> tuple[Path, Path]:
+    """Write ``model`` as IR v11 (see :meth:`Model.save`)."""
+    return model.save(xml, weights)
 
 
 # Findings of shape and type propagation, which new input shapes replace.

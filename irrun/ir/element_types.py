@@ -265,6 +265,40 @@ def decode(raw: np.ndarray, et: ElementType, count: int) -> np.ndarray:
     return raw[: count * (et.bits // 8)].view(et.dtype.newbyteorder("<"))
 
 
+def encode(values: np.ndarray, et: ElementType) -> bytes:
+    """The bytes of ``values`` as a constant of type ``et`` lies in a ``.bin``: what
+    :func:`decode` reads back (whole-byte types little-endian; u1 most significant bit
+    first; u4, i4 and nf4 low nibble first; strings as their count, offsets and bytes).
+
+    >>> encode(np.array([-8, -1, 7]), ELEMENT_TYPES["i4"]).hex()
+    'f807'
+    >>> encode(np.array([1, 0, 1, 1, 0, 0, 0, 1, 1, 1]), ELEMENT_TYPES["u1"]).hex()
+    'b1c0'
+    >>> raw = encode(np.array(["ab", "c"], object), ELEMENT_TYPES["string"])
+    >>> decode_strings(np.frombuffer(raw, np.uint8), 2)[0].tolist()
+    ['ab', 'c']
+    """
+    flat = np.asarray(values).reshape(-1)
+    if et.name == "string":
+        parts = [encode_string(_text(v)) for v in flat.tolist()]
+        offsets = np.concatenate([[0], np.cumsum([len(p) for p in parts], dtype=np.int64)])
+        head = np.concatenate([[len(parts)], offsets]).astype("<i4").tobytes()
+        return head + b"".join(parts)
+    if et.name == "u1":
+        return np.packbits(flat != 0, bitorder="big").tobytes()
+    if et.bits == 4:
+        codes = flat.astype(et.dtype).view(np.uint8) & 0x0F if et.dtype.itemsize == 1 \
+            else flat.astype(np.int64).astype(np.uint8) & 0x0F  # fmt: skip
+        if codes.size % 2:
+            codes = np.append(codes, np.uint8(0))
+        return (codes[0::2] | codes[1::2] << 4).astype(np.uint8).tobytes()
+    if et.packed:
+        raise ValueError(f"cannot write {et} values: only whole bytes, u1 and 4-bit types")
+    if et.name == "boolean":
+        return (flat != 0).astype(np.uint8).tobytes()
+    return flat.astype(et.dtype.newbyteorder("<")).tobytes()
+
+
 def byte_size(et: ElementType, count: int) -> int:
     """Bytes needed to store ``count`` elements (u3 and u6 in whole groups of 3 bytes).
 

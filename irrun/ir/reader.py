@@ -25,7 +25,7 @@ from ..errors import IrrunError, Location
 from . import element_types
 from .dims import Dim, parse_dim
 from .element_types import ElementType
-from .records import Edge, IRDocument, Layer, MapEntry, Port
+from .records import Edge, IRDocument, Layer, MapEntry, Port, RtInfo
 from .xml_file import _parser, parse_xml, read_xml_bytes
 
 SUPPORTED_IR_VERSIONS = (10, 11)
@@ -110,7 +110,7 @@ class _Reader:
             name=root.get("name", self.path.stem),
             layers=layers,
             edges=edges,
-            rt_info=_read_rt_info(rt) if rt is not None else {},
+            rt_info=_rt_info(rt) if rt is not None else {},
         )
 
     def body(self, el: etree._Element, tag: str) -> IRDocument:
@@ -205,10 +205,13 @@ class _Reader:
         unnamed_op = type_name is None or version is None
         name, type_name, version = name or "", type_name or "", version or ""
         read = _BODIES.get(body) if body is not None else None
+        # Four attributes are the usual ones unless one is missing.
+        extra = {k: v for k, v in el.items() if k not in _USUAL_NAMES} \
+            if len(el.attrib) > 4 or unnamed_op or not name else {}  # fmt: skip
         if read is not None:
-            return _layer_as_read(read, lid, name, type_name, version, line, unnamed_op)
+            return _layer_as_read(read, lid, name, type_name, version, line, unnamed_op, extra)
         count = len(self.problems)
-        layer = Layer(lid, name, type_name, version, line, unnamed_op=unnamed_op)
+        layer = Layer(lid, name, type_name, version, line, unnamed_op=unnamed_op, extra=extra)
         self.children(el, layer)
         if body is not None and len(self.problems) == count and layer.bodies is None \
                 and layer.port_maps is None:  # fmt: skip
@@ -252,7 +255,7 @@ class _Reader:
         if group_out is not None:
             self.ports(group_out, layer, layer.outputs, True)
         if rt is not None:
-            layer.rt_info = _read_rt_info(rt)
+            layer.rt_info = _rt_info(rt)
 
     def ports(self, group: etree._Element, layer: Layer, ports: list[Port],
               is_output: bool) -> None:  # fmt: skip
@@ -315,7 +318,7 @@ class _Reader:
         if more:  # more than dims: maybe an <rt_info>
             rt = el.find("rt_info")
             if rt is not None:
-                port.rt_info = _read_rt_info(rt)
+                port.rt_info = _rt_info(rt)
         return port
 
     def dims(self, el: etree._Element, layer: Layer, port: Port) -> tuple[Dim, ...] | None:
@@ -355,7 +358,8 @@ _BODIES: dict[bytes, tuple[dict[str, str], int, tuple[_PortReading, ...],
 
 
 def _layer_as_read(read: tuple, lid: str, name: str, type_name: str, version: str, line: int,
-                   unnamed_op: bool = False) -> Layer:  # fmt: skip
+                   unnamed_op: bool = False,
+                   extra: dict[str, str] | None = None) -> Layer:  # fmt: skip
     """A layer at ``line`` whose body reads as ``read`` (an entry of ``_BODIES``)."""
     data, data_offset, inputs, outputs = read
     return Layer(lid, name, type_name, version, line, data.copy(),
@@ -363,7 +367,7 @@ def _layer_as_read(read: tuple, lid: str, name: str, type_name: str, version: st
                  [Port(i, line + offset, et, names, dims) for i, offset, et, names, dims in inputs],
                  [Port(i, line + offset, et, names, dims)
                   for i, offset, et, names, dims in outputs],
-                 unnamed_op=unnamed_op)  # fmt: skip
+                 unnamed_op=unnamed_op, extra=extra or {})  # fmt: skip
 
 
 def _remember_body(body: bytes, layer: Layer) -> None:
@@ -476,6 +480,9 @@ _PLAIN_VALUE = re.compile(rb'(?:[^"<&\n]|&(?:lt|gt|amp|quot|apos);)*')
 _ODD_REFERENCE = re.compile(rb"&(?!(?:lt|gt|amp|quot|apos);)")
 _PLAIN_EXTRA = re.compile(rb'[ \t]+([A-Za-z_][-A-Za-z0-9_.]*)="[^"<&]*"')
 _USUAL = frozenset((b"id", b"name", b"type", b"version"))
+_USUAL_NAMES = frozenset(("id", "name", "type", "version"))
+# An attribute of a start tag, its value in double quotes.
+_PLAIN_ATTRIBUTE = re.compile(rb'([^\s=<>"/]+)="([^"<]*)"')
 _CONTROLS = bytes(c for c in range(32) if c not in b"\t\n\r")
 # A part parsed on its own with more tags than this could be nested deeper than libxml2
 # allows in the whole file (256): then libxml2 checks the file.
@@ -567,7 +574,10 @@ def read_plain(path: str | Path, data: bytes) -> IRDocument | None:
             else:
                 name, type_name, op_version = name.decode(), type_name.decode(), op_version.decode()
             lid = str(_layer_id(lid.decode()))
-            layers.append(_layer_as_read(read, lid, name, type_name, op_version, line))
+            extra = {k.decode(): _attribute(v) for k, v in _PLAIN_ATTRIBUTE.findall(m.group(5))} \
+                if m.group(5) else None  # fmt: skip
+            layers.append(_layer_as_read(read, lid, name, type_name, op_version, line,
+                                         extra=extra))  # fmt: skip
             continue
         layer = _plain_layer(path, tag + body, body, line)
         if layer is None:
@@ -642,7 +652,8 @@ def _plain_layer(path: Path, text: bytes, body: bytes, line: int) -> Layer | Non
         _remember_body(body, layer)
     read = _BODIES.get(body)
     if read is not None:
-        return _layer_as_read(read, layer.id, layer.name, layer.type, layer.version, line)
+        return _layer_as_read(read, layer.id, layer.name, layer.type, layer.version, line,
+                              extra=layer.extra)  # fmt: skip
     # Not kept (an <rt_info>, a long body): its lines moved from the first to ``line``.
     by = line - 1
     layer.line += by
@@ -678,7 +689,7 @@ def _plain_rt_info(rest: bytes) -> dict[str, Any] | None:
         el = etree.fromstring(rest, _parser())
     except (etree.XMLSyntaxError, ValueError):
         return None
-    return _read_rt_info(el) if el.tag == "rt_info" else None
+    return _rt_info(el) if el.tag == "rt_info" else None
 
 
 def _split_names(text: str) -> tuple[str, ...]:
@@ -697,6 +708,11 @@ def _split_names(text: str) -> tuple[str, ...]:
             current.append(ch)
     names.append("".join(current))
     return tuple(n for n in names if n)
+
+
+def _rt_info(el: etree._Element) -> RtInfo:
+    """An ``<rt_info>`` as a dict that keeps the element as written (see :class:`RtInfo`)."""
+    return RtInfo(_read_rt_info(el), etree.tostring(el, with_tail=False))
 
 
 def _read_rt_info(el: etree._Element) -> dict[str, Any]:

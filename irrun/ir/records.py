@@ -52,6 +52,12 @@ class Layer:
     # else_port_map, back_edges); None for every other layer.
     bodies: dict[str, IRDocument] | None = None
     port_maps: dict[str, list[MapEntry]] | None = None
+    # The start tag's other attributes, as written (OpenVINO writes output_names on a
+    # Result), so that a saved model keeps them.
+    extra: dict[str, str] = field(default_factory=dict)
+    # A constant's new bytes, packed as its element type lies in a .bin, for a layer that
+    # surgery made or changed: the writer stores them in place of its offset and size.
+    blob: bytes | None = field(default=None, repr=False, compare=False)
     _ref: LayerRef | None = field(default=None, init=False, repr=False, compare=False)
 
     def ref(self, version: int | None = None) -> LayerRef:
@@ -104,6 +110,21 @@ class MapEntry:
     tag: str
     attributes: dict[str, str]
     line: int
+
+
+class RtInfo(dict):  # type: ignore[type-arg]
+    """An ``<rt_info>`` read as a dict, which also keeps the element as written.
+
+    The dict is what irrun reads (``{"fused_names": "a,b"}``); the element keeps what
+    the dict drops (an attribute's ``version``, whether it had a ``value``), so that the
+    writer puts back the same element while the dict still says what the element says.
+    """
+
+    __slots__ = ("xml",)
+
+    def __init__(self, items: Any = (), xml: bytes | None = None) -> None:
+        super().__init__(items)
+        self.xml = xml
 
 
 @dataclass(slots=True)
