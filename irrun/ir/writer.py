@@ -14,7 +14,9 @@ document whose constants cover their source ``.bin`` without a gap so gets that 
 back byte for byte; one whose layers were removed gets the bytes still used, packed.
 
 Both files are written beside their destinations under temporary names and moved into
-place only when both are whole: a failure leaves neither half-written.
+place only when both are whole, the ``.bin`` first; should moving the ``.xml`` fail, the
+old ``.bin`` is put back.  A failure leaves neither file half-written, nor a new ``.bin``
+beside an old ``.xml``.
 """
 
 from __future__ import annotations
@@ -190,8 +192,26 @@ def _pair(xml_path: Path, bin_path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]
         finally:
             for f in files:
                 f.close()
+        # The old .bin stays reachable until the new .xml is in place, so that a failure
+        # between the two moves puts it back rather than pair the old .xml with a new .bin.
+        backup = None
+        if bin_path.exists():
+            backup = f"{made[1]}.old"
+            try:
+                os.link(bin_path, backup)
+            except OSError:
+                backup = None
         os.replace(made[1], bin_path)
-        os.replace(made[0], xml_path)
+        try:
+            os.replace(made[0], xml_path)
+        except OSError:
+            if backup is not None:
+                os.replace(backup, bin_path)
+            raise
+        finally:
+            if backup is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(backup)
         made.clear()
     except OSError as e:
         raise IrrunError(f"cannot write {xml_path.name}: {e.strerror or e}",
