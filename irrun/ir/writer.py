@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -224,10 +225,54 @@ def _pair(xml_path: Path, bin_path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]
 
 def _net(doc: IRDocument, layout: _Layout) -> etree._Element:
     net = etree.Element("net", name=doc.name, version="11")
+    if doc.ir_version == 10:
+        doc = _v10_names(doc)
     _graph(net, doc, layout)
     if doc.rt_info:
         net.append(_rt_element(doc.rt_info, model=True))
     return net
+
+
+def _v10_names(doc: IRDocument) -> IRDocument:
+    """``doc`` with the names OpenVINO gives a v10 model's outputs written out for v11.
+
+    OpenVINO names the tensor a Result of IR v10 takes after the layer making it as
+    well (``head_pool``, or ``head_pool.1`` for its second output when it has several);
+    v11 names tensors by their ports' names alone, so these go into the port's names.
+    """
+    layers = {layer.id: layer for layer in doc.layers}
+    renamed: dict[tuple[str, int], tuple[str, ...]] = {}
+    results: dict[str, str] = {}  # Result id -> its output_names
+    for e in doc.edges:
+        producer, consumer = layers.get(e.from_layer or ""), layers.get(e.to_layer or "")
+        if producer is None or consumer is None or consumer.type.lower() != "result":
+            continue
+        index = next((i for i, p in enumerate(producer.outputs) if p.id == e.from_port), None)
+        if index is None:
+            continue
+        port = producer.outputs[index]
+        legacy = producer.name if len(producer.outputs) == 1 else f"{producer.name}.{index}"
+        names = renamed.get((producer.id, port.id), port.names)
+        if legacy not in names:
+            renamed[(producer.id, port.id)] = (*names, legacy)
+        # OpenVINO 2025 and later name a Result's tensor by its output_names, when it has them.
+        listed = consumer.extra.get("output_names")
+        if listed is not None and legacy not in listed.split(","):
+            results[consumer.id] = f"{listed},{_escaped(legacy)}" if listed else _escaped(legacy)
+    if not renamed and not results:
+        return doc
+    new_layers = []
+    for layer in doc.layers:
+        if layer.id in results:
+            layer = dataclasses.replace(layer, extra={**layer.extra,
+                                                      "output_names": results[layer.id]})
+        if any(lid == layer.id for lid, _ in renamed):
+            layer = dataclasses.replace(layer, outputs=[
+                dataclasses.replace(p, names=renamed.get((layer.id, p.id), p.names))
+                for p in layer.outputs
+            ])  # fmt: skip
+        new_layers.append(layer)
+    return dataclasses.replace(doc, layers=new_layers)
 
 
 def _graph(parent: etree._Element, doc: IRDocument, layout: _Layout) -> None:
@@ -279,12 +324,17 @@ def _port(port: Port) -> etree._Element:
     if port.precision is not None:
         el.set("precision", precision(port.precision))
     if port.names:
-        el.set("names", ",".join(n.replace("\\", "\\\\").replace(",", "\\,") for n in port.names))
+        el.set("names", ",".join(map(_escaped, port.names)))
     for d in port.dims or ():
         etree.SubElement(el, "dim").text = format_port_dim(d)
     if port.rt_info:
         el.append(_rt_element(port.rt_info))
     return el
+
+
+def _escaped(name: str) -> str:
+    """A tensor name in a list of names: a comma, and the backslash, after a backslash."""
+    return name.replace("\\", "\\\\").replace(",", "\\,")
 
 
 def _rt_element(rt: dict[str, Any], model: bool = False) -> etree._Element:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import filecmp
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +220,20 @@ def test_an_unwritable_directory_is_one_clear_error(tmp_path):
     with pytest.raises(IrrunError, match=r"cannot write out\.xml"):
         write_ir(read_ir(source), tmp_path / "no" / "such" / "out.xml",
                  Weights(source.with_suffix(".bin")))  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["pooling_chain", "demo"])
+@pytest.mark.parametrize("output_names", [True, False])
+def test_a_v10_model_keeps_the_names_openvino_gives_its_outputs(name, output_names, tmp_path, core):
+    # OpenVINO also names a v10 model's outputs after the layers making them; v11 does not.
+    text = (ROOT / f"models/{name}.xml").read_text().replace('version="11">', 'version="10">', 1)
+    if not output_names:  # as files written before OpenVINO 2025
+        text = re.sub(r' output_names="[^"]*"', "", text)
+    source = tmp_path / "v10.xml"
+    source.write_text(text)
+    (tmp_path / "v10.bin").write_bytes((ROOT / f"models/{name}.bin").read_bytes())
+    xml, _ = irrun.load(source).save(tmp_path / "v11.xml")
+    assert 'version="11"' in xml.read_text()
+    want = [o.get_names() for o in core.read_model(source).outputs]
+    assert [o.get_names() for o in core.read_model(xml).outputs] == want
+    assert any(len(names) > 1 for names in want)  # the layer's name is among them
