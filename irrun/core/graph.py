@@ -46,7 +46,9 @@ class LayerGraph:
 
     @property
     def graph(self) -> nx.MultiDiGraph:
-        """The graph as a networkx MultiDiGraph (built on each call)."""
+        """The wiring as a networkx MultiDiGraph, built on each call: a node per layer id
+        (in file order), an edge per ``<edge>`` keyed ``(from_port, to_port)`` with both
+        as attributes.  :mod:`irrun.core.graph_view` adds what a script reads to it."""
         return _nx_graph(self.layers, self.edges)
 
     def consumers(self, layer_id: str) -> list[tuple[str, int, int]]:
@@ -58,7 +60,8 @@ def _nx_graph(layers, edges) -> nx.MultiDiGraph:
     graph = nx.MultiDiGraph()
     graph.add_nodes_from(layers)
     for src, dst, fp, tp in edges:
-        graph.add_edge(src, dst, from_port=fp, to_port=tp)
+        # An input port is fed once, so the port pair names one edge between two layers.
+        graph.add_edge(src, dst, key=(fp, tp), from_port=fp, to_port=tp)
     return graph
 
 

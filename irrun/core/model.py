@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import numpy as np
 
 from .. import (
@@ -30,6 +31,7 @@ from .documents import copy_document, with_inferred_shapes
 from .executor import Observer, Plan
 from .folding import Folding, fold_model, fold_option
 from .graph import LayerGraph
+from .graph_view import model_graph
 from .inputs import random_array as random_array  # where callers have imported it from
 from .inputs import random_inputs
 from .memory import (
@@ -353,6 +355,29 @@ class Model:
         ``outputs`` and returns intermediate values under them.
         """
         return dict(self._port_names)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The model as a networkx ``MultiDiGraph``: a node per layer id with its op,
+        ``<data>`` and inferred output shapes and types, an edge per ``<edge>`` keyed
+        ``(from_port, to_port)`` with the tensor it carries (the attributes are listed in
+        :mod:`irrun.core.graph_view`).  Built when first asked for and kept until
+        :meth:`reshape` changes the shapes; copy it (``.copy()``) before changing it.
+
+        >>> g = load("models/pooling_chain.xml").graph
+        >>> [(g.nodes[n]["type"], g.nodes[n]["version"]) for n in g.predecessors("2")]
+        [('MaxPool', 8)]
+        >>> g.nodes["1"]["shape_texts"], g.edges["0", "1", (0, 0)]["shape_text"]
+        (('[1,3,8,8]', '[1,3,8,8]'), '[1,3,16,16]')
+        """
+        made = self.__dict__.get("_nx")
+        # Keyed by the inferred shapes' dict: reshape replaces it.
+        if made is None or made[0] is not self._infos:
+            made = self._nx = (
+                self._infos,
+                model_graph(self._graph, self._nodes, self._infos, self._port_names),
+            )
+        return made[1]
 
     def layers(self) -> list[tuple[LayerRef, int, tuple[str, ...]]]:
         """Every layer in run (topological) order: its identity, its line in the XML and

@@ -429,6 +429,23 @@ def _stripped(info: TensorInfo) -> TensorInfo:
     return info if info.value is None else TensorInfo(info.shape, info.element_type)
 
 
+def body_infos(sub: Compiled, inputs: Sequence[TensorInfo]
+               ) -> list[dict[tuple[str, int], TensorInfo]]:  # fmt: skip
+    """The infos of every output of each body's layers (in ``sub.bodies``' order) when the
+    layer's inputs are ``inputs``, as its shape rule gives them to the bodies: a sliced
+    input's part, back edges relaxed.  A body its inputs do not infer gets the shapes its
+    Parameters declare."""
+    try:
+        if len(sub.bodies) == 2:  # If: each branch its own inputs
+            givens = [{lid: _stripped(inputs[i]) for lid, i in ins.items()} for ins in sub.inputs]
+        else:
+            givens = [_body_infos(sub, inputs)[0]]
+    except (ShapeError, IndexError):
+        givens = [{} for _ in sub.bodies]
+    return [propagate(body.lg, body.nodes, given)[0]
+            for body, given in zip(sub.bodies, givens, strict=True)]  # fmt: skip
+
+
 def _condition_rank(info: TensorInfo, what: str) -> None:
     if info.shape is not None and len(info.shape) > 1:
         raise ShapeError(f"{what} must be a scalar or 1-D, got {format_shape(info.shape)}")
