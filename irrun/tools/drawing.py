@@ -119,8 +119,17 @@ class Layout:
     routes: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
+# Waypoints at most, so that a model with an input every layer reads (an attention mask
+# feeding each of a thousand layers) is laid out in a moment: the longest edges go
+# without, drawn straight across, once the shorter ones have taken this many.
+MAX_WAYPOINTS = 20_000
+
+
 def layered_layout(
-    order: Sequence[str], edges: Sequence[tuple[str, str]], sweeps: int = 4
+    order: Sequence[str],
+    edges: Sequence[tuple[str, str]],
+    sweeps: int = 4,
+    max_waypoints: int = MAX_WAYPOINTS,
 ) -> Layout:
     """The nodes of a DAG in rows, top to bottom: each node one row below the lowest of
     its predecessors (the longest path from an input), and within a row in an order that
@@ -128,7 +137,8 @@ def layered_layout(
 
     ``order`` is a topological order of the nodes; an edge whose source does not come
     before its target there (or is not a node) is left out.  An edge spanning several rows
-    gets a waypoint in each row between.  Within a row the nodes start in ``order`` and
+    gets a waypoint in each row between, the shortest edges first, up to ``max_waypoints``
+    in all (the others have none).  Within a row the nodes start in ``order`` and
     are then sorted by the mean position of their neighbours in the row above, then
     below, ``sweeps`` times (the barycentre heuristic of Sugiyama's method): enough to
     untangle the branches of a network without a crossing-minimisation solver.
@@ -137,6 +147,9 @@ def layered_layout(
     [['a', 'b'], ['c', (2, 1), 'd'], ['e']]
     >>> layered_layout("abcd", [("a", "d"), ("b", "c")]).rows
     [['a', 'b'], ['d', 'c']]
+    >>> layered_layout("abcd", [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d"), ("a", "c")],
+    ...                max_waypoints=1).routes
+    {0: [], 1: [], 2: [], 3: [], 4: [(4, 1)]}
     """
     position = {node: i for i, node in enumerate(order)}
     kept = [
@@ -156,16 +169,20 @@ def layered_layout(
     layout = Layout(rows)
     preds = {node: [] for node in order}
     succs: dict[Hashable, list[Hashable]] = {node: [] for node in order}
-    for i, src, dst in kept:
-        points = [(i, r) for r in range(rank[src] + 1, rank[dst])]
+    budget = max_waypoints
+    for i, src, dst in sorted(kept, key=lambda e: rank[e[2]] - rank[e[1]]):
+        span = rank[dst] - rank[src] - 1
+        points = [(i, r) for r in range(rank[src] + 1, rank[dst])] if span <= budget else []
+        budget -= len(points)
         layout.routes[i] = points
         chain: list[Hashable] = [src, *points, dst]
-        for r, point in zip(range(rank[src] + 1, rank[dst]), points, strict=True):
-            rows[r].append(point)
+        for point in points:
+            rows[point[1]].append(point)
             preds[point], succs[point] = [], []
         for a, b in itertools.pairwise(chain):
             preds[b].append(a)
             succs[a].append(b)
+    layout.routes = dict(sorted(layout.routes.items()))
 
     def sort_by(row: list[Hashable], neighbours: dict[Hashable, list[Hashable]],
                 at: dict[Hashable, int]) -> None:  # fmt: skip
