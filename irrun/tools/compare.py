@@ -585,6 +585,12 @@ def register(sub: Any, parents: Parents) -> None:
 
 
 def _handler(args: argparse.Namespace) -> int:
+    if args.report and Path(args.report).suffix.lower() == ".json":
+        # benchmark --report writes JSON; compare's is the page, its JSON is -o's.
+        raise UsageError(
+            f"--report {args.report}: --report writes an HTML page (report.html); -o writes "
+            "the JSON report"
+        )
     for path in (args.output, args.report):
         if path:
             check_output_path(Path(path))

@@ -266,6 +266,39 @@ def test_the_python_report_writes_the_same_page(tmp_path):
     assert len(points) == len(report.results) == len(computed_tensors())
 
 
+def test_the_docs_example(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("openvino")
+    from cli.test_docs import _shown, assert_same_output
+
+    # Where the repository's files are at hand and what the command writes is not kept.
+    for entry in ROOT.iterdir():
+        (tmp_path / entry.name).symlink_to(entry)
+    monkeypatch.chdir(tmp_path)
+    command = (
+        "irrun compare models/pooling_chain.xml --ref-backend openvino --mark-all "
+        "--report report.html"
+    )
+    assert main(command.split()[1:]) == 0
+    captured = capsys.readouterr()
+    assert_same_output(captured.out + captured.err.rstrip("\n"), _shown(command))
+    doc = lxml_html.fromstring((tmp_path / "report.html").read_text(encoding="utf-8"))
+    points = doc.xpath("//svg[@class='plot abs']//circle")
+    assert [p.get("data-tensor") for p in points] == [
+        "stem_pool:1", "stem_pool:2", "avg_pool", "pooled", "indices"]  # fmt: skip
+    # Image, three pools and two Results: a box each.
+    assert len(doc.xpath("//svg[@class='graph']//g[contains(@class, 'node')]")) == 6
+
+
+def test_a_json_name_for_the_page_is_refused(tmp_path, capsys):
+    rc = main(["compare", str(ROOT / "models" / "pooling_chain.xml"), "--ref-backend", "openvino",
+               "--report", str(tmp_path / "r.json")])  # fmt: skip
+    assert rc == 2 and not (tmp_path / "r.json").exists()
+    assert capsys.readouterr().err == (
+        f"irrun: error: --report {tmp_path / 'r.json'}: --report writes an HTML page "
+        "(report.html); -o writes the JSON report\n"
+    )
+
+
 # ------------------------------------------------------------------ names, errors
 
 
