@@ -70,6 +70,8 @@ def render_html(data: dict[str, Any]) -> str:
         if failed
         else f'<span class="passed">PASSED</span>: {total} of {total} tensors passed'
     )
+    if summary["stopped_early"]:
+        verdict += " (--fail-fast: stopped at the first failure)"
     title = f"irrun compare: {Path(data['model']).name}"
     out = [
         "<!DOCTYPE html>",
@@ -296,7 +298,7 @@ def _plot(tensors: list[dict[str, Any]], key: str, tol_key: str, label: str, kin
         out.append(f'<text x="{x_of(i):.1f}" y="{top + plot_h + 14}" text-anchor="middle">'
                    f"{i}</text>")  # fmt: skip
     out.append(f'<text x="{left + plot_w / 2}" y="{height - 4}" text-anchor="middle">'
-               "tensor, in the model's order</text>")  # fmt: skip
+               "tensor index, in the model's order</text>")  # fmt: skip
     out.append("</svg>")
     return "\n".join(out)
 
@@ -304,7 +306,7 @@ def _plot(tensors: list[dict[str, Any]], key: str, tol_key: str, label: str, kin
 # ----------------------------------------------------------------------------- the table
 
 
-_COLUMNS = ("#", "layer", "name", "op", "tensor", "shape", "max abs", "max rel", "mean abs",
+_COLUMNS = ("index", "layer", "name", "op", "tensor", "shape", "max abs", "max rel", "mean abs",
             "mean rel", "result")  # fmt: skip
 
 
