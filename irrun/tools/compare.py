@@ -532,7 +532,6 @@ def register(sub: Any, parents: Parents) -> None:
         "PASSED/FAILED line per tensor and a summary; exit 0 when all pass, 1 otherwise.",
         epilog="examples:\n"
         "  irrun compare model.xml --ref-backend openvino\n"
-        "  irrun compare model.xml --ref-backend openvino --mark-all --fail-fast\n"
         "  irrun compare model.xml --ref-backend openvino --mark-all --report report.html\n"
         "  irrun compare model.xml --ref expected.npz --input x.npy --atol 1e-4\n"
         "  irrun compare model.xml --ref dump             # a folder irrun run --dump-dir wrote",
