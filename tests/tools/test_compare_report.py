@@ -14,15 +14,14 @@ import os
 import re
 from pathlib import Path
 
+import lxml.html as lxml_html
 import numpy as np
 import pytest
+from lxml import etree
 
 import irrun
 from irrun.cli import main
 from irrun.tools.compare_report import FAIL_COLOUR, TOP, render_html
-
-lxml_html = pytest.importorskip("lxml.html")
-from lxml import etree  # noqa: E402  (after the skip: lxml is an optional extra)
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "tests" / "torch_models" / "resnet_stem.xml"
