@@ -344,8 +344,13 @@ def batch_command(
     files = input_files(in_dir)
     _check_output_dir(in_dir, out_dir, files)
     # Refused here, before any worker starts.
-    model = load(args.model, args.weights, args.max_memory, getattr(args, "fold_cap", True),
-                 reference=args.reference)
+    model = load(
+        args.model,
+        args.weights,
+        args.max_memory,
+        getattr(args, "fold_cap", True),
+        reference=args.reference,
+    )
     if args.shape:
         model.reshape(args.shape)  # the workers' copies are reshaped too: pickles carry it
     jobs = args.jobs or os.cpu_count() or 1

@@ -386,8 +386,9 @@ def _benchmark(args: argparse.Namespace) -> int:
     seed = common.random_seed(args)
     clock = time.perf_counter
     start = clock()
-    model = load(args.model, args.weights, args.max_memory, threads=args.threads,
-                 reference=args.reference)
+    model = load(
+        args.model, args.weights, args.max_memory, threads=args.threads, reference=args.reference
+    )
     load_seconds = clock() - start
     reshape_seconds = None
     if args.shape or args.batch:

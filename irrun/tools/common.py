@@ -222,7 +222,8 @@ def parents() -> Parents:
         "none; default: the memory available to the process)",
     )  # fmt: skip
     inputs.add_argument(
-        "--reference", action="store_true",
+        "--reference",
+        action="store_true",
         help="run the reference kernels only: no fast kernel, no fused step, one thread "
         "(what irrun's values are defined by; slower)",
     )

@@ -53,6 +53,7 @@ from .common import (
     write_atomically,
 )
 from .compare_references import ArrayReference, Reference, open_reference, openvino_reference
+from .compare_report import write_html
 from .compare_results import (
     DEFAULT_ATOL,
     DEFAULT_RTOL,
@@ -160,8 +161,9 @@ def compare(
         if reference is not None:
             raise UsageError("give a reference or a backend, not both")
         if backend not in BACKENDS:
-            raise UsageError(f"unknown reference backend '{backend}' (irrun has: "
-                             f"{', '.join(BACKENDS)})")
+            raise UsageError(
+                f"unknown reference backend '{backend}' (irrun has: {', '.join(BACKENDS)})"
+            )
     elif reference is None:
         raise UsageError("no reference: give one, or a backend ('openvino' or 'reference')")
     elif isinstance(reference, Reference):
@@ -202,6 +204,7 @@ def compare(
             )
             report.atol_scaled = True
         report.backend = backend is not None
+        report.layers = layer_graph(model)
         report.inputs = {
             "source": source,
             "seed": seed if source == "random" else None,
@@ -214,6 +217,21 @@ def compare(
     finally:
         if owned and ref is not None:
             ref.close()
+
+
+def layer_graph(model: Model) -> list[dict[str, Any]]:
+    """``model``'s layers in run order, each with where its inputs come from, as the JSON
+    report lists them (``irrun inspect``'s spelling): what the HTML report draws."""
+    graph = model._graph
+    found = []
+    for ref, line, _ in model.layers():
+        inputs = []
+        for port in graph.layers[ref.id].inputs:
+            src = graph.sources.get((ref.id, port.id))
+            where = None if src is None else {"layer": src.layer, "port": src.port}
+            inputs.append({"port": port.id, "from": where})
+        found.append({**ref.as_dict(), "line": line or None, "inputs": inputs})
+    return found
 
 
 def _check_shapes(model: Model, feeds: Mapping[str, np.ndarray]) -> None:
@@ -362,8 +380,9 @@ def _compare(
     # load, or fused into one step, in an order of its own).
     if mark_all and not report.stopped_early:  # else the failure stays last, where it stopped
         order = {ref.id: i for i, (ref, _, _) in enumerate(model.layers())}
-        report.results.sort(key=lambda r: order.get(r.layer.id, len(order)) if r.layer
-                            else len(order))
+        report.results.sort(
+            key=lambda r: order.get(r.layer.id, len(order)) if r.layer else len(order)
+        )
 
     # A reference that holds the inputs tells whether it was made from the same ones:
     # comparing with values from other inputs is the likeliest mistake of all.
@@ -513,7 +532,7 @@ def register(sub: Any, parents: Parents) -> None:
         "PASSED/FAILED line per tensor and a summary; exit 0 when all pass, 1 otherwise.",
         epilog="examples:\n"
         "  irrun compare model.xml --ref-backend openvino\n"
-        "  irrun compare model.xml --ref-backend openvino --mark-all --fail-fast\n"
+        "  irrun compare model.xml --ref-backend openvino --mark-all --report report.html\n"
         "  irrun compare model.xml --ref expected.npz --input x.npy --atol 1e-4\n"
         "  irrun compare model.xml --ref dump             # a folder irrun run --dump-dir wrote",
     )  # fmt: skip
@@ -554,18 +573,32 @@ def register(sub: Any, parents: Parents) -> None:
     p.add_argument("--fail-fast", action="store_true", help="stop at the first tensor that fails")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead")
     p.add_argument("-o", "--output", metavar="REPORT.json", help="also write the report here")
+    p.add_argument(
+        "--report", metavar="REPORT.html",
+        help="also write the report as one self-contained HTML page: each tensor's error along "
+        "the model's order, the worst layers, and the graph coloured by error (with --mark-all "
+        "every layer's; without it, the outputs' only)",
+    )  # fmt: skip
     add_threads(p)
     p.set_defaults(handler=_handler)
 
 
 def _handler(args: argparse.Namespace) -> int:
-    if args.output:
-        check_output_path(Path(args.output))
+    if args.report and Path(args.report).suffix.lower() == ".json":
+        # benchmark --report writes JSON; compare's is the page, its JSON is -o's.
+        raise UsageError(
+            f"--report {args.report}: --report writes an HTML page (report.html); -o writes "
+            "the JSON report"
+        )
+    for path in (args.output, args.report):
+        if path:
+            check_output_path(Path(path))
     dump_inputs = _dump_inputs(args.ref) if args.ref and not args.input else None
     # Refuses a --seed that inputs from elsewhere would leave unused.
     random_seed(args, f"the dump's {dump_inputs.name}" if dump_inputs else None)
-    model = load(args.model, args.weights, args.max_memory, threads=args.threads,
-                 reference=args.reference)
+    model = load(
+        args.model, args.weights, args.max_memory, threads=args.threads, reference=args.reference
+    )
     if args.shape:
         model.reshape(args.shape)
     feeds = None  # compare's choice: the reference's copy of the inputs, else random ones
@@ -585,6 +618,9 @@ def _handler(args: argparse.Namespace) -> int:
     if args.output:
         write_atomically(Path(args.output), lambda f: dump_json(data, f))
         say_written(f"the report of {count(len(report.results), 'tensor')}", args.output)
+    if args.report:
+        write_html(data, Path(args.report))
+        say_written(f"the HTML report of {count(len(report.results), 'tensor')}", args.report)
     if args.json:
         dump_json(data, sys.stdout)
     else:

@@ -307,9 +307,12 @@ def openvino_reference(
     ref = ArrayReference(arrays, "OpenVINO CPU (f32)")
     ref.notes, ref.casts = notes, widened
     if config.get("DYNAMIC_QUANTIZATION_GROUP_SIZE") == 0:  # compressed weights
-        ref.atol, ref.atol_why = COMPRESSED_ATOL, (
-            "compressed weights against OpenVINO's CPU plugin, as docs/semantics.md documents "
-            "(\"Quantized and compressed models\")"
+        ref.atol, ref.atol_why = (
+            COMPRESSED_ATOL,
+            (
+                "compressed weights against OpenVINO's CPU plugin, as docs/semantics.md documents "
+                '("Quantized and compressed models")'
+            ),
         )
     ref.keep_alive = request  # type: ignore[attr-defined]  # owns the arrays' memory
     return ref
@@ -378,7 +381,8 @@ def _config_for(ovm: Any, notes: list[str]) -> dict[str, Any]:
                 "; they are decompressed in f16, which irrun rounds to f16 as the IR's types "
                 "and OpenVINO's reference kernels do while the plugin keeps f32: expect "
                 "differences of about 1e-3 of the outputs' range (--atol)"
-                if in_f16 else ""
+                if in_f16
+                else ""
             )
         )
     if stateful:

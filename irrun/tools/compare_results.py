@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -128,10 +129,26 @@ class TensorResult:
         }
 
 
+class LayerErrors(NamedTuple):
+    """The errors of one layer's compared tensors: the largest absolute and relative errors
+    (inf where a tensor has no values to compare, as on a shape mismatch), whether all
+    passed, and the tensors' positions in :attr:`Report.results`."""
+
+    max_abs: float
+    max_rel: float
+    passed: bool
+    tensors: list[int]
+
+
 @dataclass
 class Report:
     """A whole comparison: each tensor's result in the order compared (the model's order with
-    ``mark_all``), and what was not compared."""
+    ``mark_all``), and what was not compared.
+
+    :meth:`as_dict` is its JSON (``irrun compare --json``), :meth:`html` and :meth:`to_html`
+    its picture (``irrun compare --report``): the error along the graph, the worst layers and
+    the graph coloured by error, drawn from that same JSON.
+    """
 
     model: str
     reference: str  # what the reference was, for people
@@ -152,6 +169,10 @@ class Report:
     # OpenVINO's plugin), printed first; None when they are.
     tolerance_note: str | None = None
     atol_scaled: bool = False  # the default atol is a fraction of each tensor's magnitude
+    # The model's layers in run order, for drawing the graph: each {"id", "name", "type",
+    # "version", "opset", "line", "inputs": [{"port", "from": {"layer", "port"} or None}]};
+    # None when the report was not made by compare().
+    layers: list[dict[str, Any]] | None = None
 
     @property
     def passed(self) -> bool:
@@ -173,6 +194,55 @@ class Report:
     def diverging(self) -> list[TensorResult]:
         """The failures with values to compare (not the tensors missing in the reference)."""
         return [r for r in self.results if not r.passed and r.problem != MISSING]
+
+    def layer_errors(self) -> dict[str, LayerErrors]:
+        """Each compared layer's errors (the worst of its tensors'), by layer id."""
+        found: dict[str, LayerErrors] = {}
+        for i, r in enumerate(self.results):
+            if r.layer is None:
+                continue
+            inf = float("inf")
+            abs_err = inf if r.max_abs is None else r.max_abs
+            rel_err = inf if r.max_rel is None else r.max_rel
+            before = found.get(r.layer.id)
+            if before is None:
+                found[r.layer.id] = LayerErrors(abs_err, rel_err, r.passed, [i])
+            else:
+                found[r.layer.id] = LayerErrors(
+                    max(before.max_abs, abs_err), max(before.max_rel, rel_err),
+                    before.passed and r.passed, [*before.tensors, i],
+                )  # fmt: skip
+        return found
+
+    def worst_first(self) -> list[int]:
+        """The positions in :attr:`results` from the worst tensor to the best: the failures
+        first, each group by its largest absolute error (none to compare counts as inf),
+        then by its largest relative error; ties keep the model's order."""
+
+        def badness(i: int) -> tuple[bool, float, float]:
+            r = self.results[i]
+            abs_err = math.inf if r.max_abs is None or math.isnan(r.max_abs) else r.max_abs
+            rel_err = math.inf if r.max_rel is None or math.isnan(r.max_rel) else r.max_rel
+            return (not r.passed, abs_err, rel_err)
+
+        return sorted(range(len(self.results)), key=badness, reverse=True)
+
+    def html(self) -> str:
+        """The report as one self-contained HTML page (no file or network is referred to):
+        the error of every compared tensor along the model's order, plotted; the worst
+        tensors, as a table; the graph with each layer coloured by its error; and
+        :meth:`as_dict`'s JSON, embedded. Compared with ``mark_all``, every layer has an
+        error to show; without, only the outputs' layers."""
+        from .compare_report import render_html
+
+        return render_html(self.as_dict())
+
+    def to_html(self, path: str | Path) -> None:
+        """Write :meth:`html` to ``path``, whole or not at all (an IrrunError if it cannot be
+        written)."""
+        from .compare_report import write_html
+
+        write_html(self.as_dict(), Path(path))
 
     def lines(self) -> list[str]:
         """The text ``irrun compare`` prints: a line per tensor, notes, a summary."""
@@ -224,7 +294,32 @@ class Report:
         return out
 
     def as_dict(self) -> dict[str, Any]:
+        """The JSON report: ``tensors`` in the order compared, each with its layer, its
+        ``order`` (its layer's position in the model's run order) and its errors;
+        ``worst_first`` (positions in ``tensors``, see :meth:`worst_first`); and, when
+        compare() made the report, ``layers``: the model's layers in run order with their
+        inputs' sources and the errors of their compared tensors (``passed`` None for a
+        layer not compared)."""
         first = self.first_diverging
+        order = {layer["id"]: i for i, layer in enumerate(self.layers or ())}
+        tensors = []
+        for r in self.results:
+            entry = r.as_dict()
+            entry["order"] = order.get(r.layer.id) if r.layer is not None else None
+            tensors.append(entry)
+        errors = self.layer_errors()
+        layers = None
+        if self.layers is not None:
+            layers = []
+            for layer in self.layers:
+                e = errors.get(layer["id"])
+                layers.append({
+                    **layer,
+                    "tensors": [] if e is None else e.tensors,
+                    "passed": None if e is None else e.passed,
+                    "max_abs": None if e is None else _json_float(e.max_abs),
+                    "max_rel": None if e is None else _json_float(e.max_rel),
+                })  # fmt: skip
         return {
             "model": self.model,
             "reference": self.reference,
@@ -249,7 +344,9 @@ class Report:
             "inputs": self.inputs,
             "notes": list(self.notes),
             "not_in_reference": list(self.not_in_reference),
-            "tensors": [r.as_dict() for r in self.results],
+            "tensors": tensors,
+            "worst_first": self.worst_first(),
+            "layers": layers,
         }
 
 
@@ -418,5 +515,7 @@ def _random_inputs_text(inputs: dict[str, Any], backend: bool) -> str:
     ran = f"random inputs (seed {inputs['seed']}: {shapes})"
     if backend:
         return f"both ran on the same {ran}; --input gives others"
-    return (f"irrun ran on {ran}, not on those the reference was made from: give those "
-            f"with --input{inputs['hint'] or ''}")
+    return (
+        f"irrun ran on {ran}, not on those the reference was made from: give those "
+        f"with --input{inputs['hint'] or ''}"
+    )

@@ -43,22 +43,24 @@ from .common import (
     shapes,
     write_atomically,
 )
+from .drawing import (
+    LAYER_FILLS,
+    SCALE,
+    UNCOLORED,
+    dark,
+    error_fill,
+    error_legend,
+    folded_constants,
+    scale_bin,
+    scale_legend,
+)
 from .inspect import attributes_text, inspect_model, shape_text
 
 # The format each output file name ending gives, when --format does not say.
 FORMATS = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "pdf"}
 
-# Fill colours by layer type: inputs green, outputs orange, constants grey.
-_FILL = {"Parameter": "#d9ead3", "Result": "#fce5cd", "Const": "#eeeeee"}
-
-# --color-by: light to dark (ColorBrewer's YlOrRd), the cheapest or closest first.
-_SCALE = ("#ffffb2", "#fecc5c", "#fd8d3c", "#f03b20", "#bd0026")
 # A layer's share of the time: below 1%, 5%, 10%, 25%, and from 25%.
 TIME_BINS = (0.01, 0.05, 0.10, 0.25)
-# A layer's largest absolute error: 0, then below 1e-6, 1e-5, 1e-4, 1e-3, and from 1e-3.
-ERROR_BINS = (1e-6, 1e-5, 1e-4, 1e-3)
-_EQUAL = "#b6d7a8"  # an error of exactly 0
-_UNCOLORED = "#ffffff"
 
 
 @dataclass
@@ -222,10 +224,10 @@ def _time_coloring(model: Any, feeds: dict[str, Any], origin: str) -> Coloring:
     coloring = Coloring(f"time per layer: share of {total * 1e3:.3f} ms ({origin})")
     for lid, times in profile.layers.items():
         share = times.median / total if total > 0 else 0.0
-        coloring.fills[lid] = _SCALE[_bin(share, TIME_BINS)]
+        coloring.fills[lid] = SCALE[scale_bin(share, TIME_BINS)]
         coloring.notes[lid] = f"{times.median * 1e3:.3f} ms ({share:.1%})"
     edges = [f"{b:.0%}" for b in TIME_BINS]
-    coloring.legend = [*_legend(edges, "%"), ("not timed", _UNCOLORED)]
+    coloring.legend = [*scale_legend(edges), ("not timed", UNCOLORED)]
     return coloring
 
 
@@ -233,33 +235,14 @@ def _error_coloring(model: Any, feeds: dict[str, Any], origin: str, backend: str
     from .compare import compare
 
     report = compare(model, feeds, backend=backend, mark_all=True)
-    worst: dict[str, tuple[float, bool]] = {}  # layer id -> largest error, all passed
-    for result in report.results:
-        if result.layer is None:
-            continue
-        error = result.max_abs if result.max_abs is not None else float("inf")
-        before = worst.get(result.layer.id, (0.0, True))
-        worst[result.layer.id] = (max(before[0], error), before[1] and result.passed)
+    worst = {lid: (e.max_abs, e.passed) for lid, e in report.layer_errors().items()}
     what = "OpenVINO" if backend == "openvino" else "irrun's reference kernels"
     coloring = Coloring(f"largest absolute error against {what} ({origin})")
     for lid, (error, passed) in worst.items():
-        coloring.fills[lid] = _EQUAL if error == 0 else _SCALE[_bin(error, ERROR_BINS)]
+        coloring.fills[lid] = error_fill(error)
         coloring.notes[lid] = f"max abs error {error:.2g}" + ("" if passed else " (FAILED)")
-    edges = [f"{b:.0e}".replace("e-0", "e-") for b in ERROR_BINS]
-    coloring.legend = [("0", _EQUAL), *_legend(edges, ""), ("not compared", _UNCOLORED)]
+    coloring.legend = error_legend()
     return coloring
-
-
-def _bin(value: float, bins: tuple[float, ...]) -> int:
-    return sum(value >= b for b in bins)
-
-
-def _legend(edges: list[str], unit: str) -> list[tuple[str, str]]:
-    """``< 1%``, ``1% to 5%``, ... ``>= 25%`` with their colours."""
-    labels = [f"< {edges[0]}"]
-    labels += [f"{lo} to {hi}" for lo, hi in itertools.pairwise(edges)]
-    labels.append(f">= {edges[-1]}")
-    return list(zip(labels, _SCALE, strict=True))
 
 
 def render(text: str, fmt: str, program: str, output: str) -> bytes:
@@ -305,41 +288,6 @@ def quote_text(lines: list[str]) -> str:
     return '"' + "\\n".join(escaped) + '"'
 
 
-def folded_constants(report: dict[str, Any]) -> set[str]:
-    """The ids of the layers drawn as lines in their consumers' boxes: each Const, and
-    each Convert of one, that feeds layers other than Results.
-
-    >>> sorted(folded_constants(inspect_model("models/demo.xml")), key=int)
-    ['1', '2', '6', '7', '11', '13', '15', '16', '18', '19']
-    """
-    by_id = {layer["id"]: layer for layer in report["layers"]}
-    consumers: dict[str, list[dict[str, Any]]] = {}
-    for layer in report["layers"]:
-        for tensor in layer["inputs"]:
-            if tensor["from"] is not None:
-                consumers.setdefault(tensor["from"]["layer"], []).append(layer)
-
-    def constant(layer: dict[str, Any]) -> bool:
-        if layer["type"] == "Const":
-            return True
-        if layer["type"] != "Convert" or len(layer["inputs"]) != 1:
-            return False
-        src = layer["inputs"][0]["from"]
-        return src is not None and constant(by_id[src["layer"]])
-
-    folded: dict[str, bool] = {}
-
-    def fold(layer: dict[str, Any]) -> bool:
-        lid = layer["id"]
-        if lid not in folded:
-            users = consumers.get(lid, [])
-            folded[lid] = (constant(layer) and bool(users) and all(
-                u["type"] != "Result" and (not constant(u) or fold(u)) for u in users))  # fmt: skip
-        return folded[lid]
-
-    return {layer["id"] for layer in report["layers"] if fold(layer)}
-
-
 def _constant_text(by_id: dict[str, dict[str, Any]], tensor: dict[str, Any]) -> str:
     """A folded input's line: the name of the layer that feeds it, the Const's element type
     if converted, the shape the consumer gets, and its value when the file holds a short one."""
@@ -381,7 +329,7 @@ def to_dot(
         "",
     ]
     by_id = {layer["id"]: layer for layer in report["layers"]}
-    hidden = set() if constants else folded_constants(report)
+    hidden = set() if constants else folded_constants(report["layers"])
     if hidden:
         lines.insert(5, f"  // {count(len(hidden), 'constant layer')} folded into the layers "
                      "that use them (--constants draws them)")  # fmt: skip
@@ -396,7 +344,7 @@ def to_dot(
         if errors:
             text.append(f"{errors} error{'s' * (errors != 1)} (irrun validate)")
             attrs += ['color="#cc0000"', "penwidth=2"]
-        fill = _FILL.get(layer["type"])
+        fill = LAYER_FILLS.get(layer["type"])
         if coloring is not None and layer["id"] in coloring.notes:
             text.append(coloring.notes[layer["id"]])
             fill = coloring.fills[layer["id"]]
@@ -445,5 +393,4 @@ def _legend_dot(coloring: Coloring) -> list[str]:
 
 def _fill(colour: str) -> str:
     """A fill, with white text on the darkest colours of the scale."""
-    dark = colour in _SCALE[3:]
-    return f'fillcolor="{colour}"' + (', fontcolor="#ffffff"' if dark else "")
+    return f'fillcolor="{colour}"' + (', fontcolor="#ffffff"' if dark(colour) else "")

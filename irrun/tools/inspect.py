@@ -124,7 +124,8 @@ def inspect_model(
     found = Counter((d.layer.id, d.level) for d in checked.findings if d.layer is not None)
     for entry in layers:
         entry["problems"] = {
-            "errors": found[(entry["id"], "error")], "warnings": found[(entry["id"], "warning")]
+            "errors": found[(entry["id"], "error")],
+            "warnings": found[(entry["id"], "warning")],
         }
     errors = sum(d.level == "error" for d in checked.findings)
     opsets = Counter(lg.layers[lid].version for lid in lg.order)
@@ -556,4 +557,3 @@ def _validation_text(report: dict[str, Any]) -> str:
         them = "it" if v["warnings"] == 1 else "them"
         return f"validate: valid, {count(v['warnings'], 'warning')} ({command} lists {them})"
     return "validate: valid"
-

@@ -46,7 +46,8 @@ def register(sub: Any, parents: Parents) -> None:
         "--missing", action="store_true", help="only the versions irrun does not run"
     )  # fmt: skip
     parser.add_argument(
-        "--fast", action="store_true",
+        "--fast",
+        action="store_true",
         help="list the fast kernels: the ops they implement, when they apply, how exact",
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -183,8 +184,14 @@ def fast_table() -> list[dict[str, Any]]:
     ['applies', 'bound', 'exact', 'in_place', 'type', 'versions']
     """
     return [
-        {"type": f.op, "versions": list(f.versions), "applies": f.applies,
-         "exact": f.exact, "bound": f.bound, "in_place": f.into is not None}
+        {
+            "type": f.op,
+            "versions": list(f.versions),
+            "applies": f.applies,
+            "exact": f.exact,
+            "bound": f.bound,
+            "in_place": f.into is not None,
+        }
         for f in sorted(fast_kernels(), key=lambda f: (f.op.lower(), f.versions))
     ]
 
@@ -215,8 +222,9 @@ def _handle_fast(args: argparse.Namespace) -> int:
         versions = ", ".join(f"v{v}" for v in e["versions"])
         into = ", and in place" if e["in_place"] else ""
         close = "bit for bit" if e["exact"] else e["bound"]
-        sys.stdout.write(f"{e['type']} {versions}{into}\n  applies: {e['applies']}\n"
-                         f"  against the reference: {close}\n")
-    print(f"{len(table)} fast kernels; every other op runs its reference kernel",
-          file=sys.stderr)
+        sys.stdout.write(
+            f"{e['type']} {versions}{into}\n  applies: {e['applies']}\n"
+            f"  against the reference: {close}\n"
+        )
+    print(f"{len(table)} fast kernels; every other op runs its reference kernel", file=sys.stderr)
     return 0

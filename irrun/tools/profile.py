@@ -208,10 +208,14 @@ class Profile:
             "traceEvents": [meta, *self.events],
             "displayTimeUnit": "ms",
             "otherData": {
-                "model": model, "irrun": __version__, "runs": len(self.walls),
+                "model": model,
+                "irrun": __version__,
+                "runs": len(self.walls),
                 "warmup_runs": self.warmups,
-                "computed_at_load": [{"name": name, "type": kind, "ms": round(seconds * 1e3, 6)}
-                                     for name, kind, seconds in self.at_load],
+                "computed_at_load": [
+                    {"name": name, "type": kind, "ms": round(seconds * 1e3, 6)}
+                    for name, kind, seconds in self.at_load
+                ],
             },
         }
 
@@ -232,7 +236,9 @@ def _aligned(rows: list[tuple[str, ...]], right_from: int) -> list[str]:
     """``rows`` as lines of columns two spaces apart, those from ``right_from`` on right-aligned."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [
-        "  ".join(cell.rjust(w) if i >= right_from else cell.ljust(w)
-                  for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        "  ".join(
+            cell.rjust(w) if i >= right_from else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
         for row in rows
     ]

@@ -126,8 +126,10 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             raise UsageError(f"-o {STDOUT} and --json both write to stdout: give -o a file")
         if args.profile:
-            raise UsageError(f"-o {STDOUT} writes the outputs to stdout, where --profile prints "
-                             "its table: give -o a file, or write the profile with --profile-json")
+            raise UsageError(
+                f"-o {STDOUT} writes the outputs to stdout, where --profile prints "
+                "its table: give -o a file, or write the profile with --profile-json"
+            )
     elif args.output:
         common.check_output_path(Path(args.output))
     if args.profile_json:
@@ -147,8 +149,9 @@ def _run(args: argparse.Namespace) -> int:
     say = _say if args.verbose else _silent
     compiles = len(jit.compiled())  # the fast engine's compiles before this run's
     start = time.perf_counter()
-    model = load(args.model, args.weights, args.max_memory, args.fold_cap, args.threads,
-                 args.reference)
+    model = load(
+        args.model, args.weights, args.max_memory, args.fold_cap, args.threads, args.reference
+    )
     say(f"loaded {args.model}: {len(model.layers())} layers, {_ms(start)}")
     for line in model.folding.describe() if model.folding is not None else ():
         say(line)
@@ -189,8 +192,10 @@ def _run(args: argparse.Namespace) -> int:
         if dumper is not None:
             dumper.finish(complete=done)
     runs = args.iterations if profile is not None else 1
-    say(f"ran {runs} time{'s' * (runs != 1)} in {_ms(start)} on "
-        f"{common.count(model.threads, 'thread')}")
+    say(
+        f"ran {runs} time{'s' * (runs != 1)} in {_ms(start)} on "
+        f"{common.count(model.threads, 'thread')}"
+    )
     for compiled in jit.compiled(compiles):
         say(compiled.describe())
     if dumper is not None and not args.quiet:
@@ -223,14 +228,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_once(model: Model, feeds: dict[str, np.ndarray], args: argparse.Namespace,
-              hooks: Sequence[Callable[[LayerRun], None]] = (), every_layer: bool = True,
-              ) -> dict[str, np.ndarray]:
+def _run_once(
+    model: Model,
+    feeds: dict[str, np.ndarray],
+    args: argparse.Namespace,
+    hooks: Sequence[Callable[[LayerRun], None]] = (),
+    every_layer: bool = True,
+) -> dict[str, np.ndarray]:
     """One run with ``hooks`` on its layers: a dump sees ``every_layer`` and their values,
     a profile only the times of the layers the run executes."""
     try:
-        return model._execute(feeds, on_layer=_calling(hooks) if hooks else None,
-                              every_layer=every_layer, values=every_layer)[0]
+        return model._execute(
+            feeds,
+            on_layer=_calling(hooks) if hooks else None,
+            every_layer=every_layer,
+            values=every_layer,
+        )[0]
     except IrrunError as exc:
         raise _with_shape_hint(exc, model, feeds) if not args.input else exc from None
 
@@ -357,8 +370,12 @@ def run_report(path: str, model: Model, feeds: dict[str, np.ndarray], source: st
         "input_source": source,
         "threads": model.threads,
         "outputs": [
-            {"name": name, "shape": list(arr.shape), "dtype": dtype_name(arr.dtype),
-             **output_stats(arr)}
+            {
+                "name": name,
+                "shape": list(arr.shape),
+                "dtype": dtype_name(arr.dtype),
+                **output_stats(arr),
+            }
             for name, arr in outputs.items()
         ],
     }

@@ -74,7 +74,6 @@ def _codes(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-
 def _handle(args: argparse.Namespace) -> int:
     if args.output:
         common.check_output_path(Path(args.output))
