@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "irrun"
 
 # Lowest first.  A module belongs to the layer with the longest prefix naming it.
 LAYERS = [
-    ("base", ("irrun.errors", "irrun.frozen", "irrun.text", "irrun.threads", "irrun.version")),
+    ("base", ("irrun.errors", "irrun.files", "irrun.frozen", "irrun.text", "irrun.threads", "irrun.version")),
     ("ir", ("irrun.ir",)),
     ("ops", ("irrun.ops",)),
     ("fast", ("irrun.fast",)),
@@ -37,7 +37,7 @@ LAYERS = [
 ]
 
 # What stays at the top of irrun/: the face and the base every layer uses.
-TOP = {"__init__", "__main__", "cli", "errors", "frozen", "text", "threads", "version"}
+TOP = {"__init__", "__main__", "cli", "errors", "files", "frozen", "text", "threads", "version"}
 
 
 def module_name(path: Path) -> str:

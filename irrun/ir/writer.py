@@ -35,6 +35,7 @@ from typing import Any, BinaryIO
 from lxml import etree
 
 from ..errors import IrrunError, Location
+from ..files import mode_for
 from .dims import DYNAMIC, Dim
 from .element_types import ElementType, from_attribute
 from .reader import _read_rt_info
@@ -145,13 +146,13 @@ class _Layout:
                 raise IrrunError(
                     f"cannot save {path.name}: its constants' weights file "
                     f"{weights.path if weights else '(none)'} does not exist",
-                    Location(str(path)), code="save",
+                    Location(str(path)),
                 )  # fmt: skip
             try:
                 out.write(weights.raw(start, end - start))
             except ValueError as e:
-                raise IrrunError(f"cannot save {path.name}: {e}", Location(str(weights.path)),
-                                 code="save") from None  # fmt: skip
+                raise IrrunError(f"cannot save {path.name}: {e}",
+                                 Location(str(weights.path))) from None  # fmt: skip
         for _, blob in self.blobs.values():
             out.write(blob)
 
@@ -193,6 +194,8 @@ def _pair(xml_path: Path, bin_path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]
         finally:
             for f in files:
                 f.close()
+        for tmp, path in zip(made, (xml_path, bin_path), strict=True):
+            os.chmod(tmp, mode_for(path))
         # The old .bin stays reachable until the new .xml is in place, so that a failure
         # between the two moves puts it back rather than pair the old .xml with a new .bin.
         backup = None
@@ -216,7 +219,7 @@ def _pair(xml_path: Path, bin_path: Path) -> Iterator[tuple[BinaryIO, BinaryIO]]
         made.clear()
     except OSError as e:
         raise IrrunError(f"cannot write {xml_path.name}: {e.strerror or e}",
-                         Location(str(xml_path)), code="save") from None  # fmt: skip
+                         Location(str(xml_path))) from None  # fmt: skip
     finally:
         for tmp in made:
             with contextlib.suppress(OSError):

@@ -24,6 +24,7 @@ from ..core.memory import parse_size
 from ..core.model import Model
 from ..core.reshape import parse_shapes
 from ..errors import IrrunError, Location, MissingFile, UsageError
+from ..files import mode_for
 from ..text import count as count  # profile.py imports it from here
 
 
@@ -118,7 +119,7 @@ def write_atomically(path: Path, write: Callable[[Any], object], binary: bool = 
         with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as f:
             write(f)
         # mkstemp makes the file private (0600); give it the mode open() would have.
-        os.chmod(tmp, _mode_for(path))
+        os.chmod(tmp, mode_for(path))
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -126,16 +127,6 @@ def write_atomically(path: Path, write: Callable[[Any], object], binary: bool = 
             where = Location(str(path))
             raise IrrunError(f"cannot write: {exc.strerror or exc}", where) from None
         raise
-
-
-def _mode_for(path: Path) -> int:
-    """The mode of the file being replaced, else what the umask leaves of 0666."""
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 NPY_MAGIC = (b"\x93NUMPY",)

@@ -237,3 +237,11 @@ def test_a_v10_model_keeps_the_names_openvino_gives_its_outputs(name, output_nam
     want = [o.get_names() for o in core.read_model(source).outputs]
     assert [o.get_names() for o in core.read_model(xml).outputs] == want
     assert any(len(names) > 1 for names in want)  # the layer's name is among them
+
+
+def test_written_files_have_the_mode_open_gives(tmp_path):
+    source = ROOT / "models/demo.xml"
+    umask = os.umask(0)
+    os.umask(umask)
+    xml, bin_ = write_ir(read_ir(source), tmp_path / "m.xml", Weights(source.with_suffix(".bin")))
+    assert [p.stat().st_mode & 0o777 for p in (xml, bin_)] == [0o666 & ~umask] * 2
