@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "generate": "decode a causal LM greedily, token by token",
     "ops": "list OpenVINO's op types and versions, and which irrun runs",
     "extract": "write the subgraph between some tensors and others as a new IR",
+    "reduce": "shrink a model to the smallest subgraph that still fails a check",
 }
 
 # What users of other tools type for a command that irrun names otherwise (Polygraphy's
