@@ -13,6 +13,7 @@ from irrun.edit.extract import TensorIndex
 ROOT = Path(__file__).resolve().parents[2]
 TORCH = ROOT / "tests" / "torch_models"
 CORPUS = ROOT / "tests" / "corpus"
+SEQUENCE = ROOT / "tests" / "sequence_models"
 SHAPES = json.loads((TORCH / "shapes.json").read_text())
 CPU = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
 
@@ -23,6 +24,10 @@ def model_inputs(xml: Path) -> dict[str, np.ndarray]:
     if xml.parent == CORPUS:
         with np.load(xml.with_suffix(".inputs.npz")) as f:
             return dict(f)
+    if xml.parent == SEQUENCE:
+        prefix = f"{xml.stem}/in/"
+        with np.load(SEQUENCE / "expected.npz") as f:
+            return {k.removeprefix(prefix): f[k] for k in f.files if k.startswith(prefix)}
     rng = np.random.default_rng(7)
     return {"x": rng.standard_normal(SHAPES[xml.stem]).astype(np.float32)}
 

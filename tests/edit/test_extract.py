@@ -10,7 +10,7 @@ import pytest
 from irrun import UsageError, load
 from irrun.edit.extract import extract
 from irrun.ir.writer import write_ir
-from tests.edit.support import CORPUS, TORCH, model_inputs, ov_values
+from tests.edit.support import CORPUS, ROOT, SEQUENCE, TORCH, model_inputs, ov_values
 from tests.support.cli import run_cli
 
 # (model, cut tensors, outputs, the layer types the subgraph has and no other)
@@ -35,6 +35,10 @@ CASES = [
     (TORCH / "mobilenet_block.xml", ["aten::relu6/Clamp"], ["aten::mul/Multiply", "Result_3543"],
      {"HSwish", "ReduceMean", "MatMul", "Add", "ReLU", "HSigmoid", "Unsqueeze", "Multiply", "Convolution",
       "AdaptiveAvgPool", "Reshape", "SoftMax"}),
+    # Between two Loops: the second kept whole, with its body, and the zeros its state
+    # starts from, which the model's input's shape sizes.
+    (SEQUENCE / "keras_rnn.xml", ["sequential_1/lstm_1/while:8"], ["sequential_1/gru_1/while:7"],
+     {"Loop", "ShapeOf", "Gather", "Concat", "Broadcast"}),
 ]  # fmt: skip
 
 
@@ -157,3 +161,21 @@ def test_the_command_refuses_bad_arguments_and_writes_nothing(capsys, tmp_path, 
     assert got == rc
     assert stderr.startswith(message.replace("{tmp}", str(tmp_path)))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stateful_subgraph_keeps_its_variable(core, tmp_path):
+    m = load(ROOT / "models" / "running_sum.xml")
+    write_ir(extract(m, [], ["new_total"]), tmp_path / "sum.xml", m.weights)
+    write_ir(extract(m, ["previous"], ["new_total"]), tmp_path / "add.xml", m.weights)
+    x = np.array([[1, 2, 3, 4]], np.float32)
+    for name, variables, runs in [("sum", ["total"], [x, 2 * x, 3 * x]), ("add", [], [x, x, x])]:
+        ovm = core.read_model(str(tmp_path / f"{name}.xml"))
+        assert [v.get_info().variable_id for v in ovm.get_variables()] == variables
+        request = core.compile_model(ovm, "CPU").create_infer_request()
+        feeds = {"x": x, "previous": np.zeros_like(x)} if name == "add" else {"x": x}
+        got = [np.array(request.infer(feeds)[0]) for _ in runs]
+        np.testing.assert_array_equal(got, runs)  # the full model's sums, by hand
+        ours = load(tmp_path / f"{name}.xml")
+        assert [v.name for v in ours.variables] == variables
+        mine = ours.create_request()
+        np.testing.assert_array_equal([mine.run(feeds)[0] for _ in runs], runs)
