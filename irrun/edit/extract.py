@@ -137,11 +137,14 @@ def label(model: Model, tensor: Tensor) -> str:
 
 
 def extract_tensors(model: Model, cuts: Iterable[Tensor], outputs: Iterable[Tensor],
-                    labels: dict[Tensor, str] | None = None) -> Extracted:  # fmt: skip
+                    labels: dict[Tensor, str] | None = None,
+                    source: IRDocument | None = None) -> Extracted:  # fmt: skip
     """:func:`extract` by (layer id, port id), the ports of the top-level graph.
 
     ``labels`` are the names the tensors were given by, for messages and for the new
-    Parameters' layer names (by default :func:`label`).
+    Parameters' layer names (by default :func:`label`).  ``source`` is the document the
+    layers are copied from, :func:`source_document` (given by a caller that extracts
+    many subgraphs of one model, to make it once).
     """
     lg = model._graph
     cuts, outputs = list(dict.fromkeys(cuts)), list(dict.fromkeys(outputs))
@@ -176,9 +179,7 @@ def extract_tensors(model: Model, cuts: Iterable[Tensor], outputs: Iterable[Tens
         raise UsageError(f"input '{named[unused[0]]}' is not needed by the outputs ({outs})")
     kept |= _assigns(model, kept, set(cuts))
 
-    source = lg.doc
-    if model._input_shapes:  # a reshaped model: its ports get the shapes it now has
-        source = with_inferred_shapes(lg, model._infos, model._input_shapes)
+    source = source or source_document(model)
     by_id = {layer.id: layer for layer in source.layers}
     fresh = next_id(source)
     params: list[Layer] = []
@@ -239,7 +240,17 @@ def extract_tensors(model: Model, cuts: Iterable[Tensor], outputs: Iterable[Tens
     inputs = [named[t] for t in cuts] + [
         layer.name for layer in layers if layer.type == "Parameter"
     ]
-    return Extracted(doc, sorted(kept, key=lg.order.index), inputs, [named[t] for t in outputs])
+    position = {lid: i for i, lid in enumerate(lg.order)}
+    return Extracted(doc, sorted(kept, key=position.__getitem__), inputs,
+                     [named[t] for t in outputs])  # fmt: skip
+
+
+def source_document(model: Model) -> IRDocument:
+    """The records subgraphs of ``model`` are copied from: those read, or for a reshaped
+    model a copy with the shapes it now has in every port."""
+    if model._input_shapes:
+        return with_inferred_shapes(model._graph, model._infos, model._input_shapes)
+    return model._graph.doc
 
 
 def _result_of(model: Model, tensor: Tensor) -> str | None:

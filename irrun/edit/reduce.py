@@ -39,7 +39,7 @@ from ..core.model import Model
 from ..errors import IrrunError, UsageError
 from ..ir.records import IRDocument
 from ..ir.writer import write_ir
-from .extract import Tensor, constant_layers, extract_tensors, label
+from .extract import Tensor, constant_layers, extract_tensors, label, source_document
 
 # (candidate .xml, its inputs .npz) -> True when the candidate still fails
 Check = Callable[[Path, Path], bool]
@@ -145,6 +145,7 @@ class _Search:
         for (lid, _), src in lg.sources.items():
             self.readers.setdefault((src.layer, src.port), []).append(lid)
         self.values = self._reference_values(feeds)
+        self.source = source_document(model)
         # The smallest failing candidate so far: (doc, inputs, compute layers).
         self.best: tuple[IRDocument, dict[str, np.ndarray], list[str]] | None = None
         self.tried: list[str] = []  # the compute layers of the last candidate tried
@@ -274,7 +275,10 @@ class _Search:
         """Whether the subgraph of ``allowed`` computing ``outputs`` fails the check
         (``removed``: the layer the "layers" phase cut away)."""
         cuts = self._cuts(allowed, outputs)
-        made = extract_tensors(self.model, cuts, outputs)
+        try:
+            made = extract_tensors(self.model, cuts, outputs, source=self.source)
+        except UsageError:  # a cut irrun cannot make a Parameter of (no element type)
+            return False
         compute = self.tried = [lid for lid in made.layers if lid in self.position]
         key = (frozenset(made.layers), tuple(outputs))
         if key in self.seen:

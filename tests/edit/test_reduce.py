@@ -20,7 +20,7 @@ from lxml import etree
 from irrun import load
 from irrun.edit.reduce import reduce
 from tests.cli.test_docs import assert_same_output
-from tests.edit.support import CPU, ROOT, TORCH, model_inputs
+from tests.edit.support import CPU, ROOT, TORCH, model_inputs, ov_values
 from tests.support.cli import run_cli
 
 
@@ -214,3 +214,47 @@ def test_the_extract_example_of_docs_cli_md(capsys, monkeypatch, tmp_path):
     # avg_pool: 2x2 windows of stride 2, by hand: the mean of x[.., 2i:2i+2, 2j:2j+2]
     want = x.reshape(1, 3, 4, 2, 4, 2).mean(axis=(3, 5))
     np.testing.assert_array_equal(sub.run({"stem_pool:1": x})["avg_pool"], want)
+
+
+CHECK_INPUTS = """import sys
+import numpy as np
+from lxml import etree
+xml, npz, log = sys.argv[1:]
+root = etree.parse(xml)
+params = [layer.find("output/port").get("names", "").split(",")[0]
+          for layer in root.iter("layer") if layer.get("type") == "Parameter"]
+with np.load(npz) as f:
+    shapes = {k: f[k].shape for k in f.files}
+with open(log, "a") as out:
+    out.write(f"{sorted(shapes) == sorted(params)}\\n")
+sys.exit("MVN" in {layer.get("type") for layer in root.iter("layer")})
+"""
+
+
+def test_a_check_command_gets_the_inputs_of_each_candidate(core, capsys, tmp_path):
+    script, log = tmp_path / "check.py", tmp_path / "log.txt"
+    script.write_text(CHECK_INPUTS)
+    rc, _, stderr = run_cli(
+        capsys, "reduce", str(TORCH / "convnext_block.xml"), "--shape", "[2,8,16,16]", "-q",
+        "-o", str(tmp_path / "repro.xml"),
+        "--check", f"{sys.executable} {script} {{model}} {{inputs}} {log}",
+    )  # fmt: skip
+    assert rc == 0, stderr
+    calls = log.read_text().split()
+    assert len(calls) == int(stderr.split("tried ")[1].split()[0])
+    assert set(calls) == {"True"}
+    repro = load(tmp_path / "repro.xml")
+    assert [ref.type for ref, _, _ in repro.layers()] == ["Parameter", "Const", "MVN", "Result"]
+    # The MVN's input holds what OpenVINO's full model computes there, on the same inputs.
+    full = load(TORCH / "convnext_block.xml")
+    full.reshape("[2,8,16,16]")
+    tensor = "aten::permute/Transpose"
+    want = ov_values(core, TORCH / "convnext_block.xml", full.random_inputs(0), [tensor], full)
+    with np.load(tmp_path / "repro.inputs.npz") as f:
+        assert f.files == [repro.inputs[0].name] == [full.tensor_names[_port(full, tensor)]]
+        np.testing.assert_allclose(f[f.files[0]], want[tensor], rtol=1e-5, atol=1e-5)
+
+
+def _port(model, layer_name):
+    lid = next(lid for lid, layer in model._graph.layers.items() if layer.name == layer_name)
+    return (lid, model._graph.layers[lid].outputs[0].id)
