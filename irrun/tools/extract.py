@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +66,9 @@ def _handle(args: argparse.Namespace) -> int:
     outs = [index.find(n, "--outputs") for n in args.outputs]
     labels = dict(zip(cuts + outs, [*args.inputs, *args.outputs], strict=True))
     made = extract_tensors(model, cuts, outs, labels)
-    write_ir(made.doc, out, model.weights)
-    if not args.quiet:
-        layers = common.count(len(made.compute_layers(model)), "layer")
-        print(f"irrun: wrote {out} and {out.with_suffix('.bin').name}: {layers}; "
-              f"inputs {', '.join(made.inputs) or 'none'}; outputs {', '.join(made.outputs)}",
-              file=sys.stderr)  # fmt: skip
+    xml, bin_ = write_ir(made.doc, out, model.weights)
+    layers = common.count(len(made.compute_layers(model)), "layer")
+    what = (f"the subgraph ({layers}; inputs {', '.join(made.inputs) or 'none'}; outputs "
+            f"{', '.join(made.outputs)})")  # fmt: skip
+    common.say_written(what, f"{xml} and {bin_}", args.quiet)
     return 0

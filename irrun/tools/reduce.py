@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..core.model import load
-from ..edit.reduce import MODES, Check, Step, reduce
+from ..edit.reduce import MODES, Check, Step, inputs_path, reduce
 from ..errors import IrrunError, UsageError
+from ..ir.writer import write_ir
 from . import common
 from .common import Parents
 from .compare import compare
@@ -139,7 +140,15 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"irrun reduce: {args.model} passes the check: nothing to reduce, nothing written "
               f"({time.perf_counter() - started:.1f} s)", file=sys.stderr)  # fmt: skip
         return 1
-    xml, bin_, npz = found.save(out)
+    npz = inputs_path(out)
+    common.check_output_path(npz)
+    xml, bin_ = write_ir(found.doc, out, model.weights)
+    try:
+        common.save_npz(npz, found.inputs)  # the same bytes for the same values
+    except BaseException:
+        xml.unlink(missing_ok=True)  # no reproducer without its inputs
+        bin_.unlink(missing_ok=True)
+        raise
     print(f"irrun reduce: {found.summary()}", file=sys.stderr)
     common.say_written("the reproducer", f"{xml}, {bin_} and {npz}")
     return 0

@@ -136,8 +136,8 @@ def test_the_command_writes_the_subgraph_and_says_what_it_kept(core, capsys, tmp
         "--outputs", "aten::add/Add", "-o", str(out),
     )  # fmt: skip
     assert (rc, stdout) == (0, "")
-    assert stderr == (f"irrun: wrote {out} and sub.bin: 5 layers; inputs aten::relu/Relu; "
-                      "outputs aten::add/Add\n")  # fmt: skip
+    assert stderr == ("irrun: wrote the subgraph (5 layers; inputs aten::relu/Relu; outputs "
+                      f"aten::add/Add) to {out} and {out.with_suffix('.bin')}\n")  # fmt: skip
     ovm = core.read_model(str(out))
     assert [p.get_friendly_name() for p in ovm.get_parameters()] == ["aten::relu/Relu"]
     assert ovm.outputs[0].get_names() == {"26", "input.11"}  # the tensor's names, kept
