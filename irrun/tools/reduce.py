@@ -119,9 +119,10 @@ def _handle(args: argparse.Namespace) -> int:
     if out.suffix != ".xml":
         raise UsageError(f"-o {args.output}: expected a file name ending in .xml")
     common.check_output_path(out)
-    check = command_check(args.check) if args.check else openvino_check(args.atol, args.rtol)
-    if args.check and args.atol is not None:
+    given = args.check is not None
+    if given and args.atol is not None:
         raise UsageError("--atol is the default check's: a --check command has its own")
+    check = command_check(args.check) if given else openvino_check(args.atol, args.rtol)
     model = load(args.model, args.weights)
     if args.shape:
         model.reshape(args.shape)

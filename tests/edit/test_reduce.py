@@ -258,3 +258,27 @@ def test_a_check_command_gets_the_inputs_of_each_candidate(core, capsys, tmp_pat
 def _port(model, layer_name):
     lid = next(lid for lid, layer in model._graph.layers.items() if layer.name == layer_name)
     return (lid, model._graph.layers[lid].outputs[0].id)
+
+
+@pytest.mark.parametrize(
+    ("args", "rc", "message"),
+    [
+        (["-o", "{tmp}/repro.txt"], 2, "irrun: error: -o {tmp}/repro.txt: expected a file name "
+         "ending in .xml"),
+        (["-o", "{tmp}/no/repro.xml"], 1, "irrun: error: {tmp}/no/repro.xml: the output's "
+         "directory does not exist"),
+        (["--check", "", "-o", "{tmp}/repro.xml"], 2, "irrun: error: --check: an empty command"),
+        (["--check", "true {model}", "--atol", "1", "-o", "{tmp}/repro.xml"], 2,
+         "irrun: error: --atol is the default check's: a --check command has its own"),
+        (["--check", "{tmp}/no-such-program {model}", "-o", "{tmp}/repro.xml"], 1,
+         "irrun: error: --check: cannot run {tmp}/no-such-program: No such file or directory"),
+        (["--mode", "binary"], 2, "irrun reduce: error: argument --mode: invalid choice: 'binary'"),
+    ],
+)  # fmt: skip
+def test_the_command_refuses_bad_arguments_and_writes_nothing(capsys, tmp_path, args, rc, message):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    got, stdout, stderr = run_cli(capsys, "reduce", str(TORCH / "resnet_stem.xml"), "--shape",
+                                  "[1,3,64,64]", "-q", *args)  # fmt: skip
+    assert (got, stdout) == (rc, "")
+    assert stderr.startswith(message.replace("{tmp}", str(tmp_path))), stderr
+    assert list(tmp_path.iterdir()) == []
