@@ -51,12 +51,17 @@ _LAZY = {
     "benchmark": "irrun.tools.benchmark",
     "compare": "irrun.tools.compare",
     "Report": "irrun.tools.compare_results",
+    # Surgery (irrun.edit): a subgraph, and the smallest subgraph that fails a check.
+    "extract": "irrun.edit.extract",
+    "reduce": "irrun.edit.reduce",
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see
     from .core.generation import Generation, generate
     from .core.model import LayerRun, Model, Results, TensorSpec, load, save, validate
     from .core.state import Request
+    from .edit.extract import extract
+    from .edit.reduce import reduce
     from .tools.benchmark import BenchmarkResult, benchmark
     from .tools.compare import compare
     from .tools.compare_results import Report
@@ -96,8 +101,10 @@ __all__ = [
     "__version__",
     "benchmark",
     "compare",
+    "extract",
     "generate",
     "load",
+    "reduce",
     "save",
     "validate",
 ]

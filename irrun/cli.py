@@ -38,6 +38,8 @@ COMMANDS: dict[str, str] = {
     "graph": "draw the model's graph (DOT, SVG, PNG, PDF)",
     "generate": "decode a causal LM greedily, token by token",
     "ops": "list OpenVINO's op types and versions, and which irrun runs",
+    "extract": "write the subgraph between some tensors and others as a new IR",
+    "reduce": "shrink a model to the smallest subgraph that still fails a check",
 }
 
 # What users of other tools type for a command that irrun names otherwise (Polygraphy's
