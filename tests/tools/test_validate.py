@@ -511,8 +511,8 @@ CARRIED = re.compile(
     r'\b(?:code|CODE)(?:: str)? = "([a-z-]+)"|code="([a-z-]+)"|return "([a-z]+-[a-z-]+)", '
 )
 # Errors a run or the Python API raises (memory, the inputs given or made up, an output asked
-# for by an unknown name, a model that cannot be saved), never findings of validate.
-RUN_ONLY = {"out-of-memory", "bad-input", "unknown-name", "input-shapes", "save"}
+# for by an unknown name), never findings of validate.
+RUN_ONLY = {"out-of-memory", "bad-input", "unknown-name", "input-shapes"}
 
 
 def test_every_code_irrun_makes_is_known_with_its_level():
