@@ -38,6 +38,9 @@ COMMANDS: dict[str, str] = {
     "graph": "draw the model's graph (DOT, SVG, PNG, PDF)",
     "generate": "decode a causal LM greedily, token by token",
     "ops": "list OpenVINO's op types and versions, and which irrun runs",
+    "cleanup": "remove dead layers, unused outputs and duplicate constants; renumber",
+    "fold": "fold constant layers into constants, shapes made static with --shape",
+    "reshape": "write the model with new input shapes",
 }
 
 # What users of other tools type for a command that irrun names otherwise (Polygraphy's

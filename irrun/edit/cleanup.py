@@ -17,14 +17,17 @@ cleanup passes do the same for their graphs):
   others' readers read it, and its output port takes the others' tensor names, so that
   every name still finds its tensor.  A Const read by a Result is left alone: merging
   it would give two outputs one tensor.
-* **Renumbering**: the layers are written in topological order with ids 0..n-1, as
-  OpenVINO's serializer writes them; edges follow.  Bodies of If, Loop and
+* **Renumbering**: the layers are written in topological order with ids 0..n-1 (the
+  ready layer with the lowest old id first, the Results last), edges following.  The
+  Parameters keep their order among themselves, and the Results theirs: OpenVINO orders
+  a model's inputs and outputs by their layers' ids.  Bodies of If, Loop and
   TensorIterator keep their own ids (their port maps name them) and are not cleaned.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -201,17 +204,47 @@ def _merge_constants(doc: IRDocument, weights: Weights | None, done: Cleanup) ->
 
 
 def _renumber(doc: IRDocument, done: Cleanup) -> None:
-    lg = build_graph(doc, unneeded=False)
-    new = {lid: str(i) for i, lid in enumerate(lg.order)}
-    if len(new) != len(doc.layers):  # layers without a usable id: leave the file as it is
+    """Ids 0..n-1 in a topological order that keeps the Parameters, and the Results (put
+    last), in the order of their old ids: the order OpenVINO gives the model's inputs
+    and outputs."""
+    order = _topological(doc)
+    if order is None:  # a cycle, or ids not numbers: leave the file as it is
         return
-    done.renumbered = any(lid != n for lid, n in new.items()) or [
-        layer.id for layer in doc.layers] != lg.order  # fmt: skip
-    layers = [lg.layers[lid] for lid in lg.order]
-    for layer in layers:
+    new = {layer.id: str(i) for i, layer in enumerate(order)}
+    done.renumbered = any(lid != n for lid, n in new.items()) or order != doc.layers
+    for layer in order:
         layer.id = new[layer.id]
         layer._ref = None
-    doc.layers = layers
+    doc.layers = order
     edges = [Edge(new[e.from_layer], e.from_port, new[e.to_layer], e.to_port, e.line)  # type: ignore[index]
              for e in doc.edges if e.complete]  # fmt: skip
     doc.edges = sorted(edges, key=lambda e: (int(e.to_layer), e.to_port))  # type: ignore[arg-type]
+
+
+def _topological(doc: IRDocument) -> list[Layer] | None:
+    """Kahn's order, the ready layer with the lowest old id first; Results last."""
+    if not all(layer.id.isdigit() for layer in doc.layers):
+        return None
+    layers = {layer.id: layer for layer in doc.layers}
+    if len(layers) != len(doc.layers):
+        return None
+    waiting = {lid: 0 for lid in layers}
+    readers: dict[str, list[str]] = {}
+    for e in doc.edges:
+        if e.complete and e.from_layer in layers and e.to_layer in layers:
+            waiting[e.to_layer] += 1  # type: ignore[index]
+            readers.setdefault(e.from_layer, []).append(e.to_layer)  # type: ignore[arg-type]
+    results = sorted((lid for lid, layer in layers.items() if layer.type.lower() == "result"),
+                     key=int)  # fmt: skip
+    ready = [(int(lid), lid) for lid, n in waiting.items() if n == 0 and lid not in results]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, lid = heapq.heappop(ready)
+        order.append(layers[lid])
+        for reader in readers.get(lid, ()):
+            waiting[reader] -= 1
+            if waiting[reader] == 0 and layers[reader].type.lower() != "result":
+                heapq.heappush(ready, (int(reader), reader))
+    order += [layers[lid] for lid in results]
+    return order if len(order) == len(layers) else None
