@@ -4,6 +4,11 @@
 inferred again, a dim that is not a number written -1 (OpenVINO writes a port's range
 ``1..10`` so too, keeping the range in the Parameter's ``shape`` alone).  The model
 reshaped is left as it was.
+
+Static shapes are inferred as OpenVINO infers them.  With dynamic dims, irrun's inference
+can know less than OpenVINO's (which carries dims' bounds through shape subgraphs): a
+port may be written -1 where OpenVINO writes 1.  The Parameters' shapes are the same,
+and OpenVINO infers every port again when it reads the file.
 """
 
 from __future__ import annotations
