@@ -65,15 +65,14 @@ class Cleanup:
             lines.append(f"removed {count(len(self.dead), 'dead layer')}: "
                          f"{_refs(self.dead)}")  # fmt: skip
         if self.merged:
-            lines.append(f"merged {count(len(self.merged), 'duplicate constant')} "
-                         f"({self.merged_bytes} bytes) into the ones they repeat: "
-                         f"{_refs([a for a, _ in self.merged])}")  # fmt: skip
+            lines.append(f"merged {count(len(self.merged), 'duplicate constant')} into the "
+                         f"constants they repeat ({self.merged_bytes} bytes)")  # fmt: skip
         if self.renumbered:
             lines.append(f"renumbered the layers 0..{self.layers_after - 1} in topological order")
         return lines
 
 
-def _refs(refs: list[LayerRef], most: int = 5) -> str:
+def _refs(refs: list[LayerRef], most: int = 3) -> str:
     shown = ", ".join(str(r) for r in refs[:most])
     return shown + (f" and {len(refs) - most} more" if len(refs) > most else "")
 

@@ -162,8 +162,7 @@ def test_cleanup_command(capsys, tmp_path):
         "layers: 9 -> 5",
         "removed 3 dead layers: layer 1 'five' (Const-v1), layer 2 'sub' (Subtract-v1), "
         "layer 3 'relu' (ReLU-v1)",
-        "merged 1 duplicate constant (12 bytes) into the ones they repeat: layer 6 'row2' "
-        "(Const-v1)",
+        "merged 1 duplicate constant into the constants they repeat (12 bytes)",
         "renumbered the layers 0..4 in topological order",
     ]
     assert err == f"irrun: wrote 5 layers to {out} and clean.bin\n"

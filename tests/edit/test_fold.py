@@ -4,6 +4,7 @@ have fewer layers, keep their compressed weights compressed, and respect the cap
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -225,3 +226,27 @@ def test_stateful_int4_model_folds_and_keeps_its_state(tmp_path):
     assert {layer.type for layer in doc.layers} >= {"ReadValue", "Assign"}
     for got, want in zip(_two_steps(out), _two_steps(path), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+DOCS = TESTS.parent / "docs" / "cli.md"
+
+
+@pytest.mark.parametrize("command", [
+    "irrun cleanup tests/corpus/bert.xml -o clean.xml",
+    'irrun fold tests/corpus/gpt2_int4_sym.xml --shape "input_ids[1,8],attention_mask[1,8]" '
+    "-o folded.xml",
+    'irrun reshape tests/torch_models/resnet_stem.xml --shape "x[1,3,224,224]" -o static.xml',
+])  # fmt: skip
+def test_docs_show_what_the_commands_print(command, capsys, monkeypatch, tmp_path):
+    """docs/cli.md's examples of cleanup, fold and reshape, run where they write to a
+    scratch directory (as tests/cli/test_docs.py runs the others)."""
+    shown = re.search(r"\$ " + re.escape(command) + r"\n(.*?)\n```", DOCS.read_text(), re.S)
+    assert shown, f"docs/cli.md shows no output for {command!r}"
+    (tmp_path / "tests").symlink_to(TESTS)
+    monkeypatch.chdir(tmp_path)
+    args = [a.strip('"') for a in re.findall(r'"[^"]*"|\S+', command)[1:]]
+    rc, printed, _ = run_cli(capsys, *args)
+    assert rc == 0 and printed.rstrip("\n") == shown.group(1)
+    written = re.search(r"-o (\S+)\.xml", command).group(1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["tests", f"{written}.xml", f"{written}.bin"])  # fmt: skip
