@@ -140,7 +140,7 @@ def _drop_outputs(doc: IRDocument, drop: list[str], done: Cleanup) -> None:
     gone = {r.id for n in drop for r in names[n]}
     if not any(layer.type.lower() in _SINKS and layer.id not in gone for layer in doc.layers):
         raise IrrunError(f"dropping {', '.join(drop)} leaves the model without an output",
-                         doc.location(), code="cleanup")  # fmt: skip
+                         doc.location())  # fmt: skip
     done.dropped += drop
     _remove(doc, gone)
 
