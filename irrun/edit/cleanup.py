@@ -210,7 +210,9 @@ def _renumber(doc: IRDocument, done: Cleanup) -> None:
     if order is None:  # a cycle, or ids not numbers: leave the file as it is
         return
     new = {layer.id: str(i) for i, layer in enumerate(order)}
-    done.renumbered = any(lid != n for lid, n in new.items()) or order != doc.layers
+    done.renumbered = any(lid != n for lid, n in new.items()) or any(
+        a is not b for a, b in zip(order, doc.layers, strict=True)
+    )
     for layer in order:
         layer.id = new[layer.id]
         layer._ref = None

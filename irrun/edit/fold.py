@@ -23,6 +23,9 @@ The cap.  A value larger than ``cap`` bytes is not written as a Const: the layer
 makes it stays, and what it reads is folded instead (a Broadcast or Tile of a small
 constant costs less to compute than to store).  Polygraphy's ``--fold-size-threshold``
 caps the same way, one value at a time.
+
+The bodies of If, Loop and TensorIterator are written as they were: those layers never
+fold, and nothing inside them is folded.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ class Folded:
     constants: int = 0  # Consts made
     constant_bytes: int = 0
     shape_ofs: int = 0  # ShapeOfs folded (their inputs' shapes static)
-    compressed: int = 0  # decompression Converts kept
+    compressed: int = 0  # decompression Converts kept (of weights, zero points, scales)
     over_cap: list[LayerRef] = field(default_factory=list)
     failed: list[LayerRef] = field(default_factory=list)
     cap: int | None = DEFAULT_CAP
@@ -85,8 +88,8 @@ class Folded:
                      f"{count(self.constants, 'constant')} "
                      f"({format_bytes(self.constant_bytes)})")  # fmt: skip
         if self.compressed:
-            lines.append(f"kept {count(self.compressed, 'compressed weight')} compressed "
-                         "(their decompression Converts stay)")  # fmt: skip
+            lines.append(f"kept {count(self.compressed, 'constant')} compressed (weights, "
+                         "zero points, scales: their decompression Converts stay)")  # fmt: skip
         if self.over_cap:
             lines.append(f"left {count(len(self.over_cap), 'layer')} unfolded: values above the "
                          f"{format_bytes(self.cap or 0)} cap ({_refs(self.over_cap)})")  # fmt: skip

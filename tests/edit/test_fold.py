@@ -186,7 +186,10 @@ def test_fold_command(capsys, tmp_path):
     lines = printed.splitlines()
     assert lines[0] == "layers: 211 -> 148; constants' bytes: 20.9 KiB -> 21.1 KiB"
     assert lines[1] == "folded 49 layers, 3 ShapeOfs among them into 8 constants (240 bytes)"
-    assert lines[2] == "kept 12 compressed weights compressed (their decompression Converts stay)"
+    assert (
+        lines[2]
+        == "kept 12 constants compressed (weights, zero points, scales: their decompression Converts stay)"
+    )
     assert err == f"irrun: wrote 148 layers to {out} and folded.bin\n"
     want = _ov_outputs(path, inputs, {k: list(v.shape) for k, v in inputs.items()})
     np.testing.assert_array_equal(_ov_outputs(out, inputs)["logits"], want["logits"])
@@ -277,3 +280,22 @@ def test_every_model_folds_and_cleans_up(path, tmp_path):
             got = _ov_outputs(out, feeds)
             for i in range(len(model.outputs)):
                 np.testing.assert_array_equal(got[f"#{i}"], want[f"#{i}"])
+
+
+def test_f16_weights_stay_f16(tmp_path):
+    """A model saved with OpenVINO's compress_to_fp16 (each weight f16, a Convert to f32
+    marked ``decompression``): folded with static shapes, no weight comes back as f32."""
+    path, inputs = _case("resnet_stem")
+    source = tmp_path / "f16.xml"
+    ov.save_model(ov.Core().read_model(path), source, compress_to_fp16=True)
+    model = irrun.load(source, fold_constants=False)
+    doc, done = folded(model, shapes={k: list(v.shape) for k, v in inputs.items()})
+    out = _write(doc, model, tmp_path / "folded.xml")
+    before, after = _consts(source), _consts(out)
+    assert sorted(c for c in before if c[0] == "f16") == sorted(c for c in after if c[0] == "f16")
+    assert sum(c[2] for c in after if c[0] == "f32") <= sum(c[2] for c in before if c[0] == "f32")
+    assert done.compressed == sum(c[0] == "f16" for c in before) > 0
+    for key, want in _ov_outputs(
+        source, inputs, {k: list(v.shape) for k, v in inputs.items()}
+    ).items():
+        np.testing.assert_array_equal(_ov_outputs(out, inputs)[key], want)
