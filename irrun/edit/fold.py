@@ -319,7 +319,9 @@ def _write_constants(doc: IRDocument, plan: Plan, infos: Infos, values: dict[int
         et = infos[key_of[s]].element_type or of_array(value)
         if et is None:
             raise UsageError(f"{layer.ref()}: cannot write a value of type {value.dtype}")
-        name = layer.name if len(layer.outputs) == 1 else f"{layer.name}.{port_id}"
+        # OpenVINO's ConstantFolding names an output N of several "name.N", N its index.
+        index = next(i for i, p in enumerate(layer.outputs) if p.id == port_id)
+        name = layer.name if len(layer.outputs) == 1 else f"{layer.name}.{index}"
         made = constant(str(lid_next), name, value.astype(et.dtype, copy=False), et,
                         port.names if port is not None else ())  # fmt: skip
         lid_next += 1

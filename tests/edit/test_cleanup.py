@@ -181,3 +181,23 @@ def test_cleanup_command_errors(args, rc, message, capsys, tmp_path):
     got, _, err = run_cli(capsys, "cleanup", str(path), *args)
     assert got == rc and message in err and len(err.splitlines()) == 1
     assert sorted(tmp_path.iterdir()) == before  # nothing written, nothing half-written
+
+
+def test_a_constant_a_result_reads_is_not_merged(tmp_path):
+    """y = ROW, an output of its own; z = x + ROW: two outputs never share a tensor."""
+    x = ops.parameter([2, 3], np.float32, name="x")
+    row = ops.constant(ROW, name="row1")
+    row.output(0).get_tensor().set_names({"y"})
+    z = ops.add(x, ops.constant(ROW, name="row2"), name="z")
+    z.output(0).get_tensor().set_names({"z"})
+    path = tmp_path / "row.xml"
+    ov.save_model(ov.Model([ops.result(row), ops.result(z)], [x]), path, compress_to_fp16=False)
+    model = irrun.load(path)
+    doc, done = clean(model)
+    assert done.merged == [] and done.dead == []
+    out = tmp_path / "clean.xml"
+    write_ir(doc, out, model.weights)
+    y, z = _ov(out, {"x": X})
+    np.testing.assert_array_equal(y, ROW)
+    np.testing.assert_array_equal(z, X + ROW)
+    assert [o.names for o in ov.Core().read_model(out).outputs] == [{"y"}, {"z"}]

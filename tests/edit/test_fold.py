@@ -299,3 +299,25 @@ def test_f16_weights_stay_f16(tmp_path):
         source, inputs, {k: list(v.shape) for k, v in inputs.items()}
     ).items():
         np.testing.assert_array_equal(_ov_outputs(out, inputs)[key], want)
+
+
+def test_folded_constants_keep_the_names_of_what_they_replace():
+    path, inputs = _case("gpt2_int4_sym")
+    model = irrun.load(path, fold_constants=False)
+    doc = fold(model, shapes={k: list(v.shape) for k, v in inputs.items()})
+    source = {layer.name: layer for layer in model.document().layers}
+    made = [layer for layer in doc.layers if layer.blob is not None]
+    assert made
+    named = 0
+    for layer in made:
+        if layer.name in source:
+            was = source[layer.name]
+            port = was.outputs[0]
+        else:  # output N of several: "name.N"
+            name, _, index = layer.name.rpartition(".")
+            was = source[name]
+            port = was.outputs[int(index)]
+        assert was.type != "Const"  # a layer computed, now a Const of its value
+        assert set(port.names) <= set(layer.outputs[0].names)
+        named += bool(layer.outputs[0].names)
+    assert named  # some of them had names to keep
