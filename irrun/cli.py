@@ -40,6 +40,9 @@ COMMANDS: dict[str, str] = {
     "ops": "list OpenVINO's op types and versions, and which irrun runs",
     "extract": "write the subgraph between some tensors and others as a new IR",
     "reduce": "shrink a model to the smallest subgraph that still fails a check",
+    "cleanup": "remove dead layers, unused outputs and duplicate constants; renumber",
+    "fold": "fold constant layers into constants, shapes made static with --shape",
+    "reshape": "write the model with new input shapes",
 }
 
 # What users of other tools type for a command that irrun names otherwise (Polygraphy's

@@ -319,7 +319,8 @@ def test_misuse_exits_2_with_the_complaint_then_one_line_of_usage(
          "usage: irrun benchmark MODEL.xml [options] (irrun benchmark --help for more)"),
         ("check", "unknown command 'check' (did you mean 'validate'?)", VALIDATE_USAGE),
         ("frobnicate", "'frobnicate' is neither a command nor a file (commands: run, validate, "
-         "inspect, compare, benchmark, graph, generate, ops, extract, reduce)",
+         "inspect, compare, benchmark, graph, generate, ops, extract, reduce, cleanup, fold, "
+         "reshape)",
          "usage: irrun COMMAND ... (irrun --help for more)"),
     ],
 )  # fmt: skip
