@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from ..core.model import load
 from ..edit.extract import TensorIndex, extract_tensors
-from ..errors import UsageError
-from ..ir.writer import write_ir
 from . import common
 from .common import Parents
+from .surgery import add_output, output_path, read, write
 
 
 def register(sub: Any, parents: Parents) -> None:
@@ -37,11 +34,7 @@ def register(sub: Any, parents: Parents) -> None:
         "--outputs", type=_names, required=True, metavar="T3,T4",
         help="the tensors the subgraph computes, its outputs",
     )  # fmt: skip
-    parser.add_argument(
-        "-o", "--output", required=True, metavar="SUB.xml",
-        help="the .xml to write; its .bin goes beside it",
-    )  # fmt: skip
-    parser.add_argument("-q", "--quiet", action="store_true", help="say nothing of what is written")
+    add_output(parser)
     parser.set_defaults(handler=_handle)
 
 
@@ -56,19 +49,15 @@ _names.__name__ = "tensor list"
 
 
 def _handle(args: argparse.Namespace) -> int:
-    out = Path(args.output)
-    if out.suffix != ".xml":
-        raise UsageError(f"-o {args.output}: expected a file name ending in .xml")
-    common.check_output_path(out)
-    model = load(args.model, args.weights)
+    out = output_path(args)
+    model = read(args)
     index = TensorIndex(model)
     cuts = [index.find(n, "--inputs") for n in args.inputs]
     outs = [index.find(n, "--outputs") for n in args.outputs]
     labels = dict(zip(cuts + outs, [*args.inputs, *args.outputs], strict=True))
     made = extract_tensors(model, cuts, outs, labels)
-    xml, bin_ = write_ir(made.doc, out, model.weights)
     layers = common.count(len(made.compute_layers(model)), "layer")
     what = (f"the subgraph ({layers}; inputs {', '.join(made.inputs) or 'none'}; outputs "
             f"{', '.join(made.outputs)})")  # fmt: skip
-    common.say_written(what, f"{xml} and {bin_}", args.quiet)
+    write(made.doc, model, out, args.quiet, what)
     return 0

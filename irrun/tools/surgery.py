@@ -1,5 +1,6 @@
-"""What the commands that write a changed model (``cleanup``, ``fold``, ``reshape``)
-share: the ``-o OUT.xml`` option, loading the model, and writing the new pair of files."""
+"""What the commands that write a changed model (``extract``, ``cleanup``, ``fold``,
+``reshape``) share: the ``-o OUT.xml`` option, loading the model, and writing the new
+pair of files."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def read(args: argparse.Namespace) -> Model:
     return load(args.model, args.weights, fold_constants=False)
 
 
-def write(doc: IRDocument, model: Model, path: Path, quiet: bool) -> None:
+def write(doc: IRDocument, model: Model, path: Path, quiet: bool, what: str | None = None) -> None:
+    """Write ``doc`` (its constants' bytes from ``model``'s weights) and say so: ``what``
+    was written, by default its count of layers."""
     xml, bin_ = write_ir(doc, path, model.weights)
-    common.say_written(f"{len(doc.layers)} layers", f"{xml} and {bin_.name}", quiet)
+    common.say_written(what or f"{len(doc.layers)} layers", f"{xml} and {bin_.name}", quiet)

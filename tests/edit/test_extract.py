@@ -137,7 +137,7 @@ def test_the_command_writes_the_subgraph_and_says_what_it_kept(core, capsys, tmp
     )  # fmt: skip
     assert (rc, stdout) == (0, "")
     assert stderr == ("irrun: wrote the subgraph (5 layers; inputs aten::relu/Relu; outputs "
-                      f"aten::add/Add) to {out} and {out.with_suffix('.bin')}\n")  # fmt: skip
+                      f"aten::add/Add) to {out} and {out.with_suffix('.bin').name}\n")  # fmt: skip
     ovm = core.read_model(str(out))
     assert [p.get_friendly_name() for p in ovm.get_parameters()] == ["aten::relu/Relu"]
     assert ovm.outputs[0].get_names() == {"26", "input.11"}  # the tensor's names, kept
@@ -148,7 +148,7 @@ def test_the_command_writes_the_subgraph_and_says_what_it_kept(core, capsys, tmp
     [
         (["--outputs", "nope", "-o", "{tmp}/s.xml"], 2, "irrun: error: --outputs 'nope': no tensor"),
         (["--outputs", "aten::add/Add", "-o", "{tmp}/s.txt"], 2, "irrun: error: -o {tmp}/s.txt: "
-         "expected a file name ending in .xml"),
+         "expected an .xml file name (its .bin goes beside it)"),
         (["--outputs", "aten::add/Add", "-o", "{tmp}/no/s.xml"], 1, "irrun: error: {tmp}/no/s.xml: "
          "the output's directory does not exist"),
         (["--outputs", "a,,b", "-o", "{tmp}/s.xml"], 2, "irrun extract: error: argument --outputs: "
