@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..core.documents import with_inferred_shapes
+from ..core.graph import LayerGraph
 from ..core.model import Model
 from ..errors import UsageError
 from ..ir.records import Edge, IRDocument, Layer
@@ -129,6 +130,30 @@ def constant_layers(model: Model) -> set[str]:
     return found
 
 
+def walk_back(lg: LayerGraph, outputs: Iterable[Tensor],
+              inside: Callable[[Tensor], bool]) -> tuple[set[str], list[Tensor]]:  # fmt: skip
+    """The layers met walking back from ``outputs`` through the tensors ``inside`` says
+    are inside, and the tensors read across the border (those it says are not), in the
+    order met."""
+    met: set[str] = set()
+    crossing: dict[Tensor, None] = {}
+    stack = [lid for lid, _ in outputs]
+    while stack:
+        lid = stack.pop()
+        if lid in met:
+            continue
+        met.add(lid)
+        for port in lg.layers[lid].inputs:
+            src = lg.sources.get((lid, port.id))
+            if src is None:
+                continue
+            if inside((src.layer, src.port)):
+                stack.append(src.layer)
+            else:
+                crossing[(src.layer, src.port)] = None
+    return met, list(crossing)
+
+
 def label(model: Model, tensor: Tensor) -> str:
     """A tensor by its layer's name: ``NAME``, or ``NAME:PORT`` for a layer with several
     outputs (the names :class:`TensorIndex` finds it by)."""
@@ -156,23 +181,9 @@ def extract_tensors(model: Model, cuts: Iterable[Tensor], outputs: Iterable[Tens
     if both:
         raise UsageError(f"'{named[both[0]]}' is both an input and an output")
 
-    # Walk back from the outputs, stopping at the cuts.
-    kept: set[str] = set()
-    used: set[Tensor] = set()
-    stack = [lid for lid, _ in outputs]
-    while stack:
-        lid = stack.pop()
-        if lid in kept:
-            continue
-        kept.add(lid)
-        for port in lg.layers[lid].inputs:
-            src = lg.sources.get((lid, port.id))
-            if src is None:
-                continue
-            if (src.layer, src.port) in cuts:
-                used.add((src.layer, src.port))
-            else:
-                stack.append(src.layer)
+    cut_set = set(cuts)
+    kept, crossing = walk_back(lg, outputs, lambda t: t not in cut_set)
+    used = set(crossing)
     unused = [t for t in cuts if t not in used]
     if unused:
         outs = ", ".join(f"'{named[t]}'" for t in outputs)

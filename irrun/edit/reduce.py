@@ -39,7 +39,14 @@ from ..core.model import Model
 from ..errors import IrrunError, UsageError
 from ..ir.records import IRDocument
 from ..ir.writer import write_ir
-from .extract import Tensor, constant_layers, extract_tensors, label, source_document
+from .extract import (
+    Tensor,
+    constant_layers,
+    extract_tensors,
+    label,
+    source_document,
+    walk_back,
+)
 
 # (candidate .xml, its inputs .npz) -> True when the candidate still fails
 Check = Callable[[Path, Path], bool]
@@ -238,36 +245,16 @@ class _Search:
 
     def _ancestors(self, outputs: list[Tensor]) -> list[str]:
         """The layers that compute something on the way to ``outputs``, in run order."""
-        seen: set[str] = set()
-        stack = [lid for lid, _ in outputs]
-        while stack:
-            lid = stack.pop()
-            if lid in seen or lid not in self.position:
-                continue
-            seen.add(lid)
-            stack += [s.layer for p in self.lg.layers[lid].inputs
-                      if (s := self.lg.sources.get((lid, p.id))) is not None]  # fmt: skip
-        return sorted(seen, key=self.position.__getitem__)
+        # Constants and Parameters (not in position) end the walk: nothing before them computes.
+        met, _ = walk_back(self.lg, outputs, lambda t: t[0] in self.position)
+        return sorted(met & self.position.keys(), key=self.position.__getitem__)
 
     def _cuts(self, allowed: set[str], outputs: list[Tensor]) -> list[Tensor]:
         """The tensors a subgraph of the ``allowed`` layers computing ``outputs`` reads
         from layers outside it (Parameters and constants aside)."""
-        cuts: dict[Tensor, None] = {}
-        seen: set[str] = set()
-        stack = [lid for lid, _ in outputs]
-        while stack:
-            lid = stack.pop()
-            if lid in seen:
-                continue
-            seen.add(lid)
-            for port in self.lg.layers[lid].inputs:
-                src = self.lg.sources.get((lid, port.id))
-                if src is None:
-                    continue
-                if src.layer in allowed or src.layer not in self.position:
-                    stack.append(src.layer)  # inside, a constant or a Parameter
-                else:
-                    cuts[(src.layer, src.port)] = None
+        # Inside: the allowed layers, constants and Parameters.
+        _, cuts = walk_back(self.lg, outputs,
+                            lambda t: t[0] in allowed or t[0] not in self.position)  # fmt: skip
         return sorted(cuts, key=lambda t: (self.position[t[0]], t[1]))
 
     def _try(self, phase: str, allowed: set[str], outputs: list[Tensor],
