@@ -43,7 +43,10 @@ COMMANDS: dict[str, str] = {
     "cleanup": "remove dead layers, unused outputs and duplicate constants; renumber",
     "fold": "fold constant layers into constants, shapes made static with --shape",
     "reshape": "write the model with new input shapes",
+    "convert-precision": "convert a model's f32 weights to f16 (or back), as OpenVINO does",
 }
+# The module of a command whose name is no Python name.
+MODULES = {"convert-precision": "precision"}
 
 # What users of other tools type for a command that irrun names otherwise (Polygraphy's
 # `check`, onnx's checker), where spelling alone would not lead to it.
@@ -116,7 +119,8 @@ def _parser(command: str | None = None) -> tuple[Parser, Any]:
         from .tools.common import parents  # NumPy and the model: only for a command
 
         shared = shared or parents()
-        importlib.import_module(f"{__package__}.tools.{name}").register(_Named(sub), shared)
+        module = importlib.import_module(f"{__package__}.tools.{MODULES.get(name, name)}")
+        module.register(_Named(sub), shared)
     return parser, sub
 
 

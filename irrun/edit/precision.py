@@ -1,0 +1,380 @@
+"""Converting a model's float weights between f32 and f16, as OpenVINO's
+``save_model(model, path, compress_to_fp16=True)`` does.
+
+:func:`convert_precision` with ``"f16"`` turns each f32 constant into an f16 constant
+(named ``<name>_compressed``, holding the tensor names) followed by a ``Convert`` to f32
+that carries the name and OpenVINO's ``decompression`` attribute, so that a plugin sees
+f32 weights and may fold the ``Convert`` away.  A constant stays in f32 where OpenVINO
+keeps it:
+
+- on a shape path: anything feeding, up to a ``ShapeOf``, an input that holds a shape
+  or indices (``Reshape``'s pattern, ``Broadcast``'s target shape, ``Interpolate``'s sizes
+  or scales, ``Pad``'s pads, ``StridedSlice``'s bounds...).  Such constants, of any type,
+  are also marked ``DisablePrecisionConversion``, as OpenVINO marks them;
+- when f16 would change it too much: a value off by more than 1 after rounding vetoes
+  the constant; otherwise it stays when at least 75% of its values are out of f16's
+  range (a non-zero value that rounds to zero, or one beyond 65504) or lose more than
+  a relative 1e-3 (1e-4 for a constant of one value: epsilons, scales);
+- when the model is already quantized or compressed (a ``FakeQuantize``, a
+  ``FakeConvert``, or an integer weight decompressed by ``Convert`` [``Subtract``]
+  ``Multiply``): OpenVINO then converts nothing, and neither does this.
+
+Values are rounded to the nearest f16, ties to even; values beyond f16's range become
++-65504, and NaN becomes 65504, as OpenVINO writes them.  Constants inside ``If``,
+``Loop`` and ``TensorIterator`` bodies are converted too.
+
+``"f32"`` undoes it: each ``Convert`` to f32 marked ``decompression`` whose input is an
+f16 constant becomes an f32 constant with the same values (exactly: every f16 is an f32),
+named as the ``Convert`` was, with the tensor names of both.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from lxml import etree
+
+from ..core.documents import copy_document
+from ..errors import IrrunError, Location
+from ..ir.element_types import ELEMENT_TYPES
+from ..ir.records import Edge, IRDocument, Layer, Port, RtInfo
+from ..ir.weights import Weights
+from ..ir.writer import constant_bytes, constant_type, is_constant
+from .layers import next_id
+
+if TYPE_CHECKING:
+    from ..core.model import Model
+
+F16_MAX = 65504.0
+# The smallest positive f16 (a subnormal): a non-zero f32 below it becomes zero.
+_F16_TINY = float(np.finfo(np.float16).smallest_subnormal)
+_MAX_ABS_ERROR = 1.0
+_MAX_REL_ERROR = 1e-3
+_MAX_REL_ERROR_ONE = 1e-4
+_KEEP_SHARE = 0.75
+
+# The inputs that OpenVINO's ops mark precision-sensitive (they hold shapes, sizes,
+# counts or indices), by op type: input positions.
+SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,), "Broadcast": (1,), "Tile": (1,), "TopK": (1,), "Interpolate": (1,),
+    "OneHot": (1,), "Pad": (1, 2), "BatchToSpace": (1, 2, 3), "SpaceToBatch": (1, 2, 3),
+    "StridedSlice": (1, 2, 3), "ConvolutionBackpropData": (2,),
+    "GroupConvolutionBackpropData": (2,),
+}  # fmt: skip
+_QUANTIZED_TYPES = frozenset(("i4", "u4", "i8", "u8", "nf4", "f8e4m3", "f8e5m2"))
+_DECOMPRESSION_XML = b'<rt_info><attribute name="decompression" version="0" /></rt_info>'
+_DISABLE = "DisablePrecisionConversion"
+_DISABLE_VALUE = "dynamic:f16"
+_F16 = ELEMENT_TYPES["f16"]
+_F32 = ELEMENT_TYPES["f32"]
+
+
+@dataclass
+class Conversion:
+    """What :func:`convert_precision` made: the new document and what it did."""
+
+    document: IRDocument
+    # Names of the constants converted (their original names).
+    converted: list[str] = field(default_factory=list)
+    # Names of the f32 constants kept, with why ("shape path", "out of f16 range"...).
+    kept: list[tuple[str, str]] = field(default_factory=list)
+    # Why nothing was converted at all (a quantized model), else None.
+    skipped: str | None = None
+
+
+def convert_precision(model: Model, to: str) -> Conversion:
+    """The document of ``model`` with its float weights converted ``to`` ``"f16"`` or
+    ``"f32"`` (see the module's docstring); ``model`` is left as it was."""
+    if to not in ("f16", "f32"):
+        raise ValueError(f"to must be 'f16' or 'f32', not {to!r}")
+    return convert_document(model.document(), model.weights, to)
+
+
+def convert_document(doc: IRDocument, weights: Weights | None, to: str) -> Conversion:
+    """:func:`convert_precision` on records read from an IR file and their ``.bin``."""
+    doc = copy_document(doc)
+    out = Conversion(doc)
+    if to == "f16":
+        reason = _quantized(doc)
+        if reason:
+            out.skipped = reason
+            return out
+        _compress(doc, weights, out)
+    else:
+        _decompress(doc, weights, out)
+    return out
+
+
+# ----------------------------------------------------------------------------- f16
+
+
+def keep_reason(values: np.ndarray) -> str | None:
+    """Why OpenVINO keeps an f32 constant holding ``values`` in f32, or None.
+
+    >>> keep_reason(np.float32([0.1])), keep_reason(np.float32([0.1, 0.2]))
+    ('f16 would change its value', None)
+    >>> keep_reason(np.float32([1e-6, 2e-6, 3e-6, 1.0])), keep_reason(np.float32([4098, 0.5]))
+    ('out of f16 range or too imprecise in f16', 'f16 would change a value by more than 1')
+    """
+    a = np.asarray(values, np.float32).reshape(-1)
+    if a.size == 0:
+        return "empty"
+    with np.errstate(all="ignore"):
+        out = ((np.abs(a) < _F16_TINY) & (a != 0)) | (a > F16_MAX) | (a < -F16_MAX)
+        exact = a.astype(np.float64)
+        error = np.abs(exact - a.astype(np.float16).astype(np.float64))
+        if np.any(~out & (error > _MAX_ABS_ERROR)):
+            return "f16 would change a value by more than 1"
+        limit = _MAX_REL_ERROR_ONE if a.size == 1 else _MAX_REL_ERROR
+        imprecise = ~out & (a != 0) & (error / np.abs(exact) > limit)
+    if (np.count_nonzero(out) + np.count_nonzero(imprecise)) / a.size >= _KEEP_SHARE:
+        if a.size == 1 and not out[0]:
+            return "f16 would change its value"
+        return "out of f16 range or too imprecise in f16"
+    return None
+
+
+def to_f16(values: np.ndarray) -> np.ndarray:
+    """``values`` as OpenVINO writes them in f16: nearest, ties to even; beyond the
+    range +-65504; NaN 65504.
+
+    >>> to_f16(np.float32([1e5, -np.inf, np.nan, 0.1])).tolist()
+    [65504.0, -65504.0, 65504.0, 0.0999755859375]
+    """
+    a = np.asarray(values, np.float32)
+    a = np.where(np.isnan(a), np.float32(F16_MAX), np.clip(a, -F16_MAX, F16_MAX))
+    return a.astype(np.float16)
+
+
+def _compress(doc: IRDocument, weights: Weights | None, out: Conversion) -> None:
+    for layer in doc.layers:
+        for body in (layer.bodies or {}).values():
+            _compress(body, weights, out)
+    shape_path = _shape_path_constants(doc)
+    layers: list[Layer] = []
+    edges = list(doc.edges)
+    new_id = next_id(doc)
+    for layer in doc.layers:
+        layers.append(layer)
+        if not is_constant(layer):
+            continue
+        if layer.id in shape_path:
+            if constant_type(layer).name == "f32":
+                out.kept.append((layer.name, "shape path"))
+            _mark(layer, _DISABLE, _DISABLE_VALUE)
+            continue
+        if constant_type(layer).name != "f32":
+            continue
+        values = _values(layer, weights, np.dtype("<f4"), doc)
+        reason = keep_reason(values)
+        if reason:
+            if reason != "empty":
+                out.kept.append((layer.name, reason))
+            continue
+        convert = _decompression(layer, str(new_id))
+        new_id += 1
+        _to_f16_constant(layer, to_f16(values))
+        layers.append(convert)
+        edges = [
+            Edge(convert.id, 1, e.to_layer, e.to_port, 0)
+            if e.from_layer == layer.id and e.from_port == layer.outputs[0].id else e
+            for e in edges
+        ]  # fmt: skip
+        edges.append(Edge(layer.id, layer.outputs[0].id, convert.id, 0, 0))
+        out.converted.append(convert.name)
+    doc.layers[:] = layers
+    doc.edges[:] = edges
+
+
+def _to_f16_constant(layer: Layer, values: np.ndarray) -> None:
+    blob = values.astype("<f2").tobytes()
+    layer.name = f"{layer.name}_compressed"
+    layer.data = {**layer.data, "element_type": "f16", "offset": "0", "size": str(len(blob))}
+    layer.blob = blob
+    layer.outputs[0].precision = _F16
+
+
+def _decompression(const: Layer, lid: str) -> Layer:
+    dims = const.outputs[0].dims
+    return Layer(lid, const.name, "Convert", "opset1", 0, data={"destination_type": "f32"},
+                 rt_info=RtInfo({"decompression": ""}, xml=_DECOMPRESSION_XML),
+                 inputs=[Port(0, 0, _F16, (), dims)],
+                 outputs=[Port(1, 0, _F32, (), dims)])  # fmt: skip
+
+
+def _mark(layer: Layer, key: str, value: str) -> None:
+    """Add the rt_info attribute ``key`` (version 0) to ``layer``, keeping what it has."""
+    if layer.rt_info.get(key) == value:
+        return
+    xml = layer.rt_info.xml if isinstance(layer.rt_info, RtInfo) else None
+    el = etree.fromstring(xml) if xml is not None else None
+    if el is None:
+        # Rebuilt from the dict only when it holds plain attributes; anything nested
+        # (rare on a constant) is left as the writer would write it.
+        el = etree.Element("rt_info")
+        for k, v in layer.rt_info.items():
+            if isinstance(v, dict):
+                return
+            etree.SubElement(el, "attribute", name=k, value=str(v))
+    etree.SubElement(el, "attribute", name=key, version="0", value=value)
+    layer.rt_info = RtInfo({**layer.rt_info, key: value}, xml=etree.tostring(el))
+
+
+def _inputs(doc: IRDocument) -> dict[str, list[str | None]]:
+    """Each layer's producers, in the order of its input ports."""
+    source = {(e.to_layer, e.to_port): e.from_layer for e in doc.edges}
+    return {layer.id: [source.get((layer.id, p.id)) for p in layer.inputs] for layer in doc.layers}
+
+
+def _shape_path_constants(doc: IRDocument) -> set[str]:
+    """The constants OpenVINO's MarkPrecisionSensitiveConstants marks in ``doc``: those
+    on the paths up from a shape input (:data:`SHAPE_INPUTS`), stopping at ``ShapeOf``,
+    found by walking up from the Results and sinks in OpenVINO's order."""
+    by_id = {layer.id: layer for layer in doc.layers}
+    inputs = _inputs(doc)
+    marked: set[str] = set()
+    on_path: set[str] = set()
+    starts = [lr.id for lr in doc.layers if lr.type == "Result"]
+    starts += [lr.id for lr in doc.layers if lr.type == "Assign"]
+    visited = set(starts)
+    todo = collections.deque(starts)
+    while todo:
+        lid = todo.popleft()
+        layer = by_id.get(lid)
+        if layer is None:
+            continue
+        sources = inputs[lid]
+        for i in SHAPE_INPUTS.get(layer.type, ()):
+            if i < len(sources) and sources[i] is not None:
+                visited.add(sources[i])
+                _walk_shape_path(sources[i], by_id, inputs, on_path, marked)
+        for src in sources:
+            if src is None or src in visited:
+                continue
+            visited.add(src)
+            todo.appendleft(src)
+    return marked
+
+
+def _walk_shape_path(start: str, by_id: dict[str, Layer], inputs: dict[str, list[str | None]],
+                     visited: set[str], marked: set[str]) -> None:  # fmt: skip
+    visited.add(start)
+    todo = collections.deque([start])
+    while todo:
+        lid = todo.popleft()
+        layer = by_id.get(lid)
+        if layer is None or layer.type == "ShapeOf":
+            continue
+        if is_constant(layer):
+            marked.add(lid)
+        for src in inputs[lid]:
+            if src is None or src in visited:
+                continue
+            visited.add(src)
+            todo.appendleft(src)
+
+
+def _quantized(doc: IRDocument) -> str | None:
+    """Why OpenVINO would convert nothing in ``doc`` (quantized or compressed), or None."""
+    by_id = {layer.id: layer for layer in doc.layers}
+    inputs = _inputs(doc)
+
+    def kind(lid: str | None) -> Layer | None:
+        return by_id.get(lid) if lid is not None else None
+
+    def int_convert(lid: str | None) -> bool:
+        conv = kind(lid)
+        if conv is None or conv.type != "Convert" or not inputs[conv.id]:
+            return False
+        const = kind(inputs[conv.id][0])
+        return (
+            const is not None
+            and is_constant(const)
+            and constant_type(const).name in _QUANTIZED_TYPES
+        )
+
+    def constant_or_converted(lid: str | None) -> bool:
+        node = kind(lid)
+        if node is not None and node.type == "Convert" and inputs[node.id]:
+            node = kind(inputs[node.id][0])
+        return node is not None and is_constant(node)
+
+    for layer in doc.layers:
+        if layer.type in ("FakeQuantize", "FakeConvert"):
+            return f"it is quantized (a {layer.type}, layer {layer.name!r})"
+        if layer.type == "Multiply" and len(inputs[layer.id]) == 2:
+            for a, b in (inputs[layer.id], inputs[layer.id][::-1]):
+                node, scale = kind(a), kind(b)
+                if node is None or scale is None or not is_constant(scale):
+                    continue
+                if int_convert(a) or (node.type == "Subtract" and len(inputs[node.id]) == 2
+                                      and int_convert(inputs[node.id][0])
+                                      and constant_or_converted(inputs[node.id][1])):  # fmt: skip
+                    return f"its weights are already compressed (layer {layer.name!r})"
+        for body in (layer.bodies or {}).values():
+            reason = _quantized(body)
+            if reason:
+                return reason
+    return None
+
+
+# ----------------------------------------------------------------------------- f32
+
+
+def _decompress(doc: IRDocument, weights: Weights | None, out: Conversion) -> None:
+    for layer in doc.layers:
+        for body in (layer.bodies or {}).values():
+            _decompress(body, weights, out)
+    by_id = {layer.id: layer for layer in doc.layers}
+    inputs = _inputs(doc)
+    readers = collections.Counter(e.from_layer for e in doc.edges)
+    removed: set[str] = set()
+    edges = list(doc.edges)
+    for layer in doc.layers:
+        if layer.type != "Convert" or "decompression" not in layer.rt_info:
+            continue
+        if layer.data.get("destination_type") != "f32" or len(inputs[layer.id]) != 1:
+            continue
+        const = by_id.get(inputs[layer.id][0] or "")
+        if const is None or not is_constant(const) or constant_type(const).name != "f16":
+            continue
+        values = _values(const, weights, np.dtype("<f2"), doc).astype(np.float32)
+        out_port = layer.outputs[0].id
+        names = tuple(dict.fromkeys(const.outputs[0].names + layer.outputs[0].names))
+        rt = {k: v for k, v in layer.rt_info.items() if k != "decompression"}
+        blob = values.astype("<f4").tobytes()
+        shape = const.data.get("shape", "")
+        layer.type, layer.version = "Const", "opset1"
+        layer.data = {"element_type": "f32", "shape": shape, "offset": "0", "size": str(len(blob))}
+        layer.data_line = 0
+        layer.blob = blob
+        layer.rt_info = rt
+        layer.inputs = []
+        layer.outputs = [Port(0, 0, _F32, names, layer.outputs[0].dims)]
+        edges = [
+            Edge(layer.id, 0, e.to_layer, e.to_port, e.line)
+            if e.from_layer == layer.id and e.from_port == out_port else e
+            for e in edges if e.to_layer != layer.id
+        ]  # fmt: skip
+        readers[const.id] -= 1
+        if readers[const.id] == 0:
+            removed.add(const.id)
+        out.converted.append(layer.name)
+    doc.layers[:] = [layer for layer in doc.layers if layer.id not in removed]
+    doc.edges[:] = edges
+
+
+def _values(layer: Layer, weights: Weights | None, dtype: np.dtype, doc: IRDocument) -> np.ndarray:
+    try:
+        raw = constant_bytes(layer, weights)
+    except ValueError as e:
+        raise IrrunError(f"cannot read constant {layer.name!r}: {e}", Location(str(doc.path),
+                         layer.line), code="save") from None  # fmt: skip
+    if len(raw) % dtype.itemsize:
+        where = Location(str(doc.path), layer.line)
+        raise IrrunError(f"constant {layer.name!r} has {len(raw)} bytes, not a whole number "
+                         f"of {dtype.itemsize}-byte values", where)  # fmt: skip
+    return np.frombuffer(raw, dtype)
