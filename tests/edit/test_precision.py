@@ -1,0 +1,228 @@
+"""``irrun convert-precision`` and :mod:`irrun.edit.precision`, against OpenVINO.
+
+The oracle is OpenVINO's own ``save_model(model, path, compress_to_fp16=True)`` on the
+same f32 model: the same constants converted (by name), the same f16 bytes, and the
+CPU plugin computing the same outputs from irrun's file as from OpenVINO's.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from irrun.cli import main
+from irrun.edit.precision import convert_document, keep_reason, to_f16
+from irrun.ir.reader import read_ir
+from irrun.ir.weights import Weights
+from irrun.ir.writer import write_ir
+
+ov = pytest.importorskip("openvino")
+ops = pytest.importorskip("openvino.opset13")
+
+TESTS = Path(__file__).resolve().parents[1]
+TORCH = sorted((TESTS / "torch_models").glob("*.xml"))
+CORPUS = [TESTS / "corpus" / f"{n}.xml" for n in
+          ("bert", "gpt2", "llama", "t5", "swin", "whisper_encoder", "lppool")]  # fmt: skip
+QUANTIZED = [TESTS / "corpus" / f"{n}.xml" for n in ("bert_int8_asym", "cnn_int8_avgpool",
+                                                      "gpt2_int4_sym")]  # fmt: skip
+SUBGRAPHS = [TESTS / "sequence_models" / "keras_rnn.xml",
+             TESTS / "subgraph_models" / "torchvision_patterns.xml"]  # fmt: skip
+CPU = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+
+
+def _convert(xml: Path, out: Path, to: str) -> tuple[Path, object]:
+    conversion = convert_document(read_ir(xml), Weights(xml.with_suffix(".bin")), to)
+    write_ir(conversion.document, out, Weights(xml.with_suffix(".bin")))
+    return out, conversion
+
+
+def _f16_constants(model, acc=None) -> dict[str, bytes]:
+    """Name -> bytes of every f16 Constant, bodies included."""
+    acc = {} if acc is None else acc
+    for op in model.get_ordered_ops():
+        if op.get_type_name() == "Constant" and op.get_element_type() == ov.Type.f16:
+            acc[op.get_friendly_name()] = op.get_data().tobytes()
+        if hasattr(op, "get_internal_subgraphs_size"):
+            for i in range(op.get_internal_subgraphs_size()):
+                _f16_constants(op.get_function(i), acc)
+    return acc
+
+
+def _decompressions(path: Path) -> int:
+    return len(re.findall(r'<attribute name="decompression" version="0" ?/>', path.read_text()))
+
+
+def _inputs(xml: Path) -> dict:
+    """The model's bundled inputs (corpus), else one input of the shape it was made for."""
+    bundled = xml.with_name(f"{xml.stem}.inputs.npz")
+    if bundled.exists():
+        with np.load(bundled) as data:
+            return {k: data[k] for k in data.files}
+    shape = json.loads((TESTS / "torch_models" / "shapes.json").read_text())[xml.stem]
+    return {0: np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
+
+
+def _run(core, path: Path, inputs) -> list[np.ndarray]:
+    model = core.read_model(path)
+    compiled = core.compile_model(model, "CPU", CPU)
+    result = compiled(inputs)
+    # Copies: the results are views on the request's memory, gone with the compiled model.
+    return [np.array(result[k], copy=True) for k in range(len(model.outputs))]
+
+
+@pytest.mark.parametrize("xml", TORCH + CORPUS + SUBGRAPHS, ids=lambda p: p.stem)
+def test_f16_converts_what_openvino_converts_to_the_same_bytes(xml, tmp_path, core):
+    ours, conversion = _convert(xml, tmp_path / "irrun.xml", "f16")
+    ov.save_model(core.read_model(xml), tmp_path / "ov.xml", compress_to_fp16=True)
+    before = _f16_constants(core.read_model(xml))
+    mine = {k: v for k, v in _f16_constants(core.read_model(ours)).items() if k not in before}
+    theirs = {k: v for k, v in _f16_constants(core.read_model(tmp_path / "ov.xml")).items()
+              if k not in before}  # fmt: skip
+    assert sorted(mine) == sorted(theirs)
+    assert all(mine[k] == theirs[k] for k in mine)
+    assert _decompressions(ours) == _decompressions(tmp_path / "ov.xml")
+    assert len(conversion.converted) == _decompressions(ours) - _decompressions(xml)
+
+
+@pytest.mark.parametrize("xml", TORCH + CORPUS[:3], ids=lambda p: p.stem)
+def test_openvino_computes_the_same_from_irrun_s_f16_file_as_from_its_own(xml, tmp_path, core):
+    ours, _ = _convert(xml, tmp_path / "irrun.xml", "f16")
+    ov.save_model(core.read_model(xml), tmp_path / "ov.xml", compress_to_fp16=True)
+    inputs = _inputs(xml)
+    for a, b in zip(_run(core, ours, inputs), _run(core, tmp_path / "ov.xml", inputs), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("xml", TORCH[:6] + CORPUS[:2], ids=lambda p: p.stem)
+def test_f32_undoes_openvino_s_compression_exactly(xml, tmp_path, core):
+    ov.save_model(core.read_model(xml), tmp_path / "ov.xml", compress_to_fp16=True)
+    compressed = core.read_model(tmp_path / "ov.xml")
+    halves = {k[: -len("_compressed")]: np.frombuffer(v, np.float16)
+              for k, v in _f16_constants(compressed).items() if k.endswith("_compressed")}  # fmt: skip
+    back, conversion = _convert(tmp_path / "ov.xml", tmp_path / "back.xml", "f32")
+    assert sorted(conversion.converted) == sorted(halves)
+    assert _decompressions(back) == 0
+    restored = {op.get_friendly_name(): op.get_data() for op in core.read_model(back).get_ordered_ops()
+                if op.get_type_name() == "Constant" and op.get_friendly_name() in halves}  # fmt: skip
+    assert sorted(restored) == sorted(halves)
+    for name, half in halves.items():
+        assert restored[name].dtype == np.float32
+        np.testing.assert_array_equal(restored[name].reshape(-1), half.astype(np.float32))
+    # The same weights, but the CPU plugin may pick other kernels for f16 weights (convnext's
+    # depthwise convolution): equal up to f32 rounding, not bit for bit.
+    inputs = _inputs(xml)
+    for a, b in zip(_run(core, back, inputs), _run(core, tmp_path / "ov.xml", inputs), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("xml", QUANTIZED, ids=lambda p: p.stem)
+def test_a_quantized_model_is_written_unchanged_as_openvino_leaves_it(xml, tmp_path, core):
+    out, conversion = _convert(xml, tmp_path / "out.xml", "f16")
+    assert conversion.skipped and not conversion.converted
+    ov.save_model(core.read_model(xml), tmp_path / "ov.xml", compress_to_fp16=True)
+    assert _decompressions(tmp_path / "ov.xml") == _decompressions(xml)
+    assert filecmp.cmp(out.with_suffix(".bin"), xml.with_suffix(".bin"), shallow=False)
+
+
+def _openvino_keeps(values: np.ndarray, tmp_path: Path) -> bool:
+    x = ops.parameter([-1] * max(values.ndim, 1), np.float32, name="x")
+    c = ops.constant(values)
+    c.set_friendly_name("C")
+    ov.save_model(ov.Model([ops.add(x, c)], [x]), tmp_path / "c.xml", compress_to_fp16=True)
+    return "C_compressed" not in (tmp_path / "c.xml").read_text()
+
+
+@pytest.mark.parametrize("values", [
+    [0.1], [0.5], [1.0001], [1000.1], [5.66], [5.661], [4098.0], [4100.0], [1e-6], [-0.0],
+    [np.inf], [np.nan], [65519.0], [0.1, 0.2], [1e-6, 1e-6], [3e-5, 3e-5], [1.4e-5, 1.4e-5],
+    [4098.0, 0.5, 0.5, 0.5], [1e-8, 1e-8, 1e-8, 1.0], [1e-8, 1e-8, 1.0, 1.0],
+    [1e-6, 1e-6, 1e-6, 1.0], [0.1, 0.1, 0.1, 1.0], [7e4, 7e4, 7e4, 1.0], [np.inf, 0.5],
+], ids=str)  # fmt: skip
+def test_which_constants_stay_f32_as_openvino_decides(values, tmp_path):
+    a = np.asarray(values, np.float32)
+    assert (keep_reason(a) is not None) == _openvino_keeps(a, tmp_path)
+
+
+def test_f16_values_are_rounded_and_clamped_as_openvino_writes_them(tmp_path, core):
+    a = np.float32([np.nan, np.inf, -np.inf, 7e4, -65519.0, 1e-8, 3e-8, 0.1, -0.0, 2049.0,
+                    0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5])  # fmt: skip
+    x = ops.parameter([-1], np.float32, name="x")
+    c = ops.constant(a)
+    c.set_friendly_name("C")
+    ov.save_model(ov.Model([ops.add(x, c)], [x]), tmp_path / "c.xml", compress_to_fp16=True)
+    written = _f16_constants(core.read_model(tmp_path / "c.xml"))["C_compressed"]
+    assert to_f16(a).tobytes() == written
+    assert to_f16(a)[:3].view(np.uint16).tolist() == [0x7BFF, 0x7BFF, 0xFBFF]
+
+
+def test_shape_path_constants_stay_f32_and_are_marked(tmp_path):
+    x = ops.parameter([2, 3, 4], np.float32, name="x")
+    scale = ops.constant(np.float32([0.5, 2.0]))  # f32 arithmetic on a Reshape's pattern
+    pattern = ops.convert(ops.multiply(ops.convert(ops.constant(np.int64([12, 2])), "f32"),
+                                       scale), "i64")  # fmt: skip
+    weight = ops.constant(np.full((4,), 0.25, np.float32))
+    y = ops.multiply(ops.reshape(x, pattern, False), weight)
+    ov.save_model(ov.Model([y], [x]), tmp_path / "m.xml", compress_to_fp16=False)
+    out, conversion = _convert(tmp_path / "m.xml", tmp_path / "out.xml", "f16")
+    assert len(conversion.converted) == 1
+    assert [why for _, why in conversion.kept] == ["shape path"]
+    text = out.read_text()
+    assert text.count('name="DisablePrecisionConversion" version="0" value="dynamic:f16"') == 2
+
+
+def _cli(args: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(args)
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def test_cli_converts_and_says_what_it_kept(tmp_path, capsys):
+    xml = TESTS / "corpus" / "t5.xml"
+    rc, out, err = _cli(["convert-precision", str(xml), "--to", "f16", "-o",
+                         str(tmp_path / "t5.xml"), "-v"], capsys)  # fmt: skip
+    assert rc == 0
+    assert "converted 75 constants to f16, kept 16 in f32" in err
+    assert "kept in f32 Constant_4: f16 would change its value" in out
+    assert (tmp_path / "t5.bin").exists()
+    rc, _, err = _cli(["convert-precision", str(tmp_path / "t5.xml"), "--to", "f32", "-o",
+                       str(tmp_path / "back.xml")], capsys)  # fmt: skip
+    assert rc == 0 and "converted 75 constants to f32" in err
+
+
+@pytest.mark.parametrize(("name", "to", "note"), [
+    ("bert_int8_asym", "f16", "nothing converted: its weights are already compressed"),
+    ("cnn_int8_avgpool", "f16", "nothing converted: it is quantized (a FakeQuantize"),
+    ("bert", "f32", "nothing converted: the model has no f16 constants decompressed to f32"),
+])  # fmt: skip
+def test_cli_with_nothing_to_convert_writes_the_model_and_says_why(name, to, note, tmp_path,
+                                                                    capsys):  # fmt: skip
+    xml = TESTS / "corpus" / f"{name}.xml"
+    rc, _, err = _cli(["convert-precision", str(xml), "--to", to, "-o", str(tmp_path / "o.xml")],
+                      capsys)  # fmt: skip
+    assert rc == 0 and note in err
+    assert filecmp.cmp(tmp_path / "o.bin", xml.with_suffix(".bin"), shallow=False)
+
+
+@pytest.mark.parametrize(("args", "rc", "message"), [
+    (["--to", "f16"], 2, "the following arguments are required: -o/--output"),
+    (["-o", "OUT/x.xml"], 2, "the following arguments are required: --to"),
+    (["--to", "bf16", "-o", "OUT/x.xml"], 2, "invalid choice: 'bf16'"),
+    (["--to", "f16", "-o", "OUT/x.bin"], 2, "give the .xml to write"),
+    (["--to", "f16", "-o", "OUT/none/x.xml"], 1, "the output's directory does not exist"),
+    (["--to", "f16", "-o", "MODEL"], 2, "is the model itself"),
+])  # fmt: skip
+def test_cli_misuse(args, rc, message, tmp_path, capsys):
+    xml = TESTS / "torch_models" / "classifier.xml"
+    args = [a.replace("OUT", str(tmp_path)).replace("MODEL", str(xml)) for a in args]
+    try:
+        code = main(["convert-precision", str(xml), *args])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    assert code == rc
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
