@@ -77,7 +77,7 @@ def _report(c: Conversion, args: argparse.Namespace) -> None:
     else:
         note = f"converted {common.count(len(c.converted), 'constant')} to {args.to}"
         if c.kept:
-            note += f", kept {len(c.kept)} in f32 (-v lists them)"
+            note += f", kept {len(c.kept)} in f32" + ("" if args.verbose else " (-v lists them)")
     if not args.quiet:
         print(f"irrun: {note}", file=sys.stderr)
     common.say_written("the model", args.output, args.quiet)

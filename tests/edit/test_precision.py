@@ -226,3 +226,19 @@ def test_cli_misuse(args, rc, message, tmp_path, capsys):
     assert code == rc
     assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_examples_of_docs_cli_md_print_what_they_show(capsys, monkeypatch, tmp_path):
+    from tests.cli.test_docs import _shown, assert_same_output
+
+    # Where the examples' relative paths name the repository's files and a scratch output.
+    for entry in TESTS.parent.iterdir():
+        (tmp_path / entry.name).symlink_to(entry)
+    monkeypatch.chdir(tmp_path)
+    for command in ("irrun convert-precision tests/torch_models/unet.xml --to f16 -o unet_f16.xml -v",
+                    "irrun convert-precision unet_f16.xml --to f32 -o unet_f32.xml"):  # fmt: skip
+        assert main(command.split()[1:]) == 0
+        captured = capsys.readouterr()
+        assert_same_output(captured.out + captured.err.rstrip("\n"), _shown(command))
+    source = TESTS / "torch_models" / "unet.bin"
+    assert (tmp_path / "unet_f32.bin").stat().st_size == source.stat().st_size
