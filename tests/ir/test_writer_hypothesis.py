@@ -2,8 +2,9 @@
 
 Random small models are built with OpenVINO's own op API (Parameters of random shapes
 and types; elementwise, unary, MatMul, Reshape, Concat, Split, Convert, Gather,
-Transpose, Select and If layers; constants of every common type, decompression chains of
-compressed weights; tensor names with commas and other odd characters; model rt_info)
+Transpose, Select and If layers; constants of every common type, strings and bits;
+decompression chains of compressed weights; tensor names with commas and other odd
+characters; model rt_info)
 and saved by ``ov.save_model``.  irrun reads each and writes it back: the records read
 from the copy equal those of the original (but for line numbers), the ``.bin`` is the
 same byte for byte, and OpenVINO computes bit-identical outputs from both files.
@@ -76,7 +77,9 @@ def _constant(draw: Any, et: str, shape: tuple[int, ...]) -> Any:
 
 def _pick(draw: Any, pool: list[_Tensor], ets: tuple[str, ...] | None = None,
           min_rank: int = 0) -> _Tensor | None:  # fmt: skip
-    fits = [t for t in pool if (ets is None or t.et in ets) and len(t.shape) >= min_rank]
+    fits = [
+        t for t in pool if (t.et in ets if ets else t.et != "string") and len(t.shape) >= min_rank
+    ]
     return draw(st.sampled_from(fits)) if fits else None
 
 
@@ -113,7 +116,7 @@ def _grow(draw: Any, pool: list[_Tensor]) -> None:
     """Add the outputs of one more layer, of a kind drawn, to ``pool``."""
     kind = draw(st.sampled_from(["unary", "binary_const", "binary", "convert", "reshape",
                                  "concat", "split", "gather", "transpose", "matmul",
-                                 "decompression", "decompression", "select", "if"]))  # fmt: skip
+                                 "decompression", "decompression", "select", "if", "constant"]))  # fmt: skip
     if kind == "unary":
         t = _pick(draw, pool)
         if t is None:
@@ -224,6 +227,23 @@ def _grow(draw: Any, pool: list[_Tensor]) -> None:
         node.set_input(t.out, bodies[0][1], bodies[1][1])
         out = node.set_output(bodies[0][0].get_results()[0], bodies[1][0].get_results()[0])
         pool.append(_Tensor(out, t.et, t.shape))
+    elif kind == "constant":
+        # A constant as an output of the model: strings as they are, other types converted
+        # to f32 (odd counts of packed types end in a byte half or partly used).
+        et = draw(st.sampled_from(["string", "u1", "i4", "u4", "i8", "bf16", "boolean", "i64"]))
+        shape = (draw(st.integers(1, 9)),)
+        if et == "string":
+            words = draw(st.lists(st.text(NAME_CHARS + "ab", max_size=4), min_size=shape[0],
+                                  max_size=shape[0]))  # fmt: skip
+            const = ov.op.Constant(ov.Tensor(np.array(words, dtype=str)))
+            pool.append(_Tensor(const.output(0), "string", shape))
+        elif et == "u1":
+            bits = draw(st.lists(st.integers(0, 1), min_size=shape[0], max_size=shape[0]))
+            const = ov.op.Constant(ov.Type.u1, ov.Shape(list(shape)), bits)
+            pool.append(_Tensor(ops.convert(const, "f32").output(0), "f32", shape))
+        else:
+            const = _constant(draw, et, shape)
+            pool.append(_Tensor(ops.convert(const, "f32").output(0), "f32", shape))
     elif kind == "select":
         t = _pick(draw, pool, NUMERIC)
         if t is None:
