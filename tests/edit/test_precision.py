@@ -10,10 +10,13 @@ from __future__ import annotations
 import filecmp
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from irrun.cli import main
 from irrun.edit.precision import convert_document, keep_reason, to_f16
@@ -252,3 +255,25 @@ def test_the_examples_of_docs_cli_md_print_what_they_show(capsys, monkeypatch, t
         assert_same_output(captured.out + captured.err.rstrip("\n"), _shown(command))
     source = TESTS / "torch_models" / "unet.bin"
     assert (tmp_path / "unet_f32.bin").stat().st_size == source.stat().st_size
+
+
+def _openvino_f16(values: np.ndarray, path: Path) -> bytes | None:
+    """The f16 bytes OpenVINO writes for an f32 constant of ``values``; None if kept in f32."""
+    x = ops.parameter([-1], np.float32, name="x")
+    c = ops.constant(values)
+    c.set_friendly_name("C")
+    ov.save_model(ov.Model([ops.add(x, c)], [x]), path, compress_to_fp16=True)
+    return _f16_constants(ov.Core().read_model(path)).get("C_compressed")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.floats(width=32), st.floats(-2.0, 2.0, width=32),
+                          st.sampled_from([0.1, 1e-6, 1e-8, 4098.0, 7e4, 0.5])),
+                min_size=1, max_size=20))  # fmt: skip
+def test_constants_convert_as_openvino_converts_them(values):
+    a = np.array(values, np.float32)
+    with tempfile.TemporaryDirectory() as d:
+        written = _openvino_f16(a, Path(d, "c.xml"))
+    assert (keep_reason(a) is not None) == (written is None)
+    if written is not None:
+        assert to_f16(a).tobytes() == written
