@@ -156,7 +156,7 @@ def _compress(doc: IRDocument, weights: Weights | None, out: Conversion) -> None
             _compress(body, weights, out)
     shape_path = _shape_path_constants(doc)
     layers: list[Layer] = []
-    edges = list(doc.edges)
+    moved: dict[tuple[str, int], str] = {}  # a constant's output -> its Convert's id
     new_id = next_id(doc)
     for layer in doc.layers:
         layers.append(layer)
@@ -179,13 +179,13 @@ def _compress(doc: IRDocument, weights: Weights | None, out: Conversion) -> None
         new_id += 1
         _to_f16_constant(layer, to_f16(values))
         layers.append(convert)
-        edges = [
-            Edge(convert.id, 1, e.to_layer, e.to_port, 0)
-            if e.from_layer == layer.id and e.from_port == layer.outputs[0].id else e
-            for e in edges
-        ]  # fmt: skip
-        edges.append(Edge(layer.id, layer.outputs[0].id, convert.id, 0, 0))
+        moved[(layer.id, layer.outputs[0].id)] = convert.id
         out.converted.append(convert.name)
+    edges = []
+    for e in doc.edges:
+        convert_id = moved.get((e.from_layer, e.from_port))  # type: ignore[arg-type]
+        edges.append(e if convert_id is None else Edge(convert_id, 1, e.to_layer, e.to_port, 0))
+    edges += [Edge(lid, port, convert_id, 0, 0) for (lid, port), convert_id in moved.items()]
     doc.layers[:] = layers
     doc.edges[:] = edges
 
@@ -333,7 +333,7 @@ def _decompress(doc: IRDocument, weights: Weights | None, out: Conversion) -> No
     inputs = _inputs(doc)
     readers = collections.Counter(e.from_layer for e in doc.edges)
     removed: set[str] = set()
-    edges = list(doc.edges)
+    folded: set[tuple[str, int]] = set()  # the outputs of the Converts made constants
     for layer in doc.layers:
         if layer.type != "Convert" or "decompression" not in layer.rt_info:
             continue
@@ -343,8 +343,16 @@ def _decompress(doc: IRDocument, weights: Weights | None, out: Conversion) -> No
         if const is None or not is_constant(const) or constant_type(const).name != "f16":
             continue
         values = _values(const, weights, np.dtype("<f2"), doc).astype(np.float32)
-        out_port = layer.outputs[0].id
-        names = tuple(dict.fromkeys(const.outputs[0].names + layer.outputs[0].names))
+        folded.add((layer.id, layer.outputs[0].id))
+        readers[const.id] -= 1
+        # The f16 constant's tensor names go with it to its last decompression, and the
+        # constant with them, when nothing else reads it.
+        last = readers[const.id] == 0
+        if last:
+            removed.add(const.id)
+        names = tuple(
+            dict.fromkeys((const.outputs[0].names if last else ()) + layer.outputs[0].names)
+        )
         rt = {k: v for k, v in layer.rt_info.items() if k != "decompression"}
         blob = values.astype("<f4").tobytes()
         shape = const.data.get("shape", "")
@@ -355,17 +363,15 @@ def _decompress(doc: IRDocument, weights: Weights | None, out: Conversion) -> No
         layer.rt_info = rt
         layer.inputs = []
         layer.outputs = [Port(0, 0, _F32, names, layer.outputs[0].dims)]
-        edges = [
-            Edge(layer.id, 0, e.to_layer, e.to_port, e.line)
-            if e.from_layer == layer.id and e.from_port == out_port else e
-            for e in edges if e.to_layer != layer.id
-        ]  # fmt: skip
-        readers[const.id] -= 1
-        if readers[const.id] == 0:
-            removed.add(const.id)
         out.converted.append(layer.name)
     doc.layers[:] = [layer for layer in doc.layers if layer.id not in removed]
-    doc.edges[:] = edges
+    constants = {lid for lid, _ in folded}  # which read nothing now
+    doc.edges[:] = [
+        Edge(e.from_layer, 0, e.to_layer, e.to_port, e.line)
+        if (e.from_layer, e.from_port) in folded else e
+        for e in doc.edges
+        if e.to_layer not in constants
+    ]  # fmt: skip
 
 
 def _values(layer: Layer, weights: Weights | None, dtype: np.dtype, doc: IRDocument) -> np.ndarray:

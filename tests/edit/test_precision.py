@@ -277,3 +277,43 @@ def test_constants_convert_as_openvino_converts_them(values):
     assert (keep_reason(a) is not None) == (written is None)
     if written is not None:
         assert to_f16(a).tobytes() == written
+
+
+def _with_decompression(xml: Path) -> None:
+    """Mark the Converts of ``xml`` decompression, as OpenVINO writes the attribute (its
+    Python API cannot set it)."""
+    text = re.sub(r'(type="Convert" version="opset1">\s*<data destination_type="f32" />)',
+                  r'\1<rt_info><attribute name="decompression" version="0" /></rt_info>',
+                  xml.read_text())  # fmt: skip
+    xml.write_text(text)
+
+
+def test_shared_constants_convert_once_and_keep_their_other_readers(tmp_path, core):
+    x = ops.parameter([3], np.float32, name="x")
+    w = ops.constant(np.float32([0.25, -1.5, 3.0]))
+    w.set_friendly_name("W")
+    h = ops.constant(np.float16([0.5, 1.5, -2.0]))
+    h.set_friendly_name("H")
+    h.output(0).get_tensor().set_names({"h_names"})
+    decompressed = ops.convert(h, "f32")
+    y = ops.add(ops.multiply(ops.add(x, w), w), decompressed)
+    model = ov.Model([ops.result(y), ops.result(h)], [x])
+    ov.save_model(model, tmp_path / "m.xml", compress_to_fp16=False)
+    _with_decompression(tmp_path / "m.xml")
+    half, c16 = _convert(tmp_path / "m.xml", tmp_path / "half.xml", "f16")
+    ov.save_model(core.read_model(tmp_path / "m.xml"), tmp_path / "ov.xml", compress_to_fp16=True)
+    assert c16.converted == ["W"]
+    assert _f16_constants(core.read_model(half)) == _f16_constants(
+        core.read_model(tmp_path / "ov.xml")
+    )
+    assert _decompressions(half) == _decompressions(tmp_path / "ov.xml") == 2
+    full, c32 = _convert(half, tmp_path / "full.xml", "f32")
+    assert sorted(c32.converted) == sorted(["W", decompressed.get_friendly_name()])
+    back = core.read_model(full)
+    assert {op.get_friendly_name(): op.get_element_type().get_type_name()
+            for op in back.get_ordered_ops() if op.get_type_name() == "Constant"} == \
+        {"W": "f32", "H": "f16", decompressed.get_friendly_name(): "f32"}  # fmt: skip
+    assert back.outputs[1].get_names() == {"h_names"}
+    inputs = {0: np.float32([1.0, 2.0, -3.0])}
+    for a, b in zip(_run(core, full, inputs), _run(core, tmp_path / "m.xml", inputs), strict=True):
+        np.testing.assert_array_equal(a, b)
