@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lxml import etree
 
 from irrun.cli import main
 from irrun.edit.precision import convert_document, keep_reason, to_f16
@@ -63,6 +64,13 @@ def _f16_constants(model, acc=None) -> dict[str, bytes]:
     return acc
 
 
+def _marked(path: Path) -> list[str]:
+    """The layers marked to stay in f32 (DisablePrecisionConversion), by name."""
+    mark = "rt_info/attribute[@name='DisablePrecisionConversion']"
+    return sorted(el.get("name") for el in etree.parse(str(path)).iter("layer")
+                  if el.find(mark) is not None)  # fmt: skip
+
+
 def _decompressions(path: Path) -> int:
     return len(re.findall(r'<attribute name="decompression" version="0" ?/>', path.read_text()))
 
@@ -99,6 +107,7 @@ def test_f16_converts_what_openvino_converts_to_the_same_bytes(xml, tmp_path, co
     assert sorted(mine) == sorted(theirs)
     assert all(mine[k] == theirs[k] for k in mine)
     assert _decompressions(ours) == _decompressions(tmp_path / "ov.xml")
+    assert _marked(ours) == _marked(tmp_path / "ov.xml")
     assert len(conversion.converted) == _decompressions(ours) - _decompressions(xml)
 
 
