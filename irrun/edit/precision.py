@@ -1,4 +1,4 @@
-"""Converting a model's float weights between f32 and f16, as OpenVINO's
+"""Converting a model's float weights between f32 (or f64) and f16, as OpenVINO's
 ``save_model(model, path, compress_to_fp16=True)`` does.
 
 :func:`convert_precision` with ``"f16"`` turns each f32 constant into an f16 constant
@@ -13,19 +13,23 @@ keeps it:
   are also marked ``DisablePrecisionConversion``, as OpenVINO marks them;
 - when f16 would change it too much: a value off by more than 1 after rounding vetoes
   the constant; otherwise it stays when at least 75% of its values are out of f16's
-  range (a non-zero value that rounds to zero, or one beyond 65504) or lose more than
-  a relative 1e-3 (1e-4 for a constant of one value: epsilons, scales);
+  range (non-zero but below f16's smallest subnormal, or beyond 65504) or lose more
+  than a relative 1e-3 (1e-4 for a constant of one value: epsilons, scales);
 - when the model is already quantized or compressed (a ``FakeQuantize``, a
   ``FakeConvert``, or an integer weight decompressed by ``Convert`` [``Subtract``]
   ``Multiply``): OpenVINO then converts nothing, and neither does this.
 
 Values are rounded to the nearest f16, ties to even; values beyond f16's range become
-+-65504, and NaN becomes 65504, as OpenVINO writes them.  Constants inside ``If``,
-``Loop`` and ``TensorIterator`` bodies are converted too.
++-65504, and NaN becomes 65504, as OpenVINO writes them.  f64 constants go the same
+way, with a ``Convert`` back to f64 (OpenVINO's rules for them differ in two details,
+followed here: NaN stays NaN and counts for nothing, values below f16's smallest
+subnormal become +0).  Constants inside ``If``, ``Loop`` and ``TensorIterator`` bodies
+are converted too.
 
-``"f32"`` undoes it: each ``Convert`` to f32 marked ``decompression`` whose input is an
-f16 constant becomes an f32 constant with the same values (exactly: every f16 is an f32),
-named as the ``Convert`` was, with the tensor names of both.
+``"f32"`` undoes it: each ``Convert`` to f32 (or f64) marked ``decompression`` whose
+input is an f16 constant becomes an f32 (f64) constant with the same values (exactly:
+every f16 is an f32), named as the ``Convert`` was, with its tensor names and those of
+the f16 constant, which goes when nothing else reads it.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from lxml import etree
 
 from ..core.documents import copy_document
 from ..errors import IrrunError, Location
-from ..ir.element_types import ELEMENT_TYPES
+from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.records import Edge, IRDocument, Layer, Port, RtInfo
 from ..ir.weights import Weights
 from ..ir.writer import constant_bytes, constant_type, is_constant
@@ -69,7 +73,8 @@ _DECOMPRESSION_XML = b'<rt_info><attribute name="decompression" version="0" /></
 _DISABLE = "DisablePrecisionConversion"
 _DISABLE_VALUE = "dynamic:f16"
 _F16 = ELEMENT_TYPES["f16"]
-_F32 = ELEMENT_TYPES["f32"]
+# The types converted to f16, with the dtype of their bytes.
+_WIDE = {"f32": "<f4", "f64": "<f8"}
 
 
 @dataclass
@@ -79,7 +84,7 @@ class Conversion:
     document: IRDocument
     # Names of the constants converted (their original names).
     converted: list[str] = field(default_factory=list)
-    # Names of the f32 constants kept, with why ("shape path", "out of f16 range"...).
+    # Names of the f32 and f64 constants kept, with why ("shape path"...).
     kept: list[tuple[str, str]] = field(default_factory=list)
     # Why nothing was converted at all (a quantized model), else None.
     skipped: str | None = None
@@ -112,25 +117,30 @@ def convert_document(doc: IRDocument, weights: Weights | None, to: str) -> Conve
 
 
 def keep_reason(values: np.ndarray) -> str | None:
-    """Why OpenVINO keeps an f32 constant holding ``values`` in f32, or None.
+    """Why OpenVINO keeps a float constant holding ``values`` (f64 if they are, else f32)
+    in its type rather than converting it to f16, or None.
 
     >>> keep_reason(np.float32([0.1])), keep_reason(np.float32([0.1, 0.2]))
     ('f16 would change its value', None)
     >>> keep_reason(np.float32([1e-6, 2e-6, 3e-6, 1.0])), keep_reason(np.float32([4098, 0.5]))
     ('out of f16 range or too imprecise in f16', 'f16 would change a value by more than 1')
     """
-    a = np.asarray(values, np.float32).reshape(-1)
+    a = np.asarray(values)
+    wide = a.dtype == np.float64
+    a = a.reshape(-1) if wide else a.astype(np.float32).reshape(-1)
     if a.size == 0:
         return "empty"
     with np.errstate(all="ignore"):
         out = ((np.abs(a) < _F16_TINY) & (a != 0)) | (a > F16_MAX) | (a < -F16_MAX)
         exact = a.astype(np.float64)
-        error = np.abs(exact - a.astype(np.float16).astype(np.float64))
+        error = np.abs(exact - a.astype(np.float32).astype(np.float16).astype(np.float64))
         if np.any(~out & (error > _MAX_ABS_ERROR)):
             return "f16 would change a value by more than 1"
         limit = _MAX_REL_ERROR_ONE if a.size == 1 else _MAX_REL_ERROR
-        # NaN counts against the constant, as OpenVINO's unordered comparisons count it.
-        imprecise = ~out & (a != 0) & ~(error / np.abs(exact) <= limit)
+        ratio = error / np.abs(exact)
+        # NaN counts against an f32 constant (OpenVINO's vectorised check compares
+        # unordered), not against an f64 one (its loop compares ordered).
+        imprecise = ~out & (a != 0) & (ratio > limit if wide else ~(ratio <= limit))
     if (np.count_nonzero(out) + np.count_nonzero(imprecise)) / a.size >= _KEEP_SHARE:
         if a.size == 1 and not out[0]:
             return "f16 would change its value"
@@ -140,12 +150,21 @@ def keep_reason(values: np.ndarray) -> str | None:
 
 def to_f16(values: np.ndarray) -> np.ndarray:
     """``values`` as OpenVINO writes them in f16: nearest, ties to even; beyond the
-    range +-65504; NaN 65504.
+    range +-65504.  From f32, NaN becomes 65504; from f64 (rounded to f32 first), NaN
+    stays NaN and what is too small for f16 becomes +0.
 
     >>> to_f16(np.float32([1e5, -np.inf, np.nan, 0.1])).tolist()
     [65504.0, -65504.0, 65504.0, 0.0999755859375]
+    >>> to_f16(np.float64([-1e-10, np.nan])).view(np.uint16).tolist()
+    [0, 32256]
     """
-    a = np.asarray(values, np.float32)
+    a = np.asarray(values)
+    if a.dtype == np.float64:
+        with np.errstate(invalid="ignore"):
+            tiny = (np.abs(a) < _F16_TINY) & (a != 0)
+        a = np.where(tiny, 0.0, np.clip(a, -F16_MAX, F16_MAX)).astype(np.float32)
+        return a.astype(np.float16)
+    a = np.asarray(a, np.float32)
     a = np.where(np.isnan(a), np.float32(F16_MAX), np.clip(a, -F16_MAX, F16_MAX))
     return a.astype(np.float16)
 
@@ -162,20 +181,21 @@ def _compress(doc: IRDocument, weights: Weights | None, out: Conversion) -> None
         layers.append(layer)
         if not is_constant(layer):
             continue
+        et = constant_type(layer)
         if layer.id in shape_path:
-            if constant_type(layer).name == "f32":
+            if et.name in _WIDE:
                 out.kept.append((layer.name, "shape path"))
             _mark(layer, _DISABLE, _DISABLE_VALUE)
             continue
-        if constant_type(layer).name != "f32":
+        if et.name not in _WIDE or not layer.outputs:
             continue
-        values = _values(layer, weights, np.dtype("<f4"), doc)
+        values = _values(layer, weights, np.dtype(_WIDE[et.name]), doc)
         reason = keep_reason(values)
         if reason:
             if reason != "empty":
                 out.kept.append((layer.name, reason))
             continue
-        convert = _decompression(layer, str(new_id))
+        convert = _decompression(layer, str(new_id), et)
         new_id += 1
         _to_f16_constant(layer, to_f16(values))
         layers.append(convert)
@@ -198,12 +218,13 @@ def _to_f16_constant(layer: Layer, values: np.ndarray) -> None:
     layer.outputs[0].precision = _F16
 
 
-def _decompression(const: Layer, lid: str) -> Layer:
+def _decompression(const: Layer, lid: str, et: ElementType) -> Layer:
+    """The Convert back to ``et`` that follows a compressed constant."""
     dims = const.outputs[0].dims
-    return Layer(lid, const.name, "Convert", "opset1", 0, data={"destination_type": "f32"},
+    return Layer(lid, const.name, "Convert", "opset1", 0, data={"destination_type": et.name},
                  rt_info=RtInfo({"decompression": ""}, xml=_DECOMPRESSION_XML),
                  inputs=[Port(0, 0, _F16, (), dims)],
-                 outputs=[Port(1, 0, _F32, (), dims)])  # fmt: skip
+                 outputs=[Port(1, 0, et, (), dims)])  # fmt: skip
 
 
 def _mark(layer: Layer, key: str, value: str) -> None:
@@ -337,12 +358,13 @@ def _decompress(doc: IRDocument, weights: Weights | None, out: Conversion) -> No
     for layer in doc.layers:
         if layer.type != "Convert" or "decompression" not in layer.rt_info:
             continue
-        if layer.data.get("destination_type") != "f32" or len(inputs[layer.id]) != 1:
+        to = layer.data.get("destination_type", "")
+        if to not in _WIDE or len(inputs[layer.id]) != 1 or not layer.outputs:
             continue
         const = by_id.get(inputs[layer.id][0] or "")
         if const is None or not is_constant(const) or constant_type(const).name != "f16":
             continue
-        values = _values(const, weights, np.dtype("<f2"), doc).astype(np.float32)
+        values = _values(const, weights, np.dtype("<f2"), doc)
         folded.add((layer.id, layer.outputs[0].id))
         readers[const.id] -= 1
         # The f16 constant's tensor names go with it to its last decompression, and the
@@ -354,15 +376,15 @@ def _decompress(doc: IRDocument, weights: Weights | None, out: Conversion) -> No
             dict.fromkeys((const.outputs[0].names if last else ()) + layer.outputs[0].names)
         )
         rt = {k: v for k, v in layer.rt_info.items() if k != "decompression"}
-        blob = values.astype("<f4").tobytes()
+        blob = values.astype(_WIDE[to]).tobytes()
         shape = const.data.get("shape", "")
         layer.type, layer.version = "Const", "opset1"
-        layer.data = {"element_type": "f32", "shape": shape, "offset": "0", "size": str(len(blob))}
+        layer.data = {"element_type": to, "shape": shape, "offset": "0", "size": str(len(blob))}
         layer.data_line = 0
         layer.blob = blob
         layer.rt_info = rt
         layer.inputs = []
-        layer.outputs = [Port(0, 0, _F32, names, layer.outputs[0].dims)]
+        layer.outputs = [Port(0, 0, ELEMENT_TYPES[to], names, layer.outputs[0].dims)]
         out.converted.append(layer.name)
     doc.layers[:] = [layer for layer in doc.layers if layer.id not in removed]
     constants = {lid for lid, _ in folded}  # which read nothing now

@@ -29,9 +29,9 @@ def register(sub: Any, parents: Parents) -> None:
     """Add ``irrun convert-precision`` to the command line."""
     cmd = sub.add_parser(
         "convert-precision", parents=[parents.model],
-        description="Convert a model's f32 weights to f16 (each an f16 constant and a "
-        "Convert marked 'decompression', as OpenVINO's save_model(compress_to_fp16=True) "
-        "writes them, keeping in f32 the constants OpenVINO keeps), or such f16 weights "
+        description="Convert a model's f32 (and f64) weights to f16 (each an f16 constant "
+        "and a Convert marked 'decompression', as OpenVINO's save_model(compress_to_fp16=True) "
+        "writes them, keeping as they are the constants OpenVINO keeps), or such f16 weights "
         "back to f32 constants.",
         epilog="examples:\n"
         "  irrun convert-precision model.xml --to f16 -o model_f16.xml\n"
@@ -67,17 +67,19 @@ def _report(c: Conversion, args: argparse.Namespace) -> None:
         for name in c.converted:
             print(f"converted {name}")
         for name, why in c.kept:
-            print(f"kept in f32 {name}: {why}")
+            print(f"kept {name}: {why}")
     if c.skipped:
         note = f"nothing converted: {c.skipped}, which OpenVINO leaves as it is"
     elif not c.converted:
-        kind = "f32 constants it may convert" if args.to == "f16" else \
-            "f16 constants decompressed to f32"  # fmt: skip
+        kind = "f32 or f64 constants it may convert" if args.to == "f16" else \
+            "f16 constants decompressed to f32 or f64"  # fmt: skip
         note = f"nothing converted: the model has no {kind}"
     else:
         note = f"converted {common.count(len(c.converted), 'constant')} to {args.to}"
         if c.kept:
-            note += f", kept {len(c.kept)} in f32" + ("" if args.verbose else " (-v lists them)")
+            note += f", kept {len(c.kept)} as they were" + (
+                "" if args.verbose else " (-v lists them)"
+            )
     if not args.quiet:
         print(f"irrun: {note}", file=sys.stderr)
     common.say_written("the model", args.output, args.quiet)

@@ -208,8 +208,9 @@ def test_cli_converts_and_says_what_it_kept(tmp_path, capsys):
     rc, out, err = _cli(["convert-precision", str(xml), "--to", "f16", "-o",
                          str(tmp_path / "t5.xml"), "-v"], capsys)  # fmt: skip
     assert rc == 0
-    assert "converted 75 constants to f16, kept 16 in f32" in err
-    assert "kept in f32 Constant_4: f16 would change its value" in out
+    assert "converted 75 constants to f16, kept 16 as they were (-v lists them)" not in err
+    assert "converted 75 constants to f16, kept 16 as they were" in err
+    assert "kept Constant_4: f16 would change its value" in out
     assert (tmp_path / "t5.bin").exists()
     rc, _, err = _cli(["convert-precision", str(tmp_path / "t5.xml"), "--to", "f32", "-o",
                        str(tmp_path / "back.xml")], capsys)  # fmt: skip
@@ -219,7 +220,7 @@ def test_cli_converts_and_says_what_it_kept(tmp_path, capsys):
 @pytest.mark.parametrize(("name", "to", "note"), [
     ("bert_int8_asym", "f16", "nothing converted: its weights are already compressed"),
     ("cnn_int8_avgpool", "f16", "nothing converted: it is quantized (a FakeQuantize"),
-    ("bert", "f32", "nothing converted: the model has no f16 constants decompressed to f32"),
+    ("bert", "f32", "nothing converted: the model has no f16 constants decompressed to f32 or f64"),
 ])  # fmt: skip
 def test_cli_with_nothing_to_convert_writes_the_model_and_says_why(name, to, note, tmp_path,
                                                                     capsys):  # fmt: skip
@@ -267,20 +268,21 @@ def test_the_examples_of_docs_cli_md_print_what_they_show(capsys, monkeypatch, t
 
 
 def _openvino_f16(values: np.ndarray, path: Path) -> bytes | None:
-    """The f16 bytes OpenVINO writes for an f32 constant of ``values``; None if kept in f32."""
-    x = ops.parameter([-1], np.float32, name="x")
+    """The f16 bytes OpenVINO writes for a constant of ``values``; None if kept."""
+    x = ops.parameter([-1], values.dtype, name="x")
     c = ops.constant(values)
     c.set_friendly_name("C")
     ov.save_model(ov.Model([ops.add(x, c)], [x]), path, compress_to_fp16=True)
     return _f16_constants(ov.Core().read_model(path)).get("C_compressed")
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.one_of(st.floats(width=32), st.floats(-2.0, 2.0, width=32),
-                          st.sampled_from([0.1, 1e-6, 1e-8, 4098.0, 7e4, 0.5])),
-                min_size=1, max_size=20))  # fmt: skip
-def test_constants_convert_as_openvino_converts_them(values):
-    a = np.array(values, np.float32)
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.floats(width=32), st.floats(-2.0, 2.0, width=32), st.floats(),
+                          st.sampled_from([0.1, 1e-6, 1e-8, 3e-8, 1e-300, 4098.0, 7e4, 0.5])),
+                min_size=1, max_size=20), st.sampled_from([np.float32, np.float64]))  # fmt: skip
+def test_constants_convert_as_openvino_converts_them(values, dtype):
+    with np.errstate(over="ignore"):  # f64 values beyond f32's range: f32 infinities
+        a = np.array(values, dtype)
     with tempfile.TemporaryDirectory() as d:
         written = _openvino_f16(a, Path(d, "c.xml"))
     assert (keep_reason(a) is not None) == (written is None)
@@ -325,4 +327,29 @@ def test_shared_constants_convert_once_and_keep_their_other_readers(tmp_path, co
     assert back.outputs[1].get_names() == {"h_names"}
     inputs = {0: np.float32([1.0, 2.0, -3.0])}
     for a, b in zip(_run(core, full, inputs), _run(core, tmp_path / "m.xml", inputs), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_f64_constants_go_to_f16_and_back_to_f64(tmp_path, core):
+    x = ops.parameter([4], np.float64, name="x")
+    w = ops.constant(np.float64([0.1, -2.5, 1e-300, 3.0]))
+    w.set_friendly_name("W")
+    ov.save_model(ov.Model([ops.multiply(x, w)], [x]), tmp_path / "m.xml", compress_to_fp16=False)
+    half, c16 = _convert(tmp_path / "m.xml", tmp_path / "half.xml", "f16")
+    ov.save_model(core.read_model(tmp_path / "m.xml"), tmp_path / "ov.xml", compress_to_fp16=True)
+    assert c16.converted == ["W"]
+    assert _f16_constants(core.read_model(half)) == _f16_constants(
+        core.read_model(tmp_path / "ov.xml")
+    )
+    assert 'destination_type="f64"' in half.read_text()
+    full, c32 = _convert(half, tmp_path / "full.xml", "f32")
+    assert c32.converted == ["W"]
+    (w_back,) = [
+        op for op in core.read_model(full).get_ordered_ops() if op.get_friendly_name() == "W"
+    ]
+    np.testing.assert_array_equal(
+        w_back.get_data(), np.float16([0.1, -2.5, 0.0, 3.0]).astype(np.float64)
+    )
+    inputs = {0: np.float64([1.0, 2.0, 3.0, 4.0])}
+    for a, b in zip(_run(core, half, inputs), _run(core, tmp_path / "ov.xml", inputs), strict=True):
         np.testing.assert_array_equal(a, b)
