@@ -320,7 +320,7 @@ def test_misuse_exits_2_with_the_complaint_then_one_line_of_usage(
         ("check", "unknown command 'check' (did you mean 'validate'?)", VALIDATE_USAGE),
         ("frobnicate", "'frobnicate' is neither a command nor a file (commands: run, validate, "
          "inspect, compare, benchmark, graph, generate, ops, extract, reduce, cleanup, fold, "
-         "reshape)",
+         "reshape, convert-precision)",
          "usage: irrun COMMAND ... (irrun --help for more)"),
     ],
 )  # fmt: skip
