@@ -397,11 +397,15 @@ def _decompress(doc: IRDocument, weights: Weights | None, out: Conversion) -> No
 
 
 def _values(layer: Layer, weights: Weights | None, dtype: np.dtype, doc: IRDocument) -> np.ndarray:
+    if layer.blob is None and (weights is None or not weights.exists):
+        where = Location(str(doc.path), layer.line)
+        missing = weights.path.name if weights is not None else "the .bin"
+        raise IrrunError(f"cannot read constant {layer.name!r}: {missing} does not exist", where)
     try:
         raw = constant_bytes(layer, weights)
     except ValueError as e:
-        raise IrrunError(f"cannot read constant {layer.name!r}: {e}", Location(str(doc.path),
-                         layer.line), code="save") from None  # fmt: skip
+        where = Location(str(doc.path), layer.line)
+        raise IrrunError(f"cannot read constant {layer.name!r}: {e}", where) from None
     if len(raw) % dtype.itemsize:
         where = Location(str(doc.path), layer.line)
         raise IrrunError(f"constant {layer.name!r} has {len(raw)} bytes, not a whole number "

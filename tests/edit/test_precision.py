@@ -353,3 +353,21 @@ def test_f64_constants_go_to_f16_and_back_to_f64(tmp_path, core):
     inputs = {0: np.float64([1.0, 2.0, 3.0, 4.0])}
     for a, b in zip(_run(core, half, inputs), _run(core, tmp_path / "ov.xml", inputs), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("weights", "message"), [
+    (None, "cannot read constant 'self.down.weight': unet.bin does not exist"),
+    (500, "cannot read constant 'self.down.weight': bytes 0..864 are not in unet.bin"),
+])  # fmt: skip
+def test_cli_refuses_weights_it_cannot_read_and_writes_nothing(weights, message, tmp_path, capsys):
+    src = TESTS / "torch_models" / "unet.xml"
+    (tmp_path / "unet.xml").write_bytes(src.read_bytes())
+    if weights is not None:
+        (tmp_path / "unet.bin").write_bytes(src.with_suffix(".bin").read_bytes()[:weights])
+    out = tmp_path / "out" / "o.xml"
+    out.parent.mkdir()
+    code = main(["convert-precision", str(tmp_path / "unet.xml"), "--to", "f16", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err == f"irrun: error: {tmp_path / 'unet.xml'}:15: {message}\n"
+    assert not list(out.parent.iterdir())
