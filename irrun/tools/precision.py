@@ -21,7 +21,7 @@ from ..errors import UsageError
 from ..ir.reader import read_ir
 from ..ir.weights import Weights
 from ..ir.writer import write_ir
-from . import common
+from . import common, surgery
 from .common import Parents
 
 
@@ -39,26 +39,23 @@ def register(sub: Any, parents: Parents) -> None:
     )  # fmt: skip
     cmd.add_argument("--to", required=True, choices=("f16", "f32"),
                      help="the weights' new precision")  # fmt: skip
-    cmd.add_argument("-o", "--output", required=True, metavar="OUT.xml",
-                     help="the new model (its .bin is written beside it)")  # fmt: skip
+    surgery.add_output(cmd)
     cmd.add_argument("-v", "--verbose", action="store_true",
                      help="list the constants converted and those kept, with why")  # fmt: skip
-    cmd.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     cmd.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
-    out = Path(args.output)
-    if out.suffix.lower() != ".xml":
-        raise UsageError(f"-o {args.output}: give the .xml to write (its .bin goes beside it)")
-    common.check_output_path(out)
+    out = surgery.output_path(args)
     source = Path(args.model)
     if out.resolve() == source.resolve():
         raise UsageError(f"-o {args.output} is the model itself: write the converted one elsewhere")
     weights = Weights(Path(args.weights) if args.weights else source.parent / f"{source.stem}.bin")
     conversion = convert_document(read_ir(source), weights, args.to)
-    write_ir(conversion.document, out, weights)
+    xml, bin_ = write_ir(conversion.document, out, weights)
     _report(conversion, args)
+    common.say_written(f"{len(conversion.document.layers)} layers", f"{xml} and {bin_.name}",
+                       args.quiet)  # fmt: skip
     return 0
 
 
@@ -82,4 +79,3 @@ def _report(c: Conversion, args: argparse.Namespace) -> None:
             )
     if not args.quiet:
         print(f"irrun: {note}", file=sys.stderr)
-    common.say_written("the model", args.output, args.quiet)

@@ -235,7 +235,7 @@ def test_cli_with_nothing_to_convert_writes_the_model_and_says_why(name, to, not
     (["--to", "f16"], 2, "the following arguments are required: -o/--output"),
     (["-o", "OUT/x.xml"], 2, "the following arguments are required: --to"),
     (["--to", "bf16", "-o", "OUT/x.xml"], 2, "invalid choice: 'bf16'"),
-    (["--to", "f16", "-o", "OUT/x.bin"], 2, "give the .xml to write"),
+    (["--to", "f16", "-o", "OUT/x.bin"], 2, "expected an .xml file name"),
     (["--to", "f16", "-o", "OUT/none/x.xml"], 1, "the output's directory does not exist"),
     (["--to", "f16", "-o", "MODEL"], 2, "is the model itself"),
 ])  # fmt: skip
