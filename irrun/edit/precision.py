@@ -15,6 +15,8 @@ keeps it:
   the constant; otherwise it stays when at least 75% of its values are out of f16's
   range (non-zero but below f16's smallest subnormal, or beyond 65504) or lose more
   than a relative 1e-3 (1e-4 for a constant of one value: epsilons, scales);
+- when the file marks it so: ``DisablePrecisionConversion`` for f16 (or the older
+  ``precise``), as OpenVINO marked the constants above;
 - when the model is already quantized or compressed (a ``FakeQuantize``, a
   ``FakeConvert``, or an integer weight decompressed by ``Convert`` [``Subtract``]
   ``Multiply``): OpenVINO then converts nothing, and neither does this.
@@ -188,6 +190,9 @@ def _compress(doc: IRDocument, weights: Weights | None, out: Conversion) -> None
             _mark(layer, _DISABLE, _DISABLE_VALUE)
             continue
         if et.name not in _WIDE or not layer.outputs:
+            continue
+        if layer.rt_info.get(_DISABLE) == _DISABLE_VALUE or "precise" in layer.rt_info:
+            out.kept.append((layer.name, f"marked {_DISABLE}"))
             continue
         values = _values(layer, weights, np.dtype(_WIDE[et.name]), doc)
         reason = keep_reason(values)

@@ -371,3 +371,25 @@ def test_cli_refuses_weights_it_cannot_read_and_writes_nothing(weights, message,
     assert code == 1
     assert err == f"irrun: error: {tmp_path / 'unet.xml'}:15: {message}\n"
     assert not list(out.parent.iterdir())
+
+
+@pytest.mark.parametrize(("attribute", "kept"), [
+    ('<attribute name="DisablePrecisionConversion" version="0" value="dynamic:f16" />', True),
+    ('<attribute name="precise" version="0" />', True),
+    ('<attribute name="DisablePrecisionConversion" version="0" value="dynamic:bf16" />', False),
+    ('<attribute name="disable_fp16_compression" version="0" />', False),
+])  # fmt: skip
+def test_a_constant_the_file_marks_stays_as_openvino_keeps_it(attribute, kept, tmp_path, core):
+    src = TESTS / "torch_models" / "classifier.xml"
+    data = '<data element_type="f32" shape="5, 32" offset="56" size="640" />'
+    assert data in src.read_text()
+    (tmp_path / "m.xml").write_text(
+        src.read_text().replace(data, f"{data}<rt_info>{attribute}</rt_info>")
+    )
+    (tmp_path / "m.bin").write_bytes(src.with_suffix(".bin").read_bytes())
+    ours, conversion = _convert(tmp_path / "m.xml", tmp_path / "ours.xml", "f16")
+    ov.save_model(core.read_model(tmp_path / "m.xml"), tmp_path / "ov.xml", compress_to_fp16=True)
+    assert ("self.fc.weight" not in conversion.converted) == kept
+    assert _f16_constants(core.read_model(ours)) == _f16_constants(
+        core.read_model(tmp_path / "ov.xml")
+    )
