@@ -393,3 +393,33 @@ def test_a_constant_the_file_marks_stays_as_openvino_keeps_it(attribute, kept, t
     assert _f16_constants(core.read_model(ours)) == _f16_constants(
         core.read_model(tmp_path / "ov.xml")
     )
+
+
+def _weights_chain(kind: str):
+    """A decompression chain of u8 weights, or a FakeQuantize, of the ``kind`` named."""
+    w = ops.convert(ops.constant(np.uint8([1, 2, 3, 4])), "f32")
+    if "zero point" in kind:
+        w = ops.subtract(w, ops.convert(ops.constant(np.uint8([1])), "f32"))
+    scale = ops.constant(np.float32([0.5, 0.5, 0.5, 0.5]))
+    if "compressed scale" in kind:
+        scale = ops.convert(ops.constant(np.float16([0.5, 0.5, 0.5, 0.5])), "f32")
+    if kind == "fake quantize":
+        lo, hi = ops.constant(np.float32(0)), ops.constant(np.float32(4))
+        return ops.fake_quantize(ops.convert(w, "f32"), lo, hi, lo, hi, 16)
+    return ops.multiply(scale, w) if "scale first" in kind else ops.multiply(w, scale)
+
+
+@pytest.mark.parametrize("kind", ["scale", "scale first", "zero point", "zero point, scale first",
+                                  "compressed scale", "fake quantize"])  # fmt: skip
+def test_a_model_is_left_as_it_is_when_openvino_sees_it_quantized(kind, tmp_path, core):
+    x = ops.parameter([4], np.float32, name="x")
+    other = ops.constant(np.float32([0.25, 1.0, 2.0, 3.0]))
+    other.set_friendly_name("O")
+    model = ov.Model([ops.add(ops.add(x, _weights_chain(kind)), other)], [x])
+    ov.save_model(model, tmp_path / "m.xml", compress_to_fp16=False)
+    _, conversion = _convert(tmp_path / "m.xml", tmp_path / "ours.xml", "f16")
+    ov.save_model(core.read_model(tmp_path / "m.xml"), tmp_path / "ov.xml", compress_to_fp16=True)
+    openvino_converts = "O_compressed" in (tmp_path / "ov.xml").read_text()
+    assert openvino_converts == (kind == "compressed scale")
+    assert (conversion.skipped is None) == openvino_converts
+    assert ("O" in conversion.converted) == openvino_converts
