@@ -2,7 +2,7 @@
 
 Random small models are built with OpenVINO's own op API (Parameters of random shapes
 and types; elementwise, unary, MatMul, Reshape, Concat, Split, Convert, Gather,
-Transpose, Select and If layers; constants of every common type, strings and bits;
+Transpose, Select, If and Loop layers; constants of every common type, strings and bits;
 decompression chains of compressed weights; tensor names with commas and other odd
 characters; model rt_info)
 and saved by ``ov.save_model``.  irrun reads each and writes it back: the records read
@@ -116,7 +116,7 @@ def _grow(draw: Any, pool: list[_Tensor]) -> None:
     """Add the outputs of one more layer, of a kind drawn, to ``pool``."""
     kind = draw(st.sampled_from(["unary", "binary_const", "binary", "convert", "reshape",
                                  "concat", "split", "gather", "transpose", "matmul",
-                                 "decompression", "decompression", "select", "if", "constant"]))  # fmt: skip
+                                 "decompression", "decompression", "select", "if", "loop", "constant"]))  # fmt: skip
     if kind == "unary":
         t = _pick(draw, pool)
         if t is None:
@@ -227,6 +227,20 @@ def _grow(draw: Any, pool: list[_Tensor]) -> None:
         node.set_input(t.out, bodies[0][1], bodies[1][1])
         out = node.set_output(bodies[0][0].get_results()[0], bodies[1][0].get_results()[0])
         pool.append(_Tensor(out, t.et, t.shape))
+    elif kind == "loop":
+        t = _pick(draw, pool, FLOAT, min_rank=1)
+        if t is None:
+            return
+        # A few turns adding a constant to the tensor carried from one to the next: a
+        # body with a back edge, the iteration number unused, the last value out.
+        carried, turn = ops.parameter(list(t.shape), _type(t.et)), ops.parameter([], np.int64)
+        step = ops.add(carried, _constant(draw, t.et, t.shape[-1:]))
+        body = ov.Model([ops.result(ops.constant(True)), ops.result(step)], [turn, carried])
+        loop = ops.loop(ops.constant(np.int64(draw(st.integers(1, 3)))), ops.constant(True))
+        loop.set_function(body)
+        loop.set_special_body_ports([0, 0])
+        loop.set_merged_input(carried, t.out, step.output(0))
+        pool.append(_Tensor(loop.get_iter_value(step.output(0), -1), t.et, t.shape))
     elif kind == "constant":
         # A constant as an output of the model: strings as they are, other types converted
         # to f32 (odd counts of packed types end in a byte half or partly used).
@@ -288,7 +302,7 @@ def _run(core: Any, xml: Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [np.array(result[k], copy=True) for k in range(len(model.outputs))]
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(models(), st.integers(0, 2**16))
 def test_the_writer_gives_back_what_openvino_wrote(core, generated, seed):
     model, specs = generated
