@@ -395,3 +395,20 @@ def test_encode_writes_what_openvino_writes(name, data):
         written = Path(d, "c.bin").read_bytes()
     array = np.array(values, ml_dtypes.bfloat16 if name == "bf16" else None)
     assert encode(array, ELEMENT_TYPES[name]) == written
+
+
+@pytest.mark.parametrize("name", ["u2", "u3", "u6"])
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_types_encode_cannot_write_say_so(name, data):
+    et = ELEMENT_TYPES[name]
+    count = data.draw(st.integers(1, 8))
+    values = np.array(data.draw(st.lists(st.integers(0, 2**et.bits - 1), min_size=count,
+                                         max_size=count)), np.uint8)  # fmt: skip
+    with pytest.raises(ValueError, match=f"cannot write {name} values"):
+        encode(values, et)
+
+
+def test_every_element_type_is_covered_here():
+    covered = {*_WHOLE, *_PACKED_ENCODED, "boolean", "string", "u2", "u3", "u6"}
+    assert covered == set(ELEMENT_TYPES)
