@@ -47,6 +47,7 @@ from ..core.documents import copy_document
 from ..errors import IrrunError, Location
 from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.records import Edge, IRDocument, Layer, Port, RtInfo
+from ..ir.registry import opset_number
 from ..ir.weights import Weights
 from ..ir.writer import constant_bytes, constant_type, is_constant
 from .layers import next_id
@@ -70,6 +71,9 @@ SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "StridedSlice": (1, 2, 3), "ConvolutionBackpropData": (2,),
     "GroupConvolutionBackpropData": (2,),
 }  # fmt: skip
+# Interpolate-4 (opsets 4 to 10) marks its scales too; Interpolate-0 and -11 have one input
+# for sizes or scales.
+_INTERPOLATE_4 = range(4, 11)
 _QUANTIZED_TYPES = frozenset(("i4", "u4", "i8", "u8", "nf4", "f8e4m3", "f8e5m2"))
 _DECOMPRESSION_XML = b'<rt_info><attribute name="decompression" version="0" /></rt_info>'
 _DISABLE = "DisablePrecisionConversion"
@@ -274,7 +278,7 @@ def _shape_path_constants(doc: IRDocument) -> set[str]:
         if layer is None:
             continue
         sources = inputs[lid]
-        for i in SHAPE_INPUTS.get(layer.type, ()):
+        for i in _shape_inputs(layer):
             if i < len(sources) and sources[i] is not None:
                 visited.add(sources[i])
                 _walk_shape_path(sources[i], by_id, inputs, on_path, marked)
@@ -284,6 +288,13 @@ def _shape_path_constants(doc: IRDocument) -> set[str]:
             visited.add(src)
             todo.appendleft(src)
     return marked
+
+
+def _shape_inputs(layer: Layer) -> tuple[int, ...]:
+    """The positions of ``layer``'s inputs that hold shapes (:data:`SHAPE_INPUTS`)."""
+    if layer.type == "Interpolate" and opset_number(layer.version) in _INTERPOLATE_4:
+        return (1, 2)
+    return SHAPE_INPUTS.get(layer.type, ())
 
 
 def _walk_shape_path(start: str, by_id: dict[str, Layer], inputs: dict[str, list[str | None]],

@@ -423,3 +423,41 @@ def test_a_model_is_left_as_it_is_when_openvino_sees_it_quantized(kind, tmp_path
     assert openvino_converts == (kind == "compressed scale")
     assert (conversion.skipped is None) == openvino_converts
     assert ("O" in conversion.converted) == openvino_converts
+
+
+def _shape_path_model(kind: str):
+    """A model whose f32 constant ``S`` feeds a shape input of the ``kind`` named."""
+    o10 = pytest.importorskip("openvino.opset10")
+    x = ops.parameter([1, 2, 4, 4], np.float32, name="x")
+    s = ops.constant(np.float32([1.0, 0.5] if kind.startswith("Reshape") else [2.0, 2.0]))
+    s.set_friendly_name("S")
+    if kind == "Interpolate-4 scales":
+        sizes = ops.constant(np.int64([8, 8]))
+        y = o10.interpolate(x, sizes, s, "nearest", "scales", axes=ops.constant(np.int64([2, 3])))
+    elif kind == "Interpolate-11 scales":
+        y = ops.interpolate(x, s, "nearest", "scales", axes=ops.constant(np.int64([2, 3])))
+    elif kind == "Tile repeats":
+        repeats = ops.concat([ops.constant(np.int64([1, 1])), ops.convert(s, "i64")], 0)
+        y = ops.tile(x, repeats)
+    else:  # a Reshape's pattern from ShapeOf, the f32 arithmetic after it
+        shape = ops.convert(ops.shape_of(x), "f32")
+        pattern = ops.convert(ops.divide(ops.gather(shape, ops.constant(np.int64([0, 1])),
+                                                    ops.constant(np.int64(0))), s), "i64")  # fmt: skip
+        y = ops.reshape(x, ops.concat([pattern, ops.constant(np.int64([-1]))], 0), False)
+    w = ops.constant(np.float32([0.5]))
+    w.set_friendly_name("W")
+    return ov.Model([ops.multiply(y, w)], [x])
+
+
+@pytest.mark.parametrize("kind", ["Interpolate-4 scales", "Interpolate-11 scales", "Tile repeats",
+                                  "Reshape from ShapeOf"])  # fmt: skip
+def test_shape_paths_stay_as_openvino_keeps_them(kind, tmp_path, core):
+    ov.save_model(_shape_path_model(kind), tmp_path / "m.xml", compress_to_fp16=False)
+    ours, conversion = _convert(tmp_path / "m.xml", tmp_path / "ours.xml", "f16")
+    ov.save_model(core.read_model(tmp_path / "m.xml"), tmp_path / "ov.xml", compress_to_fp16=True)
+    assert conversion.converted == ["W"]
+    assert ("S", "shape path") in conversion.kept
+    assert _f16_constants(core.read_model(ours)) == _f16_constants(
+        core.read_model(tmp_path / "ov.xml")
+    )
+    assert _marked(ours) == _marked(tmp_path / "ov.xml")
