@@ -44,7 +44,7 @@ import numpy as np
 from lxml import etree
 
 from ..core.documents import copy_document
-from ..errors import IrrunError, Location
+from ..errors import IrrunError, Location, UsageError
 from ..ir.element_types import ELEMENT_TYPES, ElementType
 from ..ir.records import Edge, IRDocument, Layer, Port, RtInfo
 from ..ir.registry import opset_number
@@ -98,14 +98,25 @@ class Conversion:
 
 def convert_precision(model: Model, to: str) -> Conversion:
     """The document of ``model`` with its float weights converted ``to`` ``"f16"`` or
-    ``"f32"`` (see the module's docstring); ``model`` is left as it was."""
-    if to not in ("f16", "f32"):
-        raise ValueError(f"to must be 'f16' or 'f32', not {to!r}")
+    ``"f32"`` (see the module's docstring); ``model`` is left as it was.
+
+    >>> from irrun import load
+    >>> c = convert_precision(load("tests/torch_models/classifier.xml"), "f16")
+    >>> c.converted, c.kept, c.skipped
+    (['self.fc.weight', 'Constant_27472'], [], None)
+    >>> [layer.type for layer in c.document.layers if layer.name == "self.fc.weight"]
+    ['Convert']
+    """
     return convert_document(model.document(), model.weights, to)
 
 
 def convert_document(doc: IRDocument, weights: Weights | None, to: str) -> Conversion:
-    """:func:`convert_precision` on records read from an IR file and their ``.bin``."""
+    """:func:`convert_precision` on records read from an IR file and their ``.bin``.
+
+    Raises :class:`~irrun.errors.UsageError` for a ``to`` other than ``"f16"`` or ``"f32"``.
+    """
+    if to not in ("f16", "f32"):
+        raise UsageError(f"convert to 'f16' or 'f32', not {to!r}")
     doc = copy_document(doc)
     out = Conversion(doc)
     if to == "f16":

@@ -461,3 +461,11 @@ def test_shape_paths_stay_as_openvino_keeps_them(kind, tmp_path, core):
         core.read_model(tmp_path / "ov.xml")
     )
     assert _marked(ours) == _marked(tmp_path / "ov.xml")
+
+
+def test_the_python_function_refuses_another_precision():
+    from irrun.errors import UsageError
+
+    xml = TESTS / "torch_models" / "classifier.xml"
+    with pytest.raises(UsageError, match="convert to 'f16' or 'f32', not 'bf16'"):
+        convert_document(read_ir(xml), Weights(xml.with_suffix(".bin")), "bf16")
