@@ -252,15 +252,10 @@ def _mark(layer: Layer, key: str, value: str) -> None:
     if layer.rt_info.get(key) == value:
         return
     xml = layer.rt_info.xml if isinstance(layer.rt_info, RtInfo) else None
-    el = etree.fromstring(xml) if xml is not None else None
-    if el is None:
-        # Rebuilt from the dict only when it holds plain attributes; anything nested
-        # (rare on a constant) is left as the writer would write it.
-        el = etree.Element("rt_info")
-        for k, v in layer.rt_info.items():
-            if isinstance(v, dict):
-                return
-            etree.SubElement(el, "attribute", name=k, value=str(v))
+    if xml is None:  # made by surgery: the writer writes the dict, with the version
+        layer.rt_info = {**layer.rt_info, key: value}
+        return
+    el = etree.fromstring(xml)
     etree.SubElement(el, "attribute", name=key, version="0", value=value)
     layer.rt_info = RtInfo({**layer.rt_info, key: value}, xml=etree.tostring(el))
 

@@ -50,6 +50,7 @@ _PRECISION = {
 _VERSIONED = frozenset((
     "fused_names", "old_api_map_order", "old_api_map_element_type", "decompression",
     "dequantization", "disable_fp16_compression", "keep_const_precision", "preprocessing_attribute",
+    "DisablePrecisionConversion",
 ))  # fmt: skip
 _XML_NAME = re.compile(r"[A-Za-z_][-A-Za-z0-9_.]*")
 _CONSTANT_TYPES = frozenset(("const", "constant"))

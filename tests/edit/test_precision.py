@@ -66,7 +66,10 @@ def _f16_constants(model, acc=None) -> dict[str, bytes]:
 
 def _marked(path: Path) -> list[str]:
     """The layers marked to stay in f32 (DisablePrecisionConversion), by name."""
-    mark = "rt_info/attribute[@name='DisablePrecisionConversion']"
+    # With its version and value: OpenVINO ignores the attribute without them.
+    mark = (
+        "rt_info/attribute[@name='DisablePrecisionConversion'][@version='0'][@value='dynamic:f16']"
+    )
     return sorted(el.get("name") for el in etree.parse(str(path)).iter("layer")
                   if el.find(mark) is not None)  # fmt: skip
 
