@@ -252,7 +252,7 @@ def _mark(layer: Layer, key: str, value: str) -> None:
     if layer.rt_info.get(key) == value:
         return
     xml = layer.rt_info.xml if isinstance(layer.rt_info, RtInfo) else None
-    if xml is None:  # made by surgery: the writer writes the dict, with the version
+    if xml is None:  # no <rt_info> was read: the writer writes the dict, with the version
         layer.rt_info = {**layer.rt_info, key: value}
         return
     el = etree.fromstring(xml)
