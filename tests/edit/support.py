@@ -3,33 +3,29 @@ of any tensor of a model (its expected values)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
+from irrun import load
 from irrun.edit.extract import TensorIndex
+from tests.support.model_inputs import model_inputs as shared_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH = ROOT / "tests" / "torch_models"
 CORPUS = ROOT / "tests" / "corpus"
 SEQUENCE = ROOT / "tests" / "sequence_models"
-SHAPES = json.loads((TORCH / "shapes.json").read_text())
-CPU = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1}
+# FakeQuantize in float and products by compressed weights of unquantized activations, as
+# irrun computes them (the plugin's INT8 kernels otherwise).
+CPU = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1, "LP_TRANSFORMS_MODE": False,
+       "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}  # fmt: skip
 
 
 def model_inputs(xml: Path) -> dict[str, np.ndarray]:
-    """Inputs of a test model by name: the corpus's own, or seeded random ones of the
-    shape tests/torch_models/shapes.json gives."""
-    if xml.parent == CORPUS:
-        with np.load(xml.with_suffix(".inputs.npz")) as f:
-            return dict(f)
-    if xml.parent == SEQUENCE:
-        prefix = f"{xml.stem}/in/"
-        with np.load(SEQUENCE / "expected.npz") as f:
-            return {k.removeprefix(prefix): f[k] for k in f.files if k.startswith(prefix)}
-    rng = np.random.default_rng(7)
-    return {"x": rng.standard_normal(SHAPES[xml.stem]).astype(np.float32)}
+    """Inputs of a test model by input name (see :mod:`tests.support.model_inputs`)."""
+    specs = load(xml).inputs
+    values = shared_inputs(xml, [({s.name, *s.names}, s.dtype) for s in specs])
+    return {s.name: v for s, v in zip(specs, values, strict=True)}
 
 
 def ov_values(core, xml: Path, feeds: dict[str, np.ndarray], tensors: list[str],
