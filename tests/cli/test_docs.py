@@ -3,77 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from irrun.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-# The pages that show commands with their output: the README's tour and the docs.
-PAGES = {
-    path.relative_to(ROOT).as_posix(): path.read_text()
-    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-}
-
-
-def _shown(command: str) -> str:
-    """The output shown under ``$ command``, on whichever pages show it: the same on each."""
-    shown = {
-        page: block.group(1)
-        for page, text in PAGES.items()
-        for block in re.finditer(r"\$ " + re.escape(command) + r"\n(.*?)\n```", text, re.S)
-    }
-    assert shown, f"neither README.md nor docs/ shows output for {command!r}"
-    assert len(set(shown.values())) == 1, f"{sorted(shown)} show {command!r} differently"
-    return next(iter(shown.values()))
-
-
-def _timeless(text: str) -> str:
-    """Durations (``3.0 ms``, ``0.03 s``) and rates (``150.2 tokens/s``, ``96.1 FPS``) as
-    ``T``: they differ from run to run."""
-    return re.sub(r"\b\d+\.\d+ (ms|s|tokens/s|FPS|inferences/s)\b", r"T \1", text)
-
-
-# A printed float: digits with a point or an exponent (integers, such as lines and shapes,
-# are compared exactly).
-FLOAT = re.compile(r"(?<![\w.])-?\d+(?:\.(\d+))?(?:e([-+]\d+))?(?![\w.])")
-
-
-def _last_digit(token: re.Match) -> float | None:
-    """The value of one unit in the last digit ``token`` shows, or None for an integer."""
-    decimals, exponent = token.group(1), token.group(2)
-    if decimals is None and exponent is None:
-        return None
-    return 10.0 ** (int(exponent or 0) - len(decimals or ""))
-
-
-def assert_same_output(printed: str, shown: str) -> None:
-    """``printed`` is ``shown``, but for floats one unit apart in their last digit.
-
-    The demo's convolutions go through OpenBLAS, which sums them in an order that
-    depends on the kernel it picks for the CPU (Haswell, SkylakeX, Zen...): the outputs
-    move by about 1e-7 relative, which can carry a value shown to 5 significant digits
-    across a rounding boundary. Everything else, integers included, must be as shown.
-
-    >>> assert_same_output("min 4.8929e-05 at 3", "min 4.8928e-05 at 3")
-    >>> assert_same_output("at 4", "at 3")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    AssertionError: ...
-    """
-    printed, shown = _timeless(printed), _timeless(shown)
-    if printed == shown:
-        return
-    # Without its floats each text must be the same; then each float pair is compared.
-    assert FLOAT.sub("F", printed) == FLOAT.sub("F", shown), f"{printed}\n!=\n{shown}"
-    for got, want in zip(FLOAT.finditer(printed), FLOAT.finditer(shown), strict=True):
-        unit = _last_digit(want)
-        if unit is None or _last_digit(got) is None:
-            assert got.group() == want.group(), f"{got.group()} != {want.group()}"
-            continue
-        assert abs(float(got.group()) - float(want.group())) <= unit * 1.000001, (
-            f"{got.group()} is not {want.group()} to its last digit"
-        )
+from tests.support.docs import ROOT, assert_same_output, shown_output
 
 
 @pytest.mark.parametrize(
@@ -103,7 +37,7 @@ def test_readme_output_is_current(command, capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     args = [a.strip('"') for a in re.findall(r'"[^"]*"|\S+', command)[1:]]
     main(args)
-    assert_same_output(capsys.readouterr().out.rstrip("\n"), _shown(command))
+    assert_same_output(capsys.readouterr().out.rstrip("\n"), shown_output(command))
 
 
 def test_readme_dump_example(capsys, monkeypatch, tmp_path):
@@ -115,7 +49,7 @@ def test_readme_dump_example(capsys, monkeypatch, tmp_path):
     command = "irrun models/demo.xml --dump-dir dump --dump-type MaxPool,AvgPool"
     main(command.split()[1:])
     captured = capsys.readouterr()
-    shown = _shown(command).split("\n$ ls dump\n")
+    shown = shown_output(command).split("\n$ ls dump\n")
     assert_same_output(captured.out + captured.err, shown[0] + "\n")
     assert "  ".join(sorted(p.name for p in (tmp_path / "dump").iterdir())) == shown[1]
 
@@ -126,7 +60,7 @@ def test_readme_profile_example_has_the_layers_and_format_irrun_prints(capsys, m
     command = "irrun models/demo.xml --profile --iterations 20"
     main(command.split()[1:])
     printed = capsys.readouterr().out.rstrip("\n").split("\n\n")
-    shown = _shown(command).split("\n\n")
+    shown = shown_output(command).split("\n\n")
     assert len(printed) == len(shown) == 4  # outputs, op types, layers, computed at load
     assert_same_output(printed[0], shown[0])
 
@@ -157,4 +91,4 @@ def test_readme_memory_example(capsys, monkeypatch):
     command = "irrun models/demo.xml --max-memory 64K"
     assert main(command.split()[1:]) == 1
     captured = capsys.readouterr()
-    assert (captured.out, captured.err.rstrip("\n")) == ("", _shown(command))
+    assert (captured.out, captured.err.rstrip("\n")) == ("", shown_output(command))

@@ -255,7 +255,7 @@ def test_cli_misuse(args, rc, message, tmp_path, capsys):
 
 
 def test_the_examples_of_docs_cli_md_print_what_they_show(capsys, monkeypatch, tmp_path):
-    from tests.cli.test_docs import _shown, assert_same_output
+    from tests.support.docs import assert_same_output, shown_output
 
     # Where the examples' relative paths name the repository's files and a scratch output.
     for entry in TESTS.parent.iterdir():
@@ -265,7 +265,7 @@ def test_the_examples_of_docs_cli_md_print_what_they_show(capsys, monkeypatch, t
                     "irrun convert-precision unet_f16.xml --to f32 -o unet_f32.xml"):  # fmt: skip
         assert main(command.split()[1:]) == 0
         captured = capsys.readouterr()
-        assert_same_output(captured.out + captured.err.rstrip("\n"), _shown(command))
+        assert_same_output(captured.out + captured.err.rstrip("\n"), shown_output(command))
     source = TESTS / "torch_models" / "unet.bin"
     assert (tmp_path / "unet_f32.bin").stat().st_size == source.stat().st_size
 

@@ -19,9 +19,9 @@ from lxml import etree
 
 from irrun import load
 from irrun.edit.reduce import reduce
-from tests.cli.test_docs import assert_same_output
 from tests.edit.support import CPU, ROOT, TORCH, model_inputs, ov_values
 from tests.support.cli import run_cli
+from tests.support.docs import assert_same_output, page_commands
 
 
 def _ov_run(core, xml: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -168,11 +168,6 @@ def test_the_command_with_a_passing_check_script(capsys, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def _page_commands(page: str) -> list[tuple[str, str]]:
-    """Each ``$ irrun ...`` line of a page's plain blocks, with the output shown under it."""
-    return re.findall(r"^\$ (irrun [^\n]*)\n(.*?)\n```", page, re.S | re.M)
-
-
 def test_the_worked_example_of_docs_reduce_md(core, capsys, monkeypatch, tmp_path):
     page = (ROOT / "docs" / "reduce.md").read_text()
     make_model, has_op = re.findall(r"```python\n(?!>>>)(.*?)```", page, re.S)
@@ -180,7 +175,7 @@ def test_the_worked_example_of_docs_reduce_md(core, capsys, monkeypatch, tmp_pat
     (tmp_path / "has_op.py").write_text(has_op)
     monkeypatch.chdir(tmp_path)
     exec(compile(make_model, "docs/reduce.md", "exec"), {})
-    commands = _page_commands(page)
+    commands = page_commands(page)
     assert [c.split()[2] for c, _ in commands] == [
         "lrn_bias.xml",
         "tests/torch_models/attention.xml",
@@ -205,7 +200,7 @@ def test_the_worked_example_of_docs_reduce_md(core, capsys, monkeypatch, tmp_pat
 def test_the_extract_example_of_docs_cli_md(capsys, monkeypatch, tmp_path):
     (tmp_path / "models").symlink_to(ROOT / "models")
     monkeypatch.chdir(tmp_path)
-    [(command, shown)] = [(c, s) for c, s in _page_commands((ROOT / "docs" / "cli.md").read_text())
+    [(command, shown)] = [(c, s) for c, s in page_commands((ROOT / "docs" / "cli.md").read_text())
                           if c.startswith("irrun extract")]  # fmt: skip
     rc, stdout, stderr = run_cli(capsys, *shlex.split(command)[1:])
     assert (rc, stdout, stderr.rstrip("\n")) == (0, "", shown)
