@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 
-from ..ir.dims import Shape
+from ..ir.dims import DYNAMIC, Shape
 from ..ir.records import IRDocument, Layer, Port
 from ..ir.registry import TensorInfo
 from .graph import LayerGraph
@@ -36,8 +36,14 @@ def with_inferred_shapes(lg: LayerGraph, infos: Infos,
                          inputs: dict[str, Shape | None]) -> IRDocument:  # fmt: skip
     """A copy of ``lg``'s document in which the Parameters listed in ``inputs`` (by layer
     id) have those shapes, and every port of the top-level graph has the shape irrun
-    inferred for its tensor (as OpenVINO's ``reshape`` and ``save_model`` write them).
-    Ports whose tensor irrun could not infer keep their dims."""
+    inferred for its tensor, as OpenVINO's ``reshape`` and ``save_model`` write them: a
+    dim that is not a number is written -1 (a range ``1..10`` stays in the Parameter's
+    ``shape`` alone).  Ports whose tensor irrun could not infer keep their dims.
+
+    With dynamic dims, irrun's inference can know less than OpenVINO's (which carries
+    dims' bounds through shape subgraphs): a port may say -1 where OpenVINO's says 1.
+    The Parameters' shapes are the same, and OpenVINO infers every port again when it
+    reads the file."""
     doc = copy_document(lg.doc)
     for layer in doc.layers:
         if layer.id in inputs:
@@ -53,7 +59,7 @@ def with_inferred_shapes(lg: LayerGraph, infos: Infos,
 
 def _set_dims(port: Port, info: TensorInfo | None) -> None:
     if info is not None and info.shape is not None:
-        port.dims = tuple(info.shape)
+        port.dims = tuple(d if isinstance(d, int) else DYNAMIC for d in info.shape)
 
 
 def layer_by_id(doc: IRDocument) -> dict[str, Layer]:

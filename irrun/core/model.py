@@ -41,7 +41,7 @@ from .memory import (
 )
 from .names import TensorNames, tensor_name
 from .propagation import propagate
-from .reshape import ShapeSpec, describe, input_shapes
+from .reshape import ShapeSpec, input_shapes, reshape_infos
 from .state import Request
 from .steps import Step
 
@@ -558,20 +558,7 @@ class Model:
         return key  # type: ignore[no-any-return]  # a name, checked with the shapes
 
     def _reshape(self, new_shapes: dict[str, TensorInfo]) -> None:
-        merged = {
-            lid: TensorInfo(shape, self._nodes[lid].attrs.element_type)  # type: ignore[union-attr]
-            for lid, shape in self._input_shapes.items()
-        }
-        merged.update(new_shapes)
-        infos, problems = propagate(self._graph, self._nodes, merged)
-        errors = [d for d in problems if d.level == "error"]
-        if errors:
-            err = errors[0].as_error()
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise IrrunError(
-                f"reshape to {describe(self._graph, new_shapes)}: {err.message}{more}",
-                err.location, err.layer, err.port, err.code,
-            )  # fmt: skip
+        infos, merged = reshape_infos(self._graph, self._nodes, self._input_shapes, new_shapes)
         self._infos = infos
         self._input_shapes = {lid: info.shape for lid, info in merged.items()}
         self._index_names()

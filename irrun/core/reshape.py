@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from ..errors import UsageError
+from ..errors import IrrunError, UsageError
 from ..ir.dims import Shape, format_shape, parse_dim, parse_partial_shape
 from ..ir.registry import TensorInfo
 from .binding import Node
 from .graph import LayerGraph
+from .propagation import Infos, propagate
 
 # Spec: the whole argument is "name[dims]" items separated by commas.
 _ITEM = re.compile(r"\s*([^\[\],]*?)\s*\[([^\[\]]*)\]\s*(?:,|$)")
@@ -127,3 +128,21 @@ def describe(lg: LayerGraph, shapes: Mapping[str, TensorInfo]) -> str:
     return ",".join(
         f"{lg.layers[lid].name}{format_shape(info.shape)}" for lid, info in shapes.items()
     )
+
+
+def reshape_infos(lg: LayerGraph, nodes: dict[str, Node], current: Mapping[str, Shape | None],
+                  new: dict[str, TensorInfo]) -> tuple[Infos, dict[str, TensorInfo]]:  # fmt: skip
+    """Every tensor's info once the Parameters have the ``new`` shapes (by layer id), on
+    top of the ``current`` ones they were reshaped to, and the Parameters' infos; raises
+    :class:`IrrunError` naming the first layer the new shapes break."""
+    merged = {lid: TensorInfo(shape, nodes[lid].attrs.element_type)  # type: ignore[union-attr]
+              for lid, shape in current.items()}  # fmt: skip
+    merged.update(new)
+    infos, problems = propagate(lg, nodes, merged)
+    errors = [d for d in problems if d.level == "error"]
+    if errors:
+        err = errors[0].as_error()
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise IrrunError(f"reshape to {describe(lg, new)}: {err.message}{more}",
+                         err.location, err.layer, err.port, err.code)  # fmt: skip
+    return infos, merged

@@ -49,7 +49,7 @@ from ..ir.writer import constants, source_range
 from ..text import count
 from .cleanup import Cleanup, clean
 from .layers import constant, next_id
-from .reshape import ranges_dynamic, reshaped
+from .reshape import reshaped
 
 DEFAULT_CAP = 64 * 2**20
 # Element types a weight is stored in to be decompressed: a Convert from a Const of one
@@ -146,7 +146,7 @@ def folded(model: Model, cap: int | str | None = DEFAULT_CAP,
             break
         report.failed.append(plan.steps[failed].node.layer.ref())
         _unfold(plan, kinds, failed)
-    doc = ranges_dynamic(with_inferred_shapes(lg, infos, inputs)) if inputs else model.document()
+    doc = with_inferred_shapes(lg, infos, inputs) if inputs else model.document()
     report.layers_before = len(doc.layers)
     report.bytes_before = _constant_bytes(doc)
     _write_constants(doc, plan, infos, values, report)
