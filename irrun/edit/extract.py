@@ -203,8 +203,13 @@ def extract_tensors(model: Model, cuts: Iterable[Tensor], outputs: Iterable[Tens
         if et is None:
             raise UsageError(f"input '{named[tensor]}': its element type is unknown")
         names = (port.names if port is not None and port.names else ()) or (shown[tensor],)
+        shape = info.shape
+        if shape is None and port is not None and port.dims and not model._input_shapes:
+            # irrun could not infer even the rank (a dynamic input's dims lost on the way):
+            # the dims the file declares, which OpenVINO inferred, say more.
+            shape = port.dims
         # Named as the user named it, who finds it by that name in the subgraph too.
-        new = parameter(str(fresh), named[tensor], info.shape, et, tuple(names))
+        new = parameter(str(fresh), named[tensor], shape, et, tuple(names))
         param_of[tensor] = new.id
         params.append(new)
         fresh += 1

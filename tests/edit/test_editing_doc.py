@@ -23,6 +23,14 @@ def test_the_commands_of_docs_editing_md(core, capsys, monkeypatch, tmp_path):
     for command, shown in commands:
         _, stdout, stderr = run_cli(capsys, *shlex.split(command)[1:])
         assert_same_output((stdout + stderr).rstrip("\n"), shown)
+    # The cut's Parameter has the shape OpenVINO infers for that tensor in the full model.
+    full = core.read_model(ROOT / "tests" / "corpus" / "bert.xml")
+    declared = next(o.get_partial_shape() for op in full.get_ordered_ops() for o in op.outputs()
+                    if "hidden_states.7" in o.get_names())  # fmt: skip
+    cut = next(p for p in core.read_model("layer1.xml").get_parameters()
+               if "hidden_states.7" in p.output(0).get_names())  # fmt: skip
+    assert cut.get_partial_shape() == declared
+    assert str(declared) == "[?,?,32]"
     # OpenVINO runs the folded layer, fed its own full model's value at the cut, to the
     # full model's output (its kernels fuse the two graphs otherwise: within 1e-5).
     xml = ROOT / "tests" / "corpus" / "bert.xml"
