@@ -267,7 +267,7 @@ def test_the_python_report_writes_the_same_page(tmp_path):
 
 def test_the_docs_example(tmp_path, capsys, monkeypatch):
     pytest.importorskip("openvino")
-    from cli.test_docs import _shown, assert_same_output
+    from tests.support.docs import assert_same_output, shown_output
 
     # Where the repository's files are at hand and what the command writes is not kept.
     for entry in ROOT.iterdir():
@@ -279,7 +279,7 @@ def test_the_docs_example(tmp_path, capsys, monkeypatch):
     )
     assert main(command.split()[1:]) == 0
     captured = capsys.readouterr()
-    assert_same_output(captured.out + captured.err.rstrip("\n"), _shown(command))
+    assert_same_output(captured.out + captured.err.rstrip("\n"), shown_output(command))
     doc = lxml_html.fromstring((tmp_path / "report.html").read_text(encoding="utf-8"))
     points = doc.xpath("//svg[@class='plot abs']//circle")
     assert [p.get("data-tensor") for p in points] == [
