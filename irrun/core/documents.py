@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from ..ir.dims import DYNAMIC, Shape
-from ..ir.records import IRDocument, Layer, Port
+from ..ir.records import IRDocument, Port
 from ..ir.registry import TensorInfo
 from .graph import LayerGraph
 from .propagation import Infos
@@ -61,6 +61,3 @@ def _set_dims(port: Port, info: TensorInfo | None) -> None:
     if info is not None and info.shape is not None:
         port.dims = tuple(d if isinstance(d, int) else DYNAMIC for d in info.shape)
 
-
-def layer_by_id(doc: IRDocument) -> dict[str, Layer]:
-    return {layer.id: layer for layer in doc.layers}

@@ -160,7 +160,9 @@ def fold_model(plan: Plan, infos: Infos, option: bool | int | None, weights_byte
     return fold(plan, infos, cap, weights)  # type: ignore[arg-type]
 
 
-def _may_fold(step: Step) -> bool:
+def may_fold(step: Step) -> bool:
+    """Whether the op of ``step`` may be computed once for constant inputs (no state, no
+    randomness, no sub-graph), were they all constant."""
     return (step.node.op.foldable and getattr(step.attrs, "sub", None) is None
             and bool(step.inputs))
 
@@ -189,7 +191,7 @@ def _choose(plan: Plan, infos: Infos, cap: int | None) -> _Choice:
             readers.setdefault(s, []).append(step)
         if step.node.op.type == "Const":
             constant.update(step.outputs)
-        elif _may_fold(step) and all(s in constant for s in step.inputs):
+        elif may_fold(step) and all(s in constant for s in step.inputs):
             foldable[i] = True
             constant.update(step.outputs)
     # The values to keep: those a layer that does not fold reads, in the model's order.

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..core.documents import with_inferred_shapes
 from ..core.executor import Plan
+from ..core.folding import may_fold
 from ..core.memory import format_bytes, parse_size
 from ..core.model import Model
 from ..core.propagation import Infos
@@ -198,8 +199,7 @@ def _kinds(plan: Plan, infos: Infos) -> list[str | None]:
             kind = "kept"
         elif op.type == "ShapeOf" and _static(infos, key_of[step.inputs[0]]) is not None:  # type: ignore[union-attr]
             kind = "shape"
-        elif (op.foldable and getattr(step.attrs, "sub", None) is None and step.inputs  # type: ignore[union-attr]
-              and all(s in constant for s in step.inputs)):  # fmt: skip
+        elif may_fold(step) and all(s in constant for s in step.inputs):
             kind = "fold"
         if kind in ("const", "shape", "fold"):
             constant.update(step.outputs)
